@@ -1,0 +1,103 @@
+// Runs one tool job: checks the task is still wanted, runs the tool with its context, and settles the task with
+// the result mapping. The task record, not BullMQ's job, carries the outcome.
+import { DelayedError, type Job } from 'bullmq';
+import { CallToolResultSchema, describeIssues, isTerminal, ProtocolError, ErrorCode, settleWithError, settleWithResult, TaskStatus, type Settlement, type ToolContext, type ToolRegistry } from '@mcp-tasks/protocol';
+import type { Logger, TaskStore, ToolJobData } from '@mcp-tasks/engine';
+import { AbortReason, type RunningTasks } from './running-tasks.ts';
+
+export interface JobDeps {
+  store: TaskStore;
+  tools: ToolRegistry;
+  running: RunningTasks;
+  log: Logger;
+  workerName: string;
+}
+
+const PROGRESS_MIN_INTERVAL_MS = 250;
+
+/** The BullMQ processor. It declares `signal` so that BullMQ passes its AbortSignal (see DESIGN.md). */
+export function toolProcessor(deps: JobDeps) {
+  return (job: Job<ToolJobData>, token?: string, signal?: AbortSignal) => processJob(deps, job, token, signal);
+}
+
+async function processJob(deps: JobDeps, job: Job<ToolJobData>, token: string | undefined, bullSignal: AbortSignal | undefined): Promise<void> {
+  const { store, tools, running } = deps;
+  const { taskId } = job.data;
+  const log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: job.attemptsStarted });
+  const record = await store.get(taskId);
+  if (!record) {
+    log.info('skipping job: its task expired or was deleted');
+    return;
+  }
+  if (isTerminal(record.status)) {
+    log.info('skipping job: its task is already terminal', { status: record.status });
+    return;
+  }
+
+  let tool;
+  try {
+    tool = tools.get(job.data.tool);
+  } catch {
+    await settle(deps, taskId, settleWithError(job.data.tool, new ProtocolError(ErrorCode.MethodNotFound, `This worker has no tool '${job.data.tool}'`)), log);
+    return;
+  }
+  if (job.attemptsStarted > 1 && tool.retrySafe === false) {
+    await settle(deps, taskId, {
+      status: TaskStatus.Failed,
+      statusMessage: `The worker running this task stopped before it finished, and tool '${tool.name}' is not safe to run twice.`,
+      outcome: { error: { code: ErrorCode.InternalError, message: `Tool '${tool.name}' was interrupted and is not retry-safe`, data: { tool: tool.name } } },
+    }, log);
+    return;
+  }
+
+  const controller = running.start(taskId, bullSignal);
+  await store.note(taskId, TaskStatus.Working, `Running on ${deps.workerName}.`).catch(() => undefined);
+  const context: ToolContext = {
+    taskId,
+    attempt: job.attemptsStarted,
+    signal: controller.signal,
+    progress: throttledProgress(job),
+    log,
+  };
+  let settlement: Settlement;
+  try {
+    const args = tools.parseArguments(tool, job.data.arguments);
+    const result = CallToolResultSchema.safeParse(await tool.run(args, context));
+    settlement = result.success
+      ? settleWithResult(result.data)
+      : settleWithError(tool.name, new Error(`it returned an invalid CallToolResult (${describeIssues(result.error)})`));
+  } catch (error) {
+    const reason: unknown = controller.signal.reason;
+    if (controller.signal.aborted && reason === AbortReason.Shutdown && token) {
+      // Hand the job back without spending an attempt: another worker picks it up.
+      log.info('handing the task back on shutdown');
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
+    if (controller.signal.aborted) {
+      log.info('tool stopped', { reason });
+      return;
+    }
+    settlement = settleWithError(tool.name, error);
+  } finally {
+    running.finish(taskId);
+  }
+  await settle(deps, taskId, settlement, log);
+}
+
+async function settle(deps: JobDeps, taskId: string, settlement: Settlement, log: Logger): Promise<void> {
+  const moved = await deps.store.settle(taskId, settlement);
+  if (moved.ok) log.info('task settled', { status: settlement.status });
+  // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped.
+  else log.info('task outcome dropped', { reason: moved.reason, ...(moved.reason === 'rejected' ? { current: moved.current } : {}) });
+}
+
+function throttledProgress(job: Job<ToolJobData>): ToolContext['progress'] {
+  let last = 0;
+  return async (progress, total, message) => {
+    const now = Date.now();
+    if (now - last < PROGRESS_MIN_INTERVAL_MS && (total === undefined || progress < total)) return;
+    last = now;
+    await job.updateProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }).catch(() => undefined);
+  };
+}

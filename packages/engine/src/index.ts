@@ -1,0 +1,22 @@
+/**
+ * @mcp-tasks/engine — the runner's Redis side: key layout, Lua scripts, task records, sessions, the tool queue,
+ * the pub/sub plumbing and the task operations shared by api and worker.
+ *
+ * @example
+ * const redis = createRedis('redis://127.0.0.1:6379', 'api');
+ * const store = new TaskStore(redis, new KeySpace('mcpt'));
+ * const record = await store.get(taskId);
+ */
+export * from './cleanup.ts';
+export * from './config.ts';
+export * from './control.ts';
+export * from './keys.ts';
+export * from './list-cursor.ts';
+export * from './logger.ts';
+export * from './queue.ts';
+export * from './redis.ts';
+export * from './sessions.ts';
+export * from './subscriber.ts';
+export * from './task-service.ts';
+export * from './task-store.ts';
+export * from './maintenance.ts';

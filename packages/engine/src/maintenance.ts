@@ -1,0 +1,108 @@
+// Periodic chores every worker runs: delete what expired (index entries, queued jobs) and settle tasks whose job
+// can no longer settle them (crash between record and job, BullMQ giving up on a stalled job). Every step is
+// idempotent or claimed atomically, so several workers can run it at once.
+import { stopTaskWork } from './control.ts';
+import { lostSettlement, reconcile, type ObservedJobState } from '@mcp-tasks/protocol';
+import type { Queue } from 'bullmq';
+import type { Logger } from './logger.ts';
+import type { ToolJobData } from './queue.ts';
+import type { RedisClient } from './redis.ts';
+import type { TaskStore } from './task-store.ts';
+
+export interface MaintenanceOptions {
+  intervalMs: number;
+  /** A live task untouched this long is checked against its BullMQ job. */
+  reconcileAfterMs: number;
+  batchSize: number;
+}
+
+export class Maintenance {
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly store: TaskStore,
+    private readonly queue: Queue<ToolJobData>,
+    private readonly log: Logger,
+    private readonly options: MaintenanceOptions,
+  ) {}
+
+  start(): void {
+    const tick = () => {
+      this.#running = this.runOnce()
+        .then(() => undefined)
+        .catch((error: unknown) => {
+          this.log.warn('maintenance pass failed', { error: String(error) });
+        })
+        .finally(() => {
+          this.#running = undefined;
+          if (this.#timer) this.#timer = setTimeout(tick, this.options.intervalMs);
+        });
+    };
+    this.#timer = setTimeout(tick, this.options.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  async runOnce(now = Date.now()): Promise<{ expired: number; reconciled: number }> {
+    const expired = await this.sweepExpired(now);
+    const reconciled = await this.reconcileStale(now);
+    return { expired, reconciled };
+  }
+
+  /** Removes what belongs to expired tasks; each entry is claimed by the one process whose ZREM removed it. */
+  async sweepExpired(now: number): Promise<number> {
+    const keys = this.store.keys;
+    const entries = await this.redis.zrangebyscore(keys.expiries(), '-inf', now, 'LIMIT', 0, this.options.batchSize);
+    let swept = 0;
+    for (const entry of entries) {
+      if ((await this.redis.zrem(keys.expiries(), entry)) !== 1) continue;
+      const [taskId, owner, member] = JSON.parse(entry) as [string, string, string];
+      await this.redis.multi().zrem(keys.ownerIndex(owner), member).zrem(keys.live(), taskId).del(keys.task(taskId)).exec();
+      await stopTaskWork(this.queue, this.redis, keys, taskId);
+      swept++;
+    }
+    if (swept > 0) this.log.info('expired tasks swept', { count: swept });
+    return swept;
+  }
+
+  /** Settles live tasks whose BullMQ job says they can no longer finish (DESIGN invariant 6). */
+  async reconcileStale(now: number): Promise<number> {
+    const keys = this.store.keys;
+    const ids = await this.redis.zrangebyscore(
+      keys.live(),
+      '-inf',
+      now - this.options.reconcileAfterMs,
+      'LIMIT',
+      0,
+      this.options.batchSize,
+    );
+    let settled = 0;
+    for (const taskId of ids) {
+      const record = await this.store.get(taskId);
+      if (!record) {
+        await this.redis.zrem(keys.live(), taskId);
+        continue;
+      }
+      const job = await this.queue.getJob(taskId);
+      const state: ObservedJobState = job ? await job.getState() : 'unknown';
+      const verdict = reconcile(record, state, job?.failedReason);
+      if (verdict.action === 'fail') {
+        const moved = await this.store.settle(taskId, lostSettlement(verdict.statusMessage));
+        if (moved.ok) {
+          settled++;
+          this.log.warn('task settled by reconciliation', { taskId, tool: record.tool, jobState: state, reason: verdict.statusMessage });
+        }
+      } else {
+        // Consistent: look again only after another reconcileAfterMs.
+        await this.redis.zadd(keys.live(), 'XX', now, taskId);
+      }
+    }
+    return settled;
+  }
+}

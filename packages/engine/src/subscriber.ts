@@ -1,0 +1,66 @@
+// One pub/sub connection per process, shared by every waiter: tasks/result and plain calls wait on it instead of
+// polling Redis, and a lost message is covered by the caller's periodic re-check.
+import type { Redis } from 'ioredis';
+
+type Listener = (message: string) => void;
+
+export class Subscriber {
+  readonly #listeners = new Map<string, Set<Listener>>();
+
+  constructor(readonly redis: Redis) {
+    redis.on('message', (channel: string, message: string) => {
+      for (const listener of this.#listeners.get(channel) ?? []) listener(message);
+    });
+  }
+
+  /** Listens to a channel until the returned function is called; resolves once Redis confirmed the subscription. */
+  async listen(channel: string, listener: Listener): Promise<() => Promise<void>> {
+    let listeners = this.#listeners.get(channel);
+    if (!listeners) {
+      listeners = new Set();
+      this.#listeners.set(channel, listeners);
+    }
+    listeners.add(listener);
+    if (listeners.size === 1) await this.redis.subscribe(channel);
+    return async () => {
+      const current = this.#listeners.get(channel);
+      if (!current?.delete(listener) || current.size > 0) return;
+      this.#listeners.delete(channel);
+      if (this.redis.status === 'ready') await this.redis.unsubscribe(channel).catch(() => undefined);
+    };
+  }
+
+  /**
+   * Resolves on the next message on `channel`, after `timeoutMs`, or when `signal` aborts, whichever comes first.
+   * Subscribe before reading the state you wait on, then call `next`, so that no change slips between the two.
+   */
+  async waiter(channel: string): Promise<{ next(timeoutMs: number, signal?: AbortSignal): Promise<void>; close(): Promise<void> }> {
+    let wake: (() => void) | undefined;
+    let pending = false;
+    const stop = await this.listen(channel, () => {
+      pending = true;
+      wake?.();
+    });
+    return {
+      next: (timeoutMs, signal) =>
+        new Promise<void>((resolve) => {
+          if (pending || signal?.aborted) {
+            pending = false;
+            resolve();
+            return;
+          }
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            wake = undefined;
+            pending = false;
+            resolve();
+          };
+          const timer = setTimeout(done, timeoutMs);
+          signal?.addEventListener('abort', done, { once: true });
+          wake = done;
+        }),
+      close: stop,
+    };
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * @mcp-tasks/protocol — the pure vocabulary of the runner: MCP wire schemas, JSON-RPC errors, the task state
+ * machine, the BullMQ job-state mapping, the result mapping and the tool-definition API. No I/O.
+ *
+ * @example
+ * import { defineTool, TaskSupport } from '@mcp-tasks/protocol';
+ * export const hello = defineTool({
+ *   name: 'hello', description: 'Greets', inputSchema: z.object({ who: z.string() }),
+ *   taskSupport: TaskSupport.Optional,
+ *   run: async ({ who }) => ({ content: [{ type: 'text', text: `hello ${who}` }] }),
+ * });
+ */
+export * from './capabilities.ts';
+export * from './job-state.ts';
+export * from './jsonrpc.ts';
+export * from './meta.ts';
+export * from './outcome.ts';
+export * from './schemas.ts';
+export * from './task.ts';
+export * from './task-status.ts';
+export * from './tool.ts';

@@ -1,0 +1,62 @@
+// The mapping from a BullMQ job state (plus our task record) to the MCP task status. Our record is the source of
+// truth while it says anything definite; the job state decides only when the record and the job disagree, as
+// after a crash between writing one and the other, or when BullMQ failed a job without our code running
+// (a job that stalled too often).
+import type { JobState } from 'bullmq';
+import type { TaskRecord } from './task.ts';
+import { isTerminal, TaskStatus } from './task-status.ts';
+
+/** Every state BullMQ can report, `unknown` meaning the job does not exist. */
+export type ObservedJobState = JobState | 'unknown';
+
+export const JobPhase = {
+  Queued: 'queued',
+  Running: 'running',
+  Finished: 'finished',
+  Failed: 'failed',
+  Missing: 'missing',
+} as const;
+export type JobPhase = (typeof JobPhase)[keyof typeof JobPhase];
+
+/** Exhaustive: a new BullMQ state does not compile until it is mapped here. */
+export const JOB_PHASE: Record<ObservedJobState, JobPhase> = {
+  waiting: JobPhase.Queued,
+  prioritized: JobPhase.Queued,
+  delayed: JobPhase.Queued,
+  'waiting-children': JobPhase.Queued,
+  active: JobPhase.Running,
+  completed: JobPhase.Finished,
+  failed: JobPhase.Failed,
+  unknown: JobPhase.Missing,
+};
+
+export type Reconciliation =
+  | { action: 'none'; status: TaskStatus }
+  | { action: 'fail'; status: typeof TaskStatus.Failed; statusMessage: string };
+
+/**
+ * What the task's status must be given its record and its job. `fail` means the record is stuck non-terminal
+ * while its job can no longer settle it; the caller applies that through the atomic transition.
+ */
+export function reconcile(
+  record: Pick<TaskRecord, 'status'>,
+  jobState: ObservedJobState,
+  failedReason?: string,
+): Reconciliation {
+  if (isTerminal(record.status)) return { action: 'none', status: record.status };
+  switch (JOB_PHASE[jobState]) {
+    case JobPhase.Queued:
+    case JobPhase.Running:
+      return { action: 'none', status: record.status };
+    case JobPhase.Finished:
+      return fail('The worker finished the job without recording a result.');
+    case JobPhase.Failed:
+      return fail(`The worker gave up on the task: ${failedReason ?? 'no reason was recorded'}`);
+    case JobPhase.Missing:
+      return fail('The task was lost: its job no longer exists in the queue.');
+  }
+}
+
+function fail(statusMessage: string): Reconciliation {
+  return { action: 'fail', status: TaskStatus.Failed, statusMessage };
+}

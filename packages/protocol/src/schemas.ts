@@ -1,0 +1,87 @@
+// Zod schemas for what arrives on the wire. Inside the system we pass the inferred plain types.
+import { z } from 'zod';
+import { ErrorCode, ProtocolError } from './jsonrpc.ts';
+
+export const LATEST_PROTOCOL_VERSION = '2025-11-25';
+/** Revisions we speak, newest first. Tasks exist only in 2025-11-25 (see capabilitiesFor). */
+export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+/** What a request without MCP-Protocol-Version is assumed to speak (Streamable HTTP rule). */
+export const DEFAULT_NEGOTIATED_VERSION = '2025-03-26';
+
+export const RequestIdSchema = z.union([z.string().max(256), z.number().int().safe()]);
+
+const ParamsSchema = z.record(z.string(), z.unknown());
+
+export const JsonRpcRequestSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: RequestIdSchema,
+  method: z.string().min(1).max(256),
+  params: ParamsSchema.optional(),
+});
+
+export const JsonRpcNotificationSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  method: z.string().min(1).max(256),
+  params: ParamsSchema.optional(),
+});
+
+export const JsonRpcErrorObjectSchema = z.object({ code: z.number().int(), message: z.string(), data: z.unknown() });
+
+export const JsonRpcResponseSchema = z.union([
+  z.object({ jsonrpc: z.literal('2.0'), id: RequestIdSchema, result: ParamsSchema }),
+  z.object({ jsonrpc: z.literal('2.0'), id: RequestIdSchema.nullable(), error: JsonRpcErrorObjectSchema }),
+]);
+
+const MetaSchema = z.looseObject({ progressToken: z.union([z.string(), z.number()]).optional() });
+
+export const InitializeParamsSchema = z.looseObject({
+  protocolVersion: z.string().min(1),
+  capabilities: z.looseObject({}),
+  clientInfo: z.looseObject({ name: z.string(), version: z.string() }),
+});
+export type InitializeParams = z.infer<typeof InitializeParamsSchema>;
+
+/** `params.task` of a task-augmented request. */
+export const TaskParamsSchema = z.looseObject({
+  ttl: z.number().int().nonnegative().optional(),
+});
+
+export const CallToolParamsSchema = z.looseObject({
+  name: z.string().min(1).max(256),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  task: TaskParamsSchema.optional(),
+  _meta: MetaSchema.optional(),
+});
+export type CallToolParams = z.infer<typeof CallToolParamsSchema>;
+
+export const TaskIdParamsSchema = z.looseObject({
+  taskId: z.string().min(1).max(256),
+});
+
+export const ListParamsSchema = z.looseObject({
+  cursor: z.string().max(1024).optional(),
+});
+
+export const ContentBlockSchema = z.looseObject({ type: z.string() });
+
+export const CallToolResultSchema = z.looseObject({
+  content: z.array(ContentBlockSchema),
+  structuredContent: z.record(z.string(), z.unknown()).optional(),
+  isError: z.boolean().optional(),
+  _meta: z.record(z.string(), z.unknown()).optional(),
+});
+export type CallToolResult = z.infer<typeof CallToolResultSchema>;
+
+/** Parses `params` of `method`, or throws the -32602 error that says which field is wrong and why. */
+export function parseParams<S extends z.ZodType>(schema: S, params: unknown, method: string): z.infer<S> {
+  const parsed = schema.safeParse(params ?? {});
+  if (parsed.success) return parsed.data;
+  throw new ProtocolError(ErrorCode.InvalidParams, `Invalid params for ${method}: ${describeIssues(parsed.error)}`);
+}
+
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
+    .join('; ');
+}

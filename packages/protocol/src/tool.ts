@@ -1,0 +1,112 @@
+// The tool-definition API: a tool is declared once and read by the api (tools/list, argument validation,
+// task negotiation) and by the worker (execution).
+import { z } from 'zod';
+import { ErrorCode, ProtocolError } from './jsonrpc.ts';
+import { describeIssues, type CallToolResult } from './schemas.ts';
+
+export const TaskSupport = { Forbidden: 'forbidden', Optional: 'optional', Required: 'required' } as const;
+export type TaskSupport = (typeof TaskSupport)[keyof typeof TaskSupport];
+
+export interface ToolLogger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface ToolContext {
+  taskId: string;
+  /** 1 on the first run; higher when the job is run again after a crash or a retry. */
+  attempt: number;
+  /** Fires when the task is cancelled or the worker shuts down: stop promptly. */
+  signal: AbortSignal;
+  /** Reports progress; relayed to the client as notifications/progress when it gave a progressToken. */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+  log: ToolLogger;
+}
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: S;
+  /** Default `forbidden`, as in the specification. */
+  taskSupport?: TaskSupport;
+  /**
+   * Whether running the tool again after a worker crash is harmless (default true). A tool that is not retry-safe
+   * fails with a clear statusMessage instead of running twice.
+   */
+  retrySafe?: boolean;
+  run(args: z.infer<S>, context: ToolContext): Promise<CallToolResult>;
+}
+
+export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): ToolDefinition<S> {
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(definition.name)) {
+    throw new Error(`Tool name '${definition.name}' must be 1-128 characters of A-Z, a-z, 0-9, '_', '-', '.'`);
+  }
+  return definition;
+}
+
+export interface ToolListing {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  execution: { taskSupport: TaskSupport };
+}
+
+export class ToolRegistry {
+  readonly #tools = new Map<string, ToolDefinition>();
+  readonly #listing: ToolListing[];
+
+  constructor(tools: readonly ToolDefinition[]) {
+    for (const tool of tools) {
+      if (this.#tools.has(tool.name)) throw new Error(`Tool '${tool.name}' is registered twice`);
+      this.#tools.set(tool.name, tool);
+    }
+    // Computed once: tools/list is a hot, constant answer.
+    this.#listing = tools.map(listingOf);
+  }
+
+  list(): ToolListing[] {
+    return this.#listing;
+  }
+
+  names(): string[] {
+    return [...this.#tools.keys()];
+  }
+
+  /** The tool, or -32602 naming the unknown tool (the MCP convention for tools/call of an unknown name). */
+  get(name: string): ToolDefinition {
+    const tool = this.#tools.get(name);
+    if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: '${name}'`);
+    return tool;
+  }
+
+  /** Validated arguments with defaults applied, or -32602 saying which argument is wrong. */
+  parseArguments(tool: ToolDefinition, args: unknown): unknown {
+    const parsed = tool.inputSchema.safeParse(args ?? {});
+    if (parsed.success) return parsed.data;
+    throw new ProtocolError(
+      ErrorCode.InvalidParams,
+      `Invalid arguments for tool '${tool.name}': ${describeIssues(parsed.error)}`,
+    );
+  }
+}
+
+export function taskSupportOf(tool: ToolDefinition): TaskSupport {
+  return tool.taskSupport ?? TaskSupport.Forbidden;
+}
+
+function listingOf(tool: ToolDefinition): ToolListing {
+  const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.inputSchema, { io: 'input' }) as Record<
+    string,
+    unknown
+  >;
+  return {
+    name: tool.name,
+    ...(tool.title ? { title: tool.title } : {}),
+    description: tool.description,
+    inputSchema,
+    execution: { taskSupport: taskSupportOf(tool) },
+  };
+}

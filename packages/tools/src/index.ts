@@ -1,0 +1,17 @@
+/**
+ * @mcp-tasks/tools — the tools this runner serves. This list is the one place tools are registered: the api reads
+ * it for tools/list and validation, the worker for execution. Adding a tool is one file plus one line here.
+ *
+ * @example
+ * import { toolRegistry } from '@mcp-tasks/tools';
+ * toolRegistry.get('wait');
+ */
+import { ToolRegistry } from '@mcp-tasks/protocol';
+import { countPrimesTool } from './count-primes.ts';
+import { crashTool } from './crash.ts';
+import { echoTool } from './echo.ts';
+import { waitTool } from './wait.ts';
+
+export { countPrimesBelow } from './count-primes.ts';
+
+export const toolRegistry = new ToolRegistry([waitTool, crashTool, countPrimesTool, echoTool]);
