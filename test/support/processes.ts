@@ -1,0 +1,157 @@
+// Real api and worker processes for integration tests, started the way operators start them (environment only).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { freePort } from './ports.ts';
+import { sharedRedisUrl, uniquePrefix } from './redis-server.ts';
+import { track } from './resources.ts';
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface ChildHandle {
+  name: string;
+  process: ChildProcess;
+  logs: string[];
+  /** Parsed JSON log lines. */
+  records(): Record<string, unknown>[];
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+export interface ApiHandle extends ChildHandle {
+  url: string;
+  port: number;
+}
+
+export async function spawnService(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  readyMessage: RegExp,
+): Promise<ChildHandle> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: repoRoot,
+    env: { ...process.env, LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  let ready: () => void = () => undefined;
+  const readyPromise = new Promise<void>((resolve) => (ready = resolve));
+  const onData = (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) {
+      if (line.trim() === '') continue;
+      logs.push(line);
+      if (readyMessage.test(line)) ready();
+    }
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = once(child, 'exit');
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> => {
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    await exited;
+    clearTimeout(timer);
+    return child.exitCode;
+  };
+  const release = track(`${name} (pid ${child.pid})`, () => stop('SIGKILL').then(() => undefined));
+  const timeout = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error(`${name} did not become ready within 30 s:\n${logs.join('\n')}`)), 30_000).unref(),
+  );
+  const died = exited.then(([code]) => {
+    throw new Error(`${name} exited with ${String(code)} before it was ready:\n${logs.join('\n')}`);
+  });
+  try {
+    await Promise.race([readyPromise, timeout, died]);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  died.catch(() => undefined);
+  return {
+    name,
+    process: child,
+    logs,
+    records: () =>
+      logs.flatMap((line) => {
+        try {
+          return [JSON.parse(line) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      }),
+    stop: async (signal, timeoutMs) => {
+      const code = await stop(signal, timeoutMs);
+      await release();
+      return code;
+    },
+  };
+}
+
+export async function spawnApi(env: Record<string, string>): Promise<ApiHandle> {
+  const port = await freePort();
+  const handle = await spawnService('api', 'apps/api/src/main.ts', { HOST: '127.0.0.1', PORT: String(port), ...env }, /listening on/);
+  return { ...handle, port, url: `http://127.0.0.1:${port}/mcp` };
+}
+
+export function spawnWorker(env: Record<string, string>): Promise<ChildHandle> {
+  return spawnService('worker', 'apps/worker/src/main.ts', env, /worker ready/);
+}
+
+export interface System {
+  redisUrl: string;
+  prefix: string;
+  apiUrl: string;
+  apis: ApiHandle[];
+  workers: ChildHandle[];
+  /** A plain connection for inspecting Redis from tests. */
+  redis: Redis;
+  env: Record<string, string>;
+  addWorker(extraEnv?: Record<string, string>): Promise<ChildHandle>;
+  stop(): Promise<void>;
+}
+
+export interface SystemOptions {
+  apis?: number;
+  workers?: number;
+  /** Environment for every process (e.g. LIST_PAGE_SIZE). */
+  env?: Record<string, string>;
+  redisUrl?: string;
+}
+
+/** Redis (shared or given), api replicas and workers on one fresh key prefix. */
+export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  const redisUrl = options.redisUrl ?? (await sharedRedisUrl());
+  const prefix = uniquePrefix();
+  const env = { REDIS_URL: redisUrl, REDIS_PREFIX: prefix, ...options.env };
+  const [apis, workers] = await Promise.all([
+    Promise.all(Array.from({ length: options.apis ?? 1 }, () => spawnApi(env))),
+    Promise.all(Array.from({ length: options.workers ?? 1 }, () => spawnWorker(env))),
+  ]);
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const releaseRedis = track(`inspection redis (${prefix})`, () => {
+    redis.disconnect();
+  });
+  const first = apis[0];
+  if (!first) throw new Error('a system needs at least one api');
+  return {
+    redisUrl,
+    prefix,
+    apiUrl: first.url,
+    apis,
+    workers,
+    redis,
+    env,
+    async addWorker(extraEnv = {}) {
+      const worker = await spawnWorker({ ...env, ...extraEnv });
+      workers.push(worker);
+      return worker;
+    },
+    async stop() {
+      await Promise.all([...apis, ...workers].map((child) => child.stop()));
+      await releaseRedis();
+    },
+  };
+}
