@@ -29,7 +29,13 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
   before(async () => {
     system = await startSystem({
       apis: 2,
-      env: { LIST_PAGE_SIZE: '3', TASK_TTL_MAX_MS: '600000', TASK_TTL_DEFAULT_MS: '300000', RESULT_RECHECK_MS: '1000', MAINTENANCE_INTERVAL_MS: '200' },
+      env: {
+        LIST_PAGE_SIZE: '3',
+        TASK_TTL_MAX_MS: '600000',
+        TASK_TTL_DEFAULT_MS: '300000',
+        RESULT_RECHECK_MS: '1000',
+        MAINTENANCE_INTERVAL_MS: '200',
+      },
     });
     client = await McpTestClient.connect(system.apiUrl);
   });
@@ -40,7 +46,11 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
   describe('creation', () => {
     it('T-CREATE-1, T-LIFE-1: a task-augmented call answers a working task at once, before the tool ran', async () => {
       const started = Date.now();
-      const result = await client.call('tools/call', { name: 'wait', arguments: { seconds: 2 }, task: { ttl: 60_000 } });
+      const result = await client.call('tools/call', {
+        name: 'wait',
+        arguments: { seconds: 2 },
+        task: { ttl: 60_000 },
+      });
       expect(Date.now() - started).to.be.below(1000);
       const task = result['task'] as Record<string, unknown>;
       expect(task['status']).to.equal('working');
@@ -72,7 +82,9 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
     });
 
     it('T-ID-1, T-ID-2: task ids are receiver-generated random UUIDs (122 random bits), all distinct', async () => {
-      const ids = await Promise.all(Array.from({ length: 20 }, () => client.createTask('wait', { seconds: 0 }).then((t) => t['taskId'])));
+      const ids = await Promise.all(
+        Array.from({ length: 20 }, () => client.createTask('wait', { seconds: 0 }).then((t) => t['taskId'])),
+      );
       for (const id of ids) expect(id).to.be.a('string').and.match(UUID);
       expect(new Set(ids).size).to.equal(ids.length);
     });
@@ -93,7 +105,10 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
     it('T-META-2: the result of tasks/get carries no related-task _meta, and a _meta on the request is ignored', async () => {
       const a = await client.createTask('wait', { seconds: 0 });
       const b = await client.createTask('wait', { seconds: 0 });
-      const task = await client.call('tasks/get', { taskId: a['taskId'], _meta: { [RELATED_TASK_META_KEY]: { taskId: b['taskId'] } } });
+      const task = await client.call('tasks/get', {
+        taskId: a['taskId'],
+        _meta: { [RELATED_TASK_META_KEY]: { taskId: b['taskId'] } },
+      });
       expect(task['taskId']).to.equal(a['taskId']);
       expect(task).to.not.have.property('_meta');
     });
@@ -146,14 +161,21 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       expect(task['statusMessage']).to.match(/Failed on purpose/);
     });
 
-    it('T-LIFE-4, T-LIFE-5, T-RES-1: a thrown error fails the task and tasks/result answers the plain call\'s JSON-RPC error', async () => {
+    it("T-LIFE-4, T-LIFE-5, T-RES-1: a thrown error fails the task and tasks/result answers the plain call's JSON-RPC error", async () => {
       const plain = await client.rpc('tools/call', { name: 'crash', arguments: { message: 'disk on fire' } });
-      expect(plain.error).to.deep.equal({ code: -32603, message: "Tool 'crash' failed: disk on fire", data: { tool: 'crash' } });
+      expect(plain.error).to.deep.equal({
+        code: -32603,
+        message: "Tool 'crash' failed: disk on fire",
+        data: { tool: 'crash' },
+      });
       const created = await client.createTask('crash', { message: 'disk on fire' });
       const viaTask = await client.rpc('tasks/result', { taskId: created['taskId'] });
       expect(viaTask.error?.code).to.equal(plain.error?.code);
       expect(viaTask.error?.message).to.equal(plain.error?.message);
-      expect(viaTask.error?.data).to.deep.equal({ tool: 'crash', _meta: { [RELATED_TASK_META_KEY]: { taskId: created['taskId'] } } });
+      expect(viaTask.error?.data).to.deep.equal({
+        tool: 'crash',
+        _meta: { [RELATED_TASK_META_KEY]: { taskId: created['taskId'] } },
+      });
       const task = await client.call('tasks/get', { taskId: created['taskId'] });
       expect(task['status']).to.equal('failed');
       expect(task['statusMessage']).to.equal("Tool 'crash' failed: disk on fire");
@@ -192,21 +214,32 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       await expectRpcError(client.call('tasks/list', { cursor: 'not-a-cursor' }), -32602, /Invalid cursor/);
     });
 
-    it('T-SEC-1: another session neither lists nor reads this session\'s tasks', async () => {
+    it("T-SEC-1: another session neither lists nor reads this session's tasks", async () => {
       const created = await client.createTask('wait', { seconds: 0 });
       const stranger = await McpTestClient.connect(system.apiUrl);
       const page = await stranger.call('tasks/list');
       expect(page['tasks']).to.deep.equal([]);
       const get = await expectRpcError(stranger.call('tasks/get', { taskId: created['taskId'] }), -32602);
-      const unknown = await expectRpcError(stranger.call('tasks/get', { taskId: '00000000-0000-4000-8000-000000000000' }), -32602);
+      const unknown = await expectRpcError(
+        stranger.call('tasks/get', { taskId: '00000000-0000-4000-8000-000000000000' }),
+        -32602,
+      );
       expect(get.message).to.equal(unknown.message);
-      await expectRpcError(stranger.call('tasks/result', { taskId: created['taskId'] }), -32602, 'Failed to retrieve task: Task not found');
-      await expectRpcError(stranger.call('tasks/cancel', { taskId: created['taskId'] }), -32602, 'Failed to retrieve task: Task not found');
+      await expectRpcError(
+        stranger.call('tasks/result', { taskId: created['taskId'] }),
+        -32602,
+        'Failed to retrieve task: Task not found',
+      );
+      await expectRpcError(
+        stranger.call('tasks/cancel', { taskId: created['taskId'] }),
+        -32602,
+        'Failed to retrieve task: Task not found',
+      );
     });
   });
 
   describe('tasks/cancel', () => {
-    it('T-CANCEL-2: moves a running task to cancelled before answering and fires the tool\'s AbortSignal', async () => {
+    it("T-CANCEL-2: moves a running task to cancelled before answering and fires the tool's AbortSignal", async () => {
       const created = await client.createTask('wait', { seconds: 30 });
       await eventually(async () => {
         const task = await client.call('tasks/get', { taskId: created['taskId'] });
@@ -216,8 +249,10 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       expect(cancelled['status']).to.equal('cancelled');
       expect(cancelled).to.not.have.property('_meta');
       const worker = system.workers[0];
-      await eventually(async () =>
-        worker?.records().some((line) => line['taskId'] === created['taskId'] && line['message'] === 'tool stopped') ? true : undefined,
+      await eventually(() =>
+        worker?.records().some((line) => line['taskId'] === created['taskId'] && line['message'] === 'tool stopped')
+          ? true
+          : undefined,
       );
     });
 
@@ -234,7 +269,11 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
     it('T-CANCEL-1: cancelling a terminal task is -32602 naming its status', async () => {
       const created = await client.createTask('wait', { seconds: 0 });
       await client.call('tasks/result', { taskId: created['taskId'] });
-      await expectRpcError(client.call('tasks/cancel', { taskId: created['taskId'] }), -32602, "Cannot cancel task: already in terminal status 'completed'");
+      await expectRpcError(
+        client.call('tasks/cancel', { taskId: created['taskId'] }),
+        -32602,
+        "Cannot cancel task: already in terminal status 'completed'",
+      );
     });
 
     it('T-CANCEL-3: a cancelled task stays cancelled after its tool would have finished', async () => {
@@ -274,20 +313,30 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       await sleep(1300);
       await expectRpcError(client.call('tasks/get', { taskId: created['taskId'] }), -32602);
       const worker = system.workers[0];
-      await eventually(async () =>
-        worker?.records().some((line) => line['taskId'] === created['taskId'] && line['message'] === 'tool stopped') ? true : undefined,
+      await eventually(() =>
+        worker?.records().some((line) => line['taskId'] === created['taskId'] && line['message'] === 'tool stopped')
+          ? true
+          : undefined,
       );
     });
 
     it('T-ERR-1: unknown, malformed and missing task ids are -32602', async () => {
-      await expectRpcError(client.call('tasks/get', { taskId: 'nope' }), -32602, 'Failed to retrieve task: Task not found');
+      await expectRpcError(
+        client.call('tasks/get', { taskId: 'nope' }),
+        -32602,
+        'Failed to retrieve task: Task not found',
+      );
       await expectRpcError(client.call('tasks/get', { taskId: 42 }), -32602, /taskId/);
       await expectRpcError(client.call('tasks/get', {}), -32602, /taskId/);
       await expectRpcError(client.call('tasks/cancel', { taskId: '' }), -32602);
     });
 
     it('T-ERR-2: error messages say what went wrong', async () => {
-      await expectRpcError(client.call('tools/call', { name: 'wait', arguments: { seconds: 'x' }, task: {} }), -32602, /Invalid arguments for tool 'wait': seconds/);
+      await expectRpcError(
+        client.call('tools/call', { name: 'wait', arguments: { seconds: 'x' }, task: {} }),
+        -32602,
+        /Invalid arguments for tool 'wait': seconds/,
+      );
       await expectRpcError(client.call('tools/call', { name: 'nope', arguments: {} }), -32602, /Unknown tool: 'nope'/);
     });
   });

@@ -1,116 +1,12 @@
-// A deliberately small MCP-over-HTTP client for tests: it shows exactly what goes over the wire.
-import { LATEST_PROTOCOL_VERSION } from '@mcp-tasks/protocol';
-
-export interface HttpReply {
-  status: number;
-  headers: Headers;
-  text: string;
-  json?: unknown;
-}
-
-export interface RpcReply {
-  jsonrpc: '2.0';
-  id: string | number | null;
-  result?: Record<string, unknown>;
-  error?: { code: number; message: string; data?: unknown };
-}
-
-export class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(`${code}: ${message}`);
-  }
-}
-
-export class McpTestClient {
-  sessionId: string | undefined;
-  protocolVersion = LATEST_PROTOCOL_VERSION;
-  #nextId = 1;
-
-  constructor(public url: string) {}
-
-  static async connect(url: string, protocolVersion: string = LATEST_PROTOCOL_VERSION): Promise<McpTestClient> {
-    const client = new McpTestClient(url);
-    await client.initialize(protocolVersion);
-    return client;
-  }
-
-  async initialize(protocolVersion: string = LATEST_PROTOCOL_VERSION, capabilities: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    const reply = await this.post({
-      jsonrpc: '2.0',
-      id: this.#nextId++,
-      method: 'initialize',
-      params: { protocolVersion, capabilities, clientInfo: { name: 'test-client', version: '1.0.0' } },
-    });
-    const body = reply.json as RpcReply;
-    if (!body.result) throw new RpcError(body.error?.code ?? 0, body.error?.message ?? reply.text);
-    this.sessionId = reply.headers.get('mcp-session-id') ?? undefined;
-    this.protocolVersion = String(body.result['protocolVersion']);
-    await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    return body.result;
-  }
-
-  /** Sends a request and returns the whole JSON-RPC reply (result or error). */
-  async rpc(method: string, params?: Record<string, unknown>, init: { signal?: AbortSignal } = {}): Promise<RpcReply> {
-    const id = this.#nextId++;
-    const reply = await this.post({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) }, {}, init.signal);
-    if (reply.status !== 200) throw new Error(`HTTP ${reply.status} for ${method}: ${reply.text}`);
-    const body = reply.json as RpcReply;
-    if (body.id !== id) throw new Error(`reply id ${String(body.id)} does not match request id ${id}`);
-    return body;
-  }
-
-  /** Sends a request and returns its result, throwing RpcError for an error reply. */
-  async call(method: string, params?: Record<string, unknown>, init: { signal?: AbortSignal } = {}): Promise<Record<string, unknown>> {
-    const body = await this.rpc(method, params, init);
-    if (body.error) throw new RpcError(body.error.code, body.error.message, body.error.data);
-    return body.result ?? {};
-  }
-
-  /** Raw POST with the session headers; `body` as given when a string. */
-  async post(body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<HttpReply> {
-    const response = await fetch(this.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        ...(this.sessionId ? { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': this.protocolVersion } : {}),
-        ...headers,
-      },
-      body: typeof body === 'string' ? body : JSON.stringify(body),
-      ...(signal ? { signal } : {}),
-    });
-    const text = await response.text();
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: response.status, headers: response.headers, text, json };
-  }
-
-  /** Creates a task for `tool` and returns its Task object. */
-  async createTask(tool: string, args: Record<string, unknown>, task: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    const result = await this.call('tools/call', { name: tool, arguments: args, task });
-    return result['task'] as Record<string, unknown>;
-  }
-
-  async terminate(): Promise<void> {
-    if (!this.sessionId) return;
-    await fetch(this.url, { method: 'DELETE', headers: { 'mcp-session-id': this.sessionId } });
-  }
-}
+// The test's view of the shared HTTP client, plus timing helpers.
+export { McpHttpClient as McpTestClient, RpcError, type HttpReply, type RpcReply } from '@mcp-tasks/client';
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

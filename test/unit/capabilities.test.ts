@@ -11,7 +11,9 @@ describe('capabilities', () => {
   });
 
   it('T-CAP-2: tasks.requests lists only tools/call, so no other request type is task-augmentable', () => {
-    const tasks = serverCapabilities('2025-11-25', { listTasks: true })['tasks'] as { requests: Record<string, unknown> };
+    const tasks = serverCapabilities('2025-11-25', { listTasks: true })['tasks'] as {
+      requests: Record<string, unknown>;
+    };
     expect(Object.keys(tasks.requests)).to.deep.equal(['tools']);
   });
 

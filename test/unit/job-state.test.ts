@@ -3,7 +3,15 @@ import type { JobState } from 'bullmq';
 import { JOB_PHASE, reconcile, TASK_STATUSES, isTerminal, type ObservedJobState } from '@mcp-tasks/protocol';
 
 // Every state BullMQ 6 reports; the `satisfies` line stops compiling if BullMQ's union grows or shrinks.
-const BULLMQ_STATES = ['waiting', 'waiting-children', 'prioritized', 'delayed', 'active', 'completed', 'failed'] as const;
+const BULLMQ_STATES = [
+  'waiting',
+  'waiting-children',
+  'prioritized',
+  'delayed',
+  'active',
+  'completed',
+  'failed',
+] as const;
 type Exhaustive<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const listIsExhaustive: Exhaustive<(typeof BULLMQ_STATES)[number], JobState> = true;
 
@@ -24,7 +32,10 @@ describe('job-state mapping', () => {
   it('keeps a live task live while its job is queued or running', () => {
     for (const state of ['waiting', 'waiting-children', 'prioritized', 'delayed', 'active'] as const) {
       expect(reconcile({ status: 'working' }, state).action).to.equal('none');
-      expect(reconcile({ status: 'input_required' }, state)).to.deep.equal({ action: 'none', status: 'input_required' });
+      expect(reconcile({ status: 'input_required' }, state)).to.deep.equal({
+        action: 'none',
+        status: 'input_required',
+      });
     }
   });
 

@@ -14,8 +14,17 @@ describe('tasks/list cursors', () => {
   });
 
   it('T-LIST-2: an invalid cursor is -32602', () => {
-    for (const bad of ['', 'garbage', 'c1.', 'c1.!!!', encodeCursor('no-time:abc'), encodeCursor(`${'0'.repeat(13)}:a:b`)]) {
-      expect(() => decodeCursor(bad), bad).to.throw(ProtocolError).with.property('code', -32602);
+    for (const bad of [
+      '',
+      'garbage',
+      'c1.',
+      'c1.!!!',
+      encodeCursor('no-time:abc'),
+      encodeCursor(`${'0'.repeat(13)}:a:b`),
+    ]) {
+      expect(() => decodeCursor(bad), bad)
+        .to.throw(ProtocolError)
+        .with.property('code', -32602);
     }
   });
 });

@@ -38,12 +38,16 @@ describe('result mapping', () => {
       'Tool execution failed: rate limit',
     );
     expect(settleWithError('crash', new Error('boom')).statusMessage).to.equal("Tool 'crash' failed: boom");
-    expect(settleWithResult({ content: [{ type: 'text', text: 'x'.repeat(5000) }], isError: true }).statusMessage.length).to.be.at.most(500);
+    expect(
+      settleWithResult({ content: [{ type: 'text', text: 'x'.repeat(5000) }], isError: true }).statusMessage.length,
+    ).to.be.at.most(500);
   });
 
   it('T-LIFE-4: a thrown error fails the task with the JSON-RPC error a plain call answers', () => {
     const settled = settleWithError('crash', new Error('boom'));
-    expect(settled.outcome).to.deep.equal({ error: { code: ErrorCode.InternalError, message: "Tool 'crash' failed: boom", data: { tool: 'crash' } } });
+    expect(settled.outcome).to.deep.equal({
+      error: { code: ErrorCode.InternalError, message: "Tool 'crash' failed: boom", data: { tool: 'crash' } },
+    });
     const protocol = settleWithError('x', new ProtocolError(ErrorCode.InvalidParams, 'bad city'));
     expect(protocol.outcome).to.deep.equal({ error: { code: -32602, message: 'bad city' } });
   });

@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { canTransition, isTerminal, sourcesOf, TASK_STATUSES, TaskStatus, type TaskStatus as Status } from '@mcp-tasks/protocol';
+import {
+  canTransition,
+  isTerminal,
+  sourcesOf,
+  TASK_STATUSES,
+  TaskStatus,
+  type TaskStatus as Status,
+} from '@mcp-tasks/protocol';
 
 describe('task state machine', () => {
   const allowed: [Status, Status][] = [

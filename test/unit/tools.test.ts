@@ -32,13 +32,16 @@ describe('tool registry and demo tools', () => {
   it('wait stops promptly when its signal aborts', async () => {
     const controller = new AbortController();
     const started = Date.now();
-    const running = toolRegistry.get('wait').run({ seconds: 10 }, {
-      taskId: 't',
-      attempt: 1,
-      signal: controller.signal,
-      progress: () => Promise.resolve(),
-      log: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    });
+    const running = toolRegistry.get('wait').run(
+      { seconds: 10 },
+      {
+        taskId: 't',
+        attempt: 1,
+        signal: controller.signal,
+        progress: () => Promise.resolve(),
+        log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      },
+    );
     setTimeout(() => controller.abort('cancelled'), 50);
     let thrown: unknown;
     try {

@@ -9,6 +9,7 @@ import {
   JsonRpcRequestSchema,
   JsonRpcResponseSchema,
   ProtocolError,
+  RequestIdSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   successResponse,
   type JsonRpcErrorObject,
@@ -80,6 +81,7 @@ async function handlePost(services: ApiServices, req: Request, res: Response): P
       services.log.info('session created', { sessionId: session.sessionId, protocolVersion: session.protocolVersion });
       sendMessage(res, format, successResponse(id, result));
     } catch (error) {
+      if (!(error instanceof ProtocolError)) services.log.error('initialize failed', { error: error instanceof Error ? error.stack : String(error) });
       sendMessage(res, format, errorResponse(id, toWireError(error)));
     }
     return;
@@ -191,11 +193,13 @@ function describeInvalidMessage(body: unknown): string {
   if (typeof body !== 'object' || body === null) return 'Invalid Request: the message must be a JSON object';
   const message = body as Record<string, unknown>;
   if (message['jsonrpc'] !== '2.0') return "Invalid Request: 'jsonrpc' must be \"2.0\"";
-  if ('method' in message && typeof message['method'] !== 'string') return "Invalid Request: 'method' must be a string";
-  if ('id' in message && !['string', 'number'].includes(typeof message['id'])) {
-    return "Invalid Request: 'id' must be a string or an integer";
+  if ('method' in message && !JsonRpcNotificationSchema.shape.method.safeParse(message['method']).success) {
+    return "Invalid Request: 'method' must be a string of 1 to 256 characters";
   }
-  if ('params' in message && (typeof message['params'] !== 'object' || Array.isArray(message['params']))) {
+  if ('id' in message && !RequestIdSchema.safeParse(message['id']).success) {
+    return "Invalid Request: 'id' must be a string (at most 256 characters) or a safe integer, never null";
+  }
+  if ('params' in message && (typeof message['params'] !== 'object' || message['params'] === null || Array.isArray(message['params']))) {
     return "Invalid Request: 'params' must be an object";
   }
   return 'Invalid Request: not a JSON-RPC request, notification or response';
@@ -215,6 +219,12 @@ function bodyErrorHandler(services: ApiServices) {
     }
     if (type === 'request.aborted' || type === 'request.size.invalid' || type === 'encoding.unsupported') {
       sendHttpError(res, 400, ErrorCode.InvalidRequest, `Bad Request: ${(error as Error).message}`);
+      return;
+    }
+    const status = (error as { status?: unknown }).status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      // The body reader rejected the body itself, e.g. a Content-Encoding that does not decompress.
+      sendHttpError(res, 400, ErrorCode.ParseError, `Parse error: the request body could not be decoded: ${(error as Error).message}`);
       return;
     }
     services.log.error('unhandled request error', { error: error instanceof Error ? error.stack : String(error) });

@@ -1,7 +1,19 @@
 // Runs one tool job: checks the task is still wanted, runs the tool with its context, and settles the task with
 // the result mapping. The task record, not BullMQ's job, carries the outcome.
 import { DelayedError, type Job } from 'bullmq';
-import { CallToolResultSchema, describeIssues, isTerminal, ProtocolError, ErrorCode, settleWithError, settleWithResult, TaskStatus, type Settlement, type ToolContext, type ToolRegistry } from '@mcp-tasks/protocol';
+import {
+  CallToolResultSchema,
+  describeIssues,
+  isTerminal,
+  ProtocolError,
+  ErrorCode,
+  settleWithError,
+  settleWithResult,
+  TaskStatus,
+  type Settlement,
+  type ToolContext,
+  type ToolRegistry,
+} from '@mcp-tasks/protocol';
 import type { Logger, TaskStore, ToolJobData } from '@mcp-tasks/engine';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
 
@@ -20,7 +32,12 @@ export function toolProcessor(deps: JobDeps) {
   return (job: Job<ToolJobData>, token?: string, signal?: AbortSignal) => processJob(deps, job, token, signal);
 }
 
-async function processJob(deps: JobDeps, job: Job<ToolJobData>, token: string | undefined, bullSignal: AbortSignal | undefined): Promise<void> {
+async function processJob(
+  deps: JobDeps,
+  job: Job<ToolJobData>,
+  token: string | undefined,
+  bullSignal: AbortSignal | undefined,
+): Promise<void> {
   const { store, tools, running } = deps;
   const { taskId } = job.data;
   const log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: job.attemptsStarted });
@@ -38,15 +55,34 @@ async function processJob(deps: JobDeps, job: Job<ToolJobData>, token: string | 
   try {
     tool = tools.get(job.data.tool);
   } catch {
-    await settle(deps, taskId, settleWithError(job.data.tool, new ProtocolError(ErrorCode.MethodNotFound, `This worker has no tool '${job.data.tool}'`)), log);
+    await settle(
+      deps,
+      taskId,
+      settleWithError(
+        job.data.tool,
+        new ProtocolError(ErrorCode.MethodNotFound, `This worker has no tool '${job.data.tool}'`),
+      ),
+      log,
+    );
     return;
   }
   if (job.attemptsStarted > 1 && tool.retrySafe === false) {
-    await settle(deps, taskId, {
-      status: TaskStatus.Failed,
-      statusMessage: `The worker running this task stopped before it finished, and tool '${tool.name}' is not safe to run twice.`,
-      outcome: { error: { code: ErrorCode.InternalError, message: `Tool '${tool.name}' was interrupted and is not retry-safe`, data: { tool: tool.name } } },
-    }, log);
+    await settle(
+      deps,
+      taskId,
+      {
+        status: TaskStatus.Failed,
+        statusMessage: `The worker running this task stopped before it finished, and tool '${tool.name}' is not safe to run twice.`,
+        outcome: {
+          error: {
+            code: ErrorCode.InternalError,
+            message: `Tool '${tool.name}' was interrupted and is not retry-safe`,
+            data: { tool: tool.name },
+          },
+        },
+      },
+      log,
+    );
     return;
   }
 
@@ -65,7 +101,10 @@ async function processJob(deps: JobDeps, job: Job<ToolJobData>, token: string | 
     const result = CallToolResultSchema.safeParse(await tool.run(args, context));
     settlement = result.success
       ? settleWithResult(result.data)
-      : settleWithError(tool.name, new Error(`it returned an invalid CallToolResult (${describeIssues(result.error)})`));
+      : settleWithError(
+          tool.name,
+          new Error(`it returned an invalid CallToolResult (${describeIssues(result.error)})`),
+        );
   } catch (error) {
     const reason: unknown = controller.signal.reason;
     if (controller.signal.aborted && reason === AbortReason.Shutdown && token) {
@@ -89,7 +128,11 @@ async function settle(deps: JobDeps, taskId: string, settlement: Settlement, log
   const moved = await deps.store.settle(taskId, settlement);
   if (moved.ok) log.info('task settled', { status: settlement.status });
   // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped.
-  else log.info('task outcome dropped', { reason: moved.reason, ...(moved.reason === 'rejected' ? { current: moved.current } : {}) });
+  else
+    log.info('task outcome dropped', {
+      reason: moved.reason,
+      ...(moved.reason === 'rejected' ? { current: moved.current } : {}),
+    });
 }
 
 function throttledProgress(job: Job<ToolJobData>): ToolContext['progress'] {
@@ -98,6 +141,8 @@ function throttledProgress(job: Job<ToolJobData>): ToolContext['progress'] {
     const now = Date.now();
     if (now - last < PROGRESS_MIN_INTERVAL_MS && (total === undefined || progress < total)) return;
     last = now;
-    await job.updateProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }).catch(() => undefined);
+    await job
+      .updateProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) })
+      .catch(() => undefined);
   };
 }

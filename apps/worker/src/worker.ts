@@ -30,13 +30,19 @@ export interface RunningWorker {
 
 export async function startWorker(config: WorkerConfig): Promise<RunningWorker> {
   const name = `worker-${hostname()}-${process.pid}`;
-  const log = createLogger({ service: 'worker', level: config.LOG_LEVEL, format: config.LOG_FORMAT }).child({ worker: name });
+  const log = createLogger({ service: 'worker', level: config.LOG_LEVEL, format: config.LOG_FORMAT }).child({
+    worker: name,
+  });
   const cleanup = new CleanupStack();
   try {
     const keys = new KeySpace(config.REDIS_PREFIX);
     const redis = cleanup.add('redis', createRedis(config.REDIS_URL, 'mcpt-worker'), closeRedis);
     const workerRedis = cleanup.add('redis-worker', createRedis(config.REDIS_URL, 'mcpt-worker-bull'), closeRedis);
-    const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config.REDIS_URL, 'mcpt-worker-sub'), closeRedis);
+    const subscriberRedis = cleanup.add(
+      'redis-subscriber',
+      createRedis(config.REDIS_URL, 'mcpt-worker-sub'),
+      closeRedis,
+    );
     for (const connection of [redis, workerRedis, subscriberRedis]) {
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }
@@ -59,7 +65,8 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         (statuses) =>
           statuses.forEach((status, i) => {
             const id = ids[i];
-            if (id && (status === undefined || isTerminal(status))) running.abort(id, status ? AbortReason.Cancelled : AbortReason.Gone);
+            if (id && (status === undefined || isTerminal(status)))
+              running.abort(id, status ? AbortReason.Cancelled : AbortReason.Gone);
           }),
         () => undefined,
       );
@@ -74,15 +81,19 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
     maintenance.start();
     cleanup.add('maintenance', maintenance, (m) => m.stop());
 
-    const worker = new Worker<ToolJobData>(TOOL_QUEUE_NAME, toolProcessor({ store, tools: toolRegistry, running, log, workerName: name }), {
-      connection: workerRedis,
-      prefix: config.REDIS_PREFIX,
-      concurrency: config.WORKER_CONCURRENCY,
-      lockDuration: config.WORKER_LOCK_DURATION_MS,
-      stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
-      maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
-      name,
-    });
+    const worker = new Worker<ToolJobData>(
+      TOOL_QUEUE_NAME,
+      toolProcessor({ store, tools: toolRegistry, running, log, workerName: name }),
+      {
+        connection: workerRedis,
+        prefix: config.REDIS_PREFIX,
+        concurrency: config.WORKER_CONCURRENCY,
+        lockDuration: config.WORKER_LOCK_DURATION_MS,
+        stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
+        maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
+        name,
+      },
+    );
     worker.on('error', (error) => log.warn('worker error', { error: error.message }));
     worker.on('failed', (job, error) => {
       // The job ran out of attempts (an infrastructure error, not a tool error): settle its task now rather than
@@ -90,16 +101,25 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
       if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
       void store
         .get(job.data.taskId)
-        .then((record) => (record && !isTerminal(record.status) ? store.settle(record.taskId, lostSettlement(`The worker gave up on the task: ${error.message}`)) : undefined))
+        .then((record) =>
+          record && !isTerminal(record.status)
+            ? store.settle(record.taskId, lostSettlement(`The worker gave up on the task: ${error.message}`))
+            : undefined,
+        )
         .catch(() => undefined);
     });
     await worker.waitUntilReady();
     cleanup.add('bullmq-worker', worker, (w) => closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log));
-    log.info('worker ready', { queue: TOOL_QUEUE_NAME, concurrency: config.WORKER_CONCURRENCY, tools: toolRegistry.names() });
+    log.info('worker ready', {
+      queue: TOOL_QUEUE_NAME,
+      concurrency: config.WORKER_CONCURRENCY,
+      tools: toolRegistry.names(),
+    });
     return {
       name,
       log,
-      close: () => cleanup.releaseAll((step, error) => log.error('shutdown step failed', { step, error: String(error) })),
+      close: () =>
+        cleanup.releaseAll((step, error) => log.error('shutdown step failed', { step, error: String(error) })),
     };
   } catch (error) {
     await cleanup.releaseAll();

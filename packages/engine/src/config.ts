@@ -6,7 +6,10 @@ export const RedisEnvSchema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   REDIS_PREFIX: z
     .string()
-    .regex(/^(\{[A-Za-z0-9_-]+\}|[A-Za-z0-9_-]+)$/, 'letters, digits, _ and -, optionally in {braces} for Redis Cluster')
+    .regex(
+      /^(\{[A-Za-z0-9_-]+\}|[A-Za-z0-9_-]+)$/,
+      'letters, digits, _ and -, optionally in {braces} for Redis Cluster',
+    )
     .default('mcpt'),
 });
 

@@ -18,7 +18,12 @@ export function parseControlMessage(raw: string): ControlMessage | undefined {
 }
 
 /** Stops a task's work wherever it is: a queued job is removed, a running one is aborted by its worker. */
-export async function stopTaskWork(queue: Queue, publisher: RedisClient, keys: KeySpace, taskId: string): Promise<void> {
+export async function stopTaskWork(
+  queue: Queue,
+  publisher: RedisClient,
+  keys: KeySpace,
+  taskId: string,
+): Promise<void> {
   // A job held by a worker is locked and cannot be removed from here; the control message reaches its worker.
   await queue.remove(taskId).catch(() => 0);
   const message: ControlMessage = { type: 'cancel', taskId };

@@ -6,7 +6,8 @@ export type LogFormat = 'json' | 'pretty' | 'auto';
 
 export function createLogger(options: { service: string; level: string; format?: LogFormat }): Logger {
   const format = options.format ?? 'auto';
-  const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY && process.env['NODE_ENV'] !== 'production');
+  const pretty =
+    format === 'pretty' || (format === 'auto' && process.stdout.isTTY && process.env['NODE_ENV'] !== 'production');
   return winston.createLogger({
     level: options.level,
     defaultMeta: { service: options.service },
@@ -19,7 +20,11 @@ export function createLogger(options: { service: string; level: string; format?:
             return `${String(timestamp)} ${String(service)} ${level} ${String(message)}${rest}`;
           }),
         )
-      : winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: true }), winston.format.json()),
+      : winston.format.combine(
+          winston.format.timestamp(),
+          winston.format.errors({ stack: true }),
+          winston.format.json(),
+        ),
     transports: [new winston.transports.Console()],
   });
 }

@@ -63,7 +63,12 @@ export class Maintenance {
     for (const entry of entries) {
       if ((await this.redis.zrem(keys.expiries(), entry)) !== 1) continue;
       const [taskId, owner, member] = JSON.parse(entry) as [string, string, string];
-      await this.redis.multi().zrem(keys.ownerIndex(owner), member).zrem(keys.live(), taskId).del(keys.task(taskId)).exec();
+      await this.redis
+        .multi()
+        .zrem(keys.ownerIndex(owner), member)
+        .zrem(keys.live(), taskId)
+        .del(keys.task(taskId))
+        .exec();
       await stopTaskWork(this.queue, this.redis, keys, taskId);
       swept++;
     }
@@ -96,7 +101,12 @@ export class Maintenance {
         const moved = await this.store.settle(taskId, lostSettlement(verdict.statusMessage));
         if (moved.ok) {
           settled++;
-          this.log.warn('task settled by reconciliation', { taskId, tool: record.tool, jobState: state, reason: verdict.statusMessage });
+          this.log.warn('task settled by reconciliation', {
+            taskId,
+            tool: record.tool,
+            jobState: state,
+            reason: verdict.statusMessage,
+          });
         }
       } else {
         // Consistent: look again only after another reconcileAfterMs.

@@ -34,7 +34,9 @@ export class Subscriber {
    * Resolves on the next message on `channel`, after `timeoutMs`, or when `signal` aborts, whichever comes first.
    * Subscribe before reading the state you wait on, then call `next`, so that no change slips between the two.
    */
-  async waiter(channel: string): Promise<{ next(timeoutMs: number, signal?: AbortSignal): Promise<void>; close(): Promise<void> }> {
+  async waiter(
+    channel: string,
+  ): Promise<{ next(timeoutMs: number, signal?: AbortSignal): Promise<void>; close(): Promise<void> }> {
     let wake: (() => void) | undefined;
     let pending = false;
     const stop = await this.listen(channel, () => {

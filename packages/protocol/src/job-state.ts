@@ -31,8 +31,7 @@ export const JOB_PHASE: Record<ObservedJobState, JobPhase> = {
 };
 
 export type Reconciliation =
-  | { action: 'none'; status: TaskStatus }
-  | { action: 'fail'; status: typeof TaskStatus.Failed; statusMessage: string };
+  { action: 'none'; status: TaskStatus } | { action: 'fail'; status: typeof TaskStatus.Failed; statusMessage: string };
 
 /**
  * What the task's status must be given its record and its job. `fail` means the record is stuck non-terminal

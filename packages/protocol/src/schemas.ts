@@ -23,6 +23,8 @@ export const JsonRpcNotificationSchema = z.object({
   jsonrpc: z.literal('2.0'),
   method: z.string().min(1).max(256),
   params: ParamsSchema.optional(),
+  // A message with an `id` is a request even when that id is invalid: it must get -32600, not pass as a notification.
+  id: z.never().optional(),
 });
 
 export const JsonRpcErrorObjectSchema = z.object({ code: z.number().int(), message: z.string(), data: z.unknown() });

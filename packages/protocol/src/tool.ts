@@ -20,7 +20,7 @@ export interface ToolContext {
   /** Fires when the task is cancelled or the worker shuts down: stop promptly. */
   signal: AbortSignal;
   /** Reports progress; relayed to the client as notifications/progress when it gave a progressToken. */
-  progress(progress: number, total?: number, message?: string): Promise<void>;
+  progress: (progress: number, total?: number, message?: string) => Promise<void>;
   log: ToolLogger;
 }
 

@@ -1,0 +1,292 @@
+#!/usr/bin/env node
+// Runs the official MCP conformance suite's generic 2025-11-25 server scenarios against one real api and one
+// worker on a Redis of their own, prints a summary table and exits non-zero when any scenario fails.
+//
+//   pnpm conformance                        # every scenario below
+//   pnpm conformance ping tools-list        # only these
+//
+// The suite needs Node 22; `npx -p node@22` supplies it without touching the system Node. REDIS_URL, when set,
+// is used instead of starting a redis-server (keys go under a fresh `conformance-<random>` prefix).
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CONFORMANCE_PACKAGE = '@modelcontextprotocol/conformance@0.2.0-alpha.12';
+const NODE_PACKAGE = 'node@22';
+const SPEC_VERSION = '2025-11-25';
+const SCENARIOS = [
+  'server-initialize',
+  'server-session-lifecycle',
+  'ping',
+  'tools-list',
+  'dns-rebinding-protection',
+  'server-sse-multiple-streams',
+];
+/** The first run may download Node 22 and the suite; later runs hit the npx cache. */
+const SCENARIO_TIMEOUT_MS = 120_000;
+const READY_TIMEOUT_MS = 30_000;
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const scenarios = process.argv.slice(2).length > 0 ? process.argv.slice(2) : SCENARIOS;
+
+/** Releases run newest first, also when start-up fails half way or the run is interrupted. */
+const cleanups = [];
+let cleaning;
+let interrupted = false;
+function cleanup() {
+  cleaning ??= (async () => {
+    for (const release of cleanups.splice(0).reverse()) {
+      try {
+        await release();
+      } catch (error) {
+        console.error(`[conformance] cleanup step failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    interrupted = true;
+    void cleanup().then(() => process.exit(130));
+  });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Spawns a child in its own process group (so npx and the Node it starts stop together), keeps its output (shown
+ * if something goes wrong) and registers its stop.
+ */
+function start(name, command, args, options = {}) {
+  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true, ...options });
+  const output = [];
+  const onData = (chunk) => output.push(chunk.toString());
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  let ended = false;
+  const exited = new Promise((resolve) => {
+    child.on('exit', (code, signal) => {
+      ended = true;
+      resolve(code ?? (signal ? 128 : 1));
+    });
+    child.on('error', (error) => {
+      ended = true;
+      output.push(`${command}: ${error.message}\n`);
+      resolve(127);
+    });
+  });
+  const kill = (signal) => {
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // already gone
+    }
+  };
+  const stop = async () => {
+    if (ended || child.pid === undefined) return;
+    kill('SIGTERM');
+    const timer = setTimeout(() => kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  cleanups.push(stop);
+  return { name, child, output: () => output.join(''), exited, isEnded: () => ended, kill };
+}
+
+/** Resolves when `check()` is true; rejects when the child exits first or the time is up. */
+async function waitFor(handle, what, check) {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (!(await check())) {
+    if (handle.isEnded()) {
+      throw new Error(
+        `${handle.name} ended (exit ${String(handle.child.exitCode)}) before ${what}:\n${handle.output()}`,
+      );
+    }
+    if (Date.now() > deadline)
+      throw new Error(`${handle.name}: no ${what} within ${READY_TIMEOUT_MS} ms:\n${handle.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function redisPing(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let reply = '';
+    socket.setTimeout(1000);
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      if (reply.includes('\r\n')) socket.end();
+    });
+    socket.on('close', () => resolve(reply.startsWith('+PONG')));
+    socket.on('error', () => resolve(false));
+    socket.on('timeout', () => socket.destroy());
+  });
+}
+
+async function startRedis() {
+  if (process.env.REDIS_URL) return process.env.REDIS_URL;
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'mcpt-conformance-redis-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const redis = start('redis-server', 'redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
+  try {
+    await waitFor(redis, 'PONG', () => redisPing(port));
+  } catch (error) {
+    throw new Error(`${error.message}\n(redis-server must be on PATH, or set REDIS_URL to a Redis you own)`);
+  }
+  return `redis://127.0.0.1:${port}`;
+}
+
+async function startService(name, entry, env, ready) {
+  const handle = start(name, process.execPath, ['--import', 'tsx', entry], {
+    env: { ...process.env, LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...env },
+  });
+  await waitFor(handle, `'${ready.source}' in its log`, () => ready.test(handle.output()));
+  return handle;
+}
+
+/** Runs one scenario under Node 22 and reads its checks.json. */
+async function runScenario(scenario, url, outputDir) {
+  const args = [
+    '-y',
+    '-p',
+    NODE_PACKAGE,
+    '-p',
+    CONFORMANCE_PACKAGE,
+    '-c',
+    [
+      'conformance',
+      'server',
+      '--url',
+      url,
+      '--scenario',
+      scenario,
+      '--spec-version',
+      SPEC_VERSION,
+      '-o',
+      outputDir,
+    ].join(' '),
+  ];
+  const started = Date.now();
+  const run = start(`conformance ${scenario}`, process.platform === 'win32' ? 'npx.cmd' : 'npx', args, {
+    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', npm_config_loglevel: 'error' },
+  });
+  const timer = setTimeout(() => run.kill('SIGKILL'), SCENARIO_TIMEOUT_MS);
+  const code = await run.exited;
+  clearTimeout(timer);
+  const checks = readChecks(outputDir);
+  const failed = checks.filter((check) => check.status === 'FAILURE');
+  const passed = checks.filter((check) => check.status === 'SUCCESS');
+  const other = checks.length - failed.length - passed.length;
+  return {
+    scenario,
+    ok: code === 0 && checks.length > 0 && failed.length === 0,
+    code,
+    checks,
+    summary: `${passed.length} passed, ${failed.length} failed${other ? `, ${other} info/warning` : ''}`,
+    seconds: (Date.now() - started) / 1000,
+    output: run.output(),
+  };
+}
+
+function readChecks(dir) {
+  const files = [];
+  const walk = (path) => {
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(join(path, entry.name));
+      else if (entry.name === 'checks.json') files.push(join(path, entry.name));
+    }
+  };
+  try {
+    walk(dir);
+  } catch {
+    return [];
+  }
+  return files.flatMap((file) => JSON.parse(readFileSync(file, 'utf8')));
+}
+
+function printTable(results) {
+  const rows = [
+    ['scenario', 'result', 'checks', 'time'],
+    ...results.map((r) => [r.scenario, r.ok ? 'pass' : 'FAIL', r.summary, `${r.seconds.toFixed(1)}s`]),
+  ];
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
+  const line = (row) => row.map((cell, column) => cell.padEnd(widths[column])).join('  ');
+  console.log(`\n${line(rows[0])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
+  for (const row of rows.slice(1)) console.log(line(row));
+}
+
+async function main() {
+  const redisUrl = await startRedis();
+  const env = { REDIS_URL: redisUrl, REDIS_PREFIX: `conformance-${randomUUID().slice(0, 8)}` };
+  const port = await freePort();
+  const [api, worker] = await Promise.all([
+    startService('api', 'apps/api/src/main.ts', { ...env, HOST: '127.0.0.1', PORT: String(port) }, /listening on/),
+    startService('worker', 'apps/worker/src/main.ts', env, /worker ready/),
+  ]);
+  // `localhost`, as the suite's docs use it: dns-rebinding-protection derives its "valid" Host from this URL.
+  const url = `http://localhost:${port}/mcp`;
+  console.log(`[conformance] ${CONFORMANCE_PACKAGE} (spec ${SPEC_VERSION}) against ${url}`);
+
+  const outputRoot = mkdtempSync(join(tmpdir(), 'mcpt-conformance-'));
+  cleanups.push(() => rmSync(outputRoot, { recursive: true, force: true }));
+  const results = [];
+  for (const scenario of scenarios) {
+    const result = await runScenario(scenario, url, join(outputRoot, scenario));
+    if (interrupted) return 130;
+    results.push(result);
+    console.log(`[conformance] ${scenario}: ${result.ok ? 'pass' : 'FAIL'} (${result.summary})`);
+  }
+
+  printTable(results);
+  const failures = results.filter((r) => !r.ok);
+  for (const failure of failures) {
+    console.log(`\n--- ${failure.scenario} (exit ${failure.code})`);
+    for (const check of failure.checks.filter((c) => c.status === 'FAILURE')) {
+      console.log(
+        `  ${check.id}: ${check.description}\n    ${check.errorMessage ?? JSON.stringify(check.details ?? {})}`,
+      );
+    }
+    if (failure.checks.length === 0) console.log(failure.output);
+  }
+  if (failures.length > 0) {
+    console.log(`\n--- api log\n${api.output()}\n--- worker log\n${worker.output()}`);
+  }
+  return failures.length === 0 ? 0 : 1;
+}
+
+let exitCode = 1;
+try {
+  exitCode = await main();
+} catch (error) {
+  console.error(`[conformance] ${error instanceof Error ? error.message : String(error)}`);
+} finally {
+  await cleanup();
+}
+process.exit(exitCode);

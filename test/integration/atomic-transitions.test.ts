@@ -1,0 +1,87 @@
+// The state machine in Redis under races: transitions are one Lua script each, so exactly one of two racing
+// moves out of a status wins, and terminal statuses never move again (DESIGN invariant 1).
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { KeySpace, TaskStore } from '@mcp-tasks/engine';
+import { cancelledSettlement, settleWithResult, TASK_STATUSES, type TaskRecord } from '@mcp-tasks/protocol';
+import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
+import { track } from '../support/resources.ts';
+
+describe('atomic transitions in Redis', () => {
+  let redis: Redis;
+  let store: TaskStore;
+  let release: () => Promise<void>;
+
+  before(async () => {
+    redis = new Redis(await sharedRedisUrl());
+    release = track('atomic-transitions redis', () => redis.disconnect());
+    store = new TaskStore(redis, new KeySpace(uniquePrefix()));
+  });
+  after(() => release());
+
+  async function newTask(): Promise<TaskRecord> {
+    const now = Date.now();
+    const record: TaskRecord = {
+      taskId: randomUUID(),
+      kind: 'task',
+      status: 'working',
+      createdAt: now,
+      lastUpdatedAt: now,
+      ttl: 60_000,
+      pollInterval: 1000,
+      owner: 'session:race',
+      tool: 'wait',
+    };
+    await store.create({ record, arguments: {} });
+    return record;
+  }
+
+  it('T-LIFE-3, T-CANCEL-3: completion racing cancellation has exactly one winner, 200 times over', async () => {
+    const completed = settleWithResult({ content: [{ type: 'text', text: 'done' }] });
+    for (let round = 0; round < 200; round++) {
+      const { taskId } = await newTask();
+      const [complete, cancel] = await Promise.all([
+        store.settle(taskId, completed),
+        store.settle(taskId, cancelledSettlement()),
+      ]);
+      expect([complete.ok, cancel.ok].filter(Boolean), `round ${round}`).to.have.length(1);
+      const record = await store.get(taskId);
+      expect(record?.status).to.equal(complete.ok ? 'completed' : 'cancelled');
+      expect(record?.outcome).to.deep.equal(complete.ok ? completed.outcome : cancelledSettlement().outcome);
+    }
+  });
+
+  it('T-LIFE-2, T-LIFE-3: no transition leaves a terminal status, and a rejected move says the current status', async () => {
+    for (const terminal of ['completed', 'failed', 'cancelled'] as const) {
+      const { taskId } = await newTask();
+      expect((await store.transition(taskId, terminal)).ok).to.equal(true);
+      for (const to of TASK_STATUSES) {
+        expect(await store.transition(taskId, to)).to.deep.equal({ ok: false, reason: 'rejected', current: terminal });
+      }
+      expect((await store.get(taskId))?.status).to.equal(terminal);
+    }
+  });
+
+  it('T-LIFE-2: input_required goes back to working; working to working is refused', async () => {
+    const { taskId } = await newTask();
+    expect((await store.transition(taskId, 'working')).ok).to.equal(false);
+    expect((await store.transition(taskId, 'input_required')).ok).to.equal(true);
+    expect((await store.transition(taskId, 'working')).ok).to.equal(true);
+  });
+
+  it('lastUpdatedAt strictly increases with every change, even within one millisecond', async () => {
+    const { taskId, lastUpdatedAt } = await newTask();
+    const first = await store.transition(taskId, 'input_required');
+    const second = await store.transition(taskId, 'working');
+    if (!first.ok || !second.ok) throw new Error('transitions should succeed');
+    expect(first.lastUpdatedAt).to.be.above(lastUpdatedAt - 1);
+    expect(second.lastUpdatedAt).to.be.above(first.lastUpdatedAt);
+  });
+
+  it('a transition of a missing or expired task says so and creates nothing', async () => {
+    const id = randomUUID();
+    expect(await store.transition(id, 'completed')).to.deep.equal({ ok: false, reason: 'missing' });
+    expect(await redis.exists(store.keys.task(id))).to.equal(0);
+  });
+});
