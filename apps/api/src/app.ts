@@ -59,6 +59,16 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     const app = express();
     app.disable('x-powered-by');
     app.set('etag', false);
+    // Liveness answers while the process runs; readiness also needs Redis.
+    app.get('/healthz', (_req, res) => {
+      res.json({ status: 'ok' });
+    });
+    app.get('/readyz', (_req, res) => {
+      redis.ping().then(
+        () => res.json({ status: 'ready' }),
+        (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
+      );
+    });
     app.use(mcpRouter(services));
     const server: Server = app.listen(config.PORT, config.HOST);
     await once(server, 'listening');
@@ -70,7 +80,8 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     return {
       url,
       log,
-      close: () => cleanup.releaseAll((name, error) => log.error('shutdown step failed', { step: name, error: String(error) })),
+      close: () =>
+        cleanup.releaseAll((name, error) => log.error('shutdown step failed', { step: name, error: String(error) })),
     };
   } catch (error) {
     await cleanup.releaseAll();

@@ -1,0 +1,16 @@
+# One image for the api and the worker; docker-compose.yml picks the process with `pnpm api` / `pnpm worker`.
+FROM node:20-bookworm-slim
+WORKDIR /app
+RUN npm install -g pnpm@10.34.9
+COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY apps/api/package.json apps/api/
+COPY apps/worker/package.json apps/worker/
+COPY packages/protocol/package.json packages/protocol/
+COPY packages/engine/package.json packages/engine/
+COPY packages/tools/package.json packages/tools/
+COPY packages/client/package.json packages/client/
+RUN pnpm install --frozen-lockfile
+COPY . .
+ENV NODE_ENV=production
+USER node
+CMD ["pnpm", "api"]
