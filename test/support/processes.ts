@@ -58,7 +58,10 @@ export async function spawnService(
   };
   const release = track(`${name} (pid ${child.pid})`, () => stop('SIGKILL').then(() => undefined));
   const timeout = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new Error(`${name} did not become ready within 30 s:\n${logs.join('\n')}`)), 30_000).unref(),
+    setTimeout(
+      () => reject(new Error(`${name} did not become ready within 30 s:\n${logs.join('\n')}`)),
+      30_000,
+    ).unref(),
   );
   const died = exited.then(([code]) => {
     throw new Error(`${name} exited with ${String(code)} before it was ready:\n${logs.join('\n')}`);
@@ -92,7 +95,12 @@ export async function spawnService(
 
 export async function spawnApi(env: Record<string, string>): Promise<ApiHandle> {
   const port = await freePort();
-  const handle = await spawnService('api', 'apps/api/src/main.ts', { HOST: '127.0.0.1', PORT: String(port), ...env }, /listening on/);
+  const handle = await spawnService(
+    'api',
+    'apps/api/src/main.ts',
+    { HOST: '127.0.0.1', PORT: String(port), ...env },
+    /listening on/,
+  );
   return { ...handle, port, url: `http://127.0.0.1:${port}/mcp` };
 }
 
@@ -126,10 +134,19 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const redisUrl = options.redisUrl ?? (await sharedRedisUrl());
   const prefix = uniquePrefix();
   const env = { REDIS_URL: redisUrl, REDIS_PREFIX: prefix, ...options.env };
-  const [apis, workers] = await Promise.all([
-    Promise.all(Array.from({ length: options.apis ?? 1 }, () => spawnApi(env))),
-    Promise.all(Array.from({ length: options.workers ?? 1 }, () => spawnWorker(env))),
+  const started = await Promise.allSettled([
+    ...Array.from({ length: options.apis ?? 1 }, () => spawnApi(env)),
+    ...Array.from({ length: options.workers ?? 1 }, () => spawnWorker(env)),
   ]);
+  const failure = started.find((outcome) => outcome.status === 'rejected');
+  if (failure) {
+    // Stop what did start, so a failed start-up leaks no process.
+    await Promise.all(started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.stop()] : [])));
+    throw failure.reason;
+  }
+  const children = started.map((outcome) => (outcome as PromiseFulfilledResult<ChildHandle>).value);
+  const apis = children.slice(0, options.apis ?? 1) as ApiHandle[];
+  const workers = children.slice(options.apis ?? 1);
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const releaseRedis = track(`inspection redis (${prefix})`, () => {
     redis.disconnect();

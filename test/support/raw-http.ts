@@ -23,7 +23,14 @@ export function rawRequest(url: string, options: RawRequest = {}): Promise<RawRe
   if (body && !options.chunked) headers['content-length'] = String(body.length);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname, method: options.method ?? 'POST', headers, agent: false },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: options.method ?? 'POST',
+        headers,
+        agent: false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -50,7 +57,11 @@ export function rawRequest(url: string, options: RawRequest = {}): Promise<RawRe
  * Writes `data` on a bare TCP connection, optionally ends the connection early, and resolves with whatever the
  * server answered before closing (possibly nothing).
  */
-export function rawSocket(url: string, data: string, { endAfterWrite = false, timeoutMs = 5000 } = {}): Promise<string> {
+export function rawSocket(
+  url: string,
+  data: string,
+  { endAfterWrite = false, timeoutMs = 5000 } = {},
+): Promise<string> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(target.port), target.hostname);

@@ -73,7 +73,13 @@ async function waitForPing(port: number, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}):\n${output}`);
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();

@@ -4,8 +4,8 @@ import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ApiEnvSchema, loadApiConfig } from '../../apps/api/src/config.ts';
-import { loadWorkerConfig, WorkerEnvSchema } from '../../apps/worker/src/config.ts';
+import { ApiEnvSchema, loadApiConfig } from '@mcp-tasks/api/config';
+import { loadWorkerConfig, WorkerEnvSchema } from '@mcp-tasks/worker/config';
 import { repoRoot } from '../support/processes.ts';
 
 interface Service {

@@ -22,4 +22,7 @@ export interface RequestContext {
   log: Logger;
 }
 
-export type MethodHandler = (params: Record<string, unknown> | undefined, context: RequestContext) => Promise<Record<string, unknown>>;
+export type MethodHandler = (
+  params: Record<string, unknown> | undefined,
+  context: RequestContext,
+) => Promise<Record<string, unknown>>;

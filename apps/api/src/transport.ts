@@ -26,7 +26,10 @@ const VERSION_HEADER = 'mcp-protocol-version';
 
 export function mcpRouter(services: ApiServices): Router {
   const router = express.Router();
-  router.use('/mcp', rebindingGuard({ bindHost: services.config.HOST, allowedOrigins: services.config.ALLOWED_ORIGINS }));
+  router.use(
+    '/mcp',
+    rebindingGuard({ bindHost: services.config.HOST, allowedOrigins: services.config.ALLOWED_ORIGINS }),
+  );
   router.post(
     '/mcp',
     requireJsonContentType,
@@ -62,7 +65,12 @@ function requireJsonContentType(req: Request, res: Response, next: NextFunction)
 async function handlePost(services: ApiServices, req: Request, res: Response): Promise<void> {
   const format = replyFormat(req.headers.accept);
   if (!format) {
-    sendHttpError(res, 406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must include application/json or text/event-stream');
+    sendHttpError(
+      res,
+      406,
+      ErrorCode.InvalidRequest,
+      'Not Acceptable: Accept must include application/json or text/event-stream',
+    );
     return;
   }
   const message = parseBody(req.body as Buffer);
@@ -81,7 +89,8 @@ async function handlePost(services: ApiServices, req: Request, res: Response): P
       services.log.info('session created', { sessionId: session.sessionId, protocolVersion: session.protocolVersion });
       sendMessage(res, format, successResponse(id, result));
     } catch (error) {
-      if (!(error instanceof ProtocolError)) services.log.error('initialize failed', { error: error instanceof Error ? error.stack : String(error) });
+      if (!(error instanceof ProtocolError))
+        services.log.error('initialize failed', { error: error instanceof Error ? error.stack : String(error) });
       sendMessage(res, format, errorResponse(id, toWireError(error)));
     }
     return;
@@ -142,7 +151,12 @@ async function sessionOf(services: ApiServices, req: Request, res: Response): Pr
   }
   const sessionId = req.headers[SESSION_HEADER];
   if (typeof sessionId !== 'string' || sessionId === '') {
-    sendHttpError(res, 400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required; send initialize first');
+    sendHttpError(
+      res,
+      400,
+      ErrorCode.InvalidRequest,
+      'Bad Request: Mcp-Session-Id header is required; send initialize first',
+    );
     return undefined;
   }
   const session = sessionId.length <= 128 ? await services.sessions.touch(sessionId) : undefined;
@@ -170,7 +184,8 @@ async function handleDelete(services: ApiServices, req: Request, res: Response):
 type ParsedBody = { value: unknown } | { problem: string; code: number };
 
 function parseBody(raw: Buffer | undefined): ParsedBody {
-  if (!raw || raw.length === 0) return { problem: 'Parse error: the request body is empty', code: ErrorCode.ParseError };
+  if (!raw || raw.length === 0)
+    return { problem: 'Parse error: the request body is empty', code: ErrorCode.ParseError };
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
@@ -184,22 +199,51 @@ function parseBody(raw: Buffer | undefined): ParsedBody {
     return { problem: `Parse error: ${(error as Error).message}`, code: ErrorCode.ParseError };
   }
   if (Array.isArray(value)) {
-    return { problem: 'Invalid Request: JSON-RPC batches are not supported since protocol 2025-06-18', code: ErrorCode.InvalidRequest };
+    return {
+      problem: 'Invalid Request: JSON-RPC batches are not supported since protocol 2025-06-18',
+      code: ErrorCode.InvalidRequest,
+    };
+  }
+  if (nestingDepth(value) > MAX_JSON_DEPTH) {
+    // Deeper structures would overflow the stack wherever they are walked (validation, serialisation, logging).
+    return {
+      problem: `Invalid Request: the message is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      code: ErrorCode.InvalidRequest,
+    };
   }
   return { value };
+}
+
+const MAX_JSON_DEPTH = 64;
+
+/** Depth of a parsed JSON value, without recursion; stops counting past the limit. */
+function nestingDepth(root: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop() as [unknown, number];
+    if (typeof value !== 'object' || value === null) continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_JSON_DEPTH) return deepest;
+    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 function describeInvalidMessage(body: unknown): string {
   if (typeof body !== 'object' || body === null) return 'Invalid Request: the message must be a JSON object';
   const message = body as Record<string, unknown>;
-  if (message['jsonrpc'] !== '2.0') return "Invalid Request: 'jsonrpc' must be \"2.0\"";
+  if (message['jsonrpc'] !== '2.0') return 'Invalid Request: \'jsonrpc\' must be "2.0"';
   if ('method' in message && !JsonRpcNotificationSchema.shape.method.safeParse(message['method']).success) {
     return "Invalid Request: 'method' must be a string of 1 to 256 characters";
   }
   if ('id' in message && !RequestIdSchema.safeParse(message['id']).success) {
     return "Invalid Request: 'id' must be a string (at most 256 characters) or a safe integer, never null";
   }
-  if ('params' in message && (typeof message['params'] !== 'object' || message['params'] === null || Array.isArray(message['params']))) {
+  if (
+    'params' in message &&
+    (typeof message['params'] !== 'object' || message['params'] === null || Array.isArray(message['params']))
+  ) {
     return "Invalid Request: 'params' must be an object";
   }
   return 'Invalid Request: not a JSON-RPC request, notification or response';
@@ -214,17 +258,31 @@ function bodyErrorHandler(services: ApiServices) {
   return (error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const type = (error as { type?: string }).type;
     if (type === 'entity.too.large') {
-      sendHttpError(res, 413, ErrorCode.InvalidRequest, `Payload Too Large: the body exceeds ${services.config.MAX_BODY_BYTES} bytes (MAX_BODY_BYTES)`);
+      sendHttpError(
+        res,
+        413,
+        ErrorCode.InvalidRequest,
+        `Payload Too Large: the body exceeds ${services.config.MAX_BODY_BYTES} bytes (MAX_BODY_BYTES)`,
+      );
       return;
     }
-    if (type === 'request.aborted' || type === 'request.size.invalid' || type === 'encoding.unsupported') {
+    if (type === 'encoding.unsupported') {
+      sendHttpError(res, 415, ErrorCode.InvalidRequest, `Unsupported Media Type: ${(error as Error).message}`);
+      return;
+    }
+    if (type === 'request.aborted' || type === 'request.size.invalid') {
       sendHttpError(res, 400, ErrorCode.InvalidRequest, `Bad Request: ${(error as Error).message}`);
       return;
     }
     const status = (error as { status?: unknown }).status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       // The body reader rejected the body itself, e.g. a Content-Encoding that does not decompress.
-      sendHttpError(res, 400, ErrorCode.ParseError, `Parse error: the request body could not be decoded: ${(error as Error).message}`);
+      sendHttpError(
+        res,
+        400,
+        ErrorCode.ParseError,
+        `Parse error: the request body could not be decoded: ${(error as Error).message}`,
+      );
       return;
     }
     services.log.error('unhandled request error', { error: error instanceof Error ? error.stack : String(error) });

@@ -27,7 +27,11 @@ export const JsonRpcNotificationSchema = z.object({
   id: z.never().optional(),
 });
 
-export const JsonRpcErrorObjectSchema = z.object({ code: z.number().int(), message: z.string(), data: z.unknown() });
+export const JsonRpcErrorObjectSchema = z.object({
+  code: z.number().int(),
+  message: z.string(),
+  data: z.unknown().optional(),
+});
 
 export const JsonRpcResponseSchema = z.union([
   z.object({ jsonrpc: z.literal('2.0'), id: RequestIdSchema, result: ParamsSchema }),

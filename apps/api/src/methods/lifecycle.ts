@@ -1,12 +1,7 @@
 // initialize and ping.
 import { randomUUID } from 'node:crypto';
 import type { Session } from '@mcp-tasks/engine';
-import {
-  InitializeParamsSchema,
-  negotiateProtocolVersion,
-  parseParams,
-  serverCapabilities,
-} from '@mcp-tasks/protocol';
+import { InitializeParamsSchema, negotiateProtocolVersion, parseParams, serverCapabilities } from '@mcp-tasks/protocol';
 import type { ApiServices, MethodHandler } from '../context.ts';
 
 export const SERVER_INFO = { name: 'mcp-task-runner', version: '0.1.0' };

@@ -31,9 +31,12 @@ export const callTool: MethodHandler = async (params, context) => {
     );
   }
   if (!asTask && support === TaskSupport.Required) {
+    const remedy = supportsTasks(session.protocolVersion)
+      ? 'add params.task'
+      : `task-augmented calls need protocol 2025-11-25 (this session negotiated ${session.protocolVersion})`;
     throw new ProtocolError(
       ErrorCode.MethodNotFound,
-      `Tool '${tool.name}' must be called as a task (execution.taskSupport is 'required'); add params.task`,
+      `Tool '${tool.name}' must be called as a task (execution.taskSupport is 'required'); ${remedy}`,
     );
   }
   const args = services.tools.parseArguments(tool, call.arguments);

@@ -1,0 +1,261 @@
+// Tool-level task negotiation on the server side (T-TOOL-1..6, T-CAP-2, T-CAP-3): which tools may or must be
+// called as tasks, what older sessions get, and how a plain call runs on a worker through a hidden record.
+import { expect } from 'chai';
+import { eventually, McpTestClient, RpcError } from '../support/mcp-client.ts';
+import { startSystem, type System } from '../support/processes.ts';
+
+async function expectRpcError(promise: Promise<unknown>, code: number, message: RegExp): Promise<RpcError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).to.be.instanceOf(RpcError);
+    const rpc = error as RpcError;
+    expect(rpc.code, rpc.message).to.equal(code);
+    expect(rpc.message).to.match(message);
+    return rpc;
+  }
+  throw new Error(`expected JSON-RPC error ${code}`);
+}
+
+describe('tool task negotiation (api + worker processes, real Redis)', function () {
+  this.timeout(20_000);
+  let system: System;
+  let client: McpTestClient;
+
+  before(async () => {
+    system = await startSystem();
+    client = await McpTestClient.connect(system.apiUrl);
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  /** Task records of plain calls (kind 'call') in Redis right now; they never appear on the wire. */
+  async function hiddenCalls(): Promise<Record<string, string>[]> {
+    const keys = await system.redis.keys(`${system.prefix}:task:*`);
+    const records = await Promise.all(keys.map((key) => system.redis.hgetall(key)));
+    return records.filter((record) => record['kind'] === 'call');
+  }
+
+  function workerRecords(): Record<string, unknown>[] {
+    return system.workers.flatMap((worker) => worker.records());
+  }
+
+  async function listedIds(session: McpTestClient): Promise<string[]> {
+    return ((await session.call('tasks/list'))['tasks'] as { taskId: string }[]).map((task) => task.taskId);
+  }
+
+  /** Every trace of a task in Redis: its record, its job, and its entries in the live and expiry indexes. */
+  async function tracesOf(taskId: string): Promise<string[]> {
+    const { prefix, redis } = system;
+    const [record, job, live, expiries] = await Promise.all([
+      redis.exists(`${prefix}:task:${taskId}`),
+      redis.exists(`${prefix}:tools:${taskId}`),
+      redis.zscore(`${prefix}:live`, taskId),
+      redis.zrangebyscore(`${prefix}:expiries`, '-inf', '+inf'),
+    ]);
+    const traces = {
+      record: record === 1,
+      job: job === 1,
+      live: live !== null,
+      expiries: expiries.some((member) => member.includes(taskId)),
+    };
+    return Object.entries(traces)
+      .filter(([, present]) => present)
+      .map(([name]) => name);
+  }
+
+  describe('execution.taskSupport on a 2025-11-25 session', () => {
+    it("T-TOOL-2: a task call of 'echo' (forbidden) is -32601 saying how to call it, and creates nothing", async () => {
+      const caller = await McpTestClient.connect(system.apiUrl);
+      const error = await expectRpcError(
+        caller.call('tools/call', { name: 'echo', arguments: { text: 'hi' }, task: { ttl: 60_000 } }),
+        -32601,
+        /Tool 'echo' cannot be called as a task \(execution\.taskSupport is 'forbidden'\); call it without params\.task/,
+      );
+      expect(error.data).to.equal(undefined);
+      expect(await listedIds(caller)).to.deep.equal([]);
+      expect(await hiddenCalls()).to.deep.equal([]);
+      // The plain call is the way to use it.
+      expect(await caller.call('tools/call', { name: 'echo', arguments: { text: 'hi' } })).to.deep.equal({
+        content: [{ type: 'text', text: 'hi' }],
+      });
+    });
+
+    it("T-TOOL-4: a plain call of 'count_primes' (required) is -32601 saying to add params.task; as a task it runs", async () => {
+      await expectRpcError(
+        client.call('tools/call', { name: 'count_primes', arguments: { below: 1000 } }),
+        -32601,
+        /Tool 'count_primes' must be called as a task \(execution\.taskSupport is 'required'\); add params\.task/,
+      );
+      expect(await hiddenCalls()).to.deep.equal([]);
+      const task = await client.createTask('count_primes', { below: 1000 });
+      const result = await client.call('tasks/result', { taskId: task['taskId'] });
+      expect(result['structuredContent']).to.deep.equal({ below: 1000, count: 168 });
+    });
+
+    it('T-TOOL-2, T-TOOL-4: negotiation comes before argument validation, so the -32601 is not hidden by a -32602', async () => {
+      await expectRpcError(client.call('tools/call', { name: 'echo', arguments: {}, task: {} }), -32601, /forbidden/);
+      await expectRpcError(
+        client.call('tools/call', { name: 'count_primes', arguments: { below: 'x' } }),
+        -32601,
+        /required/,
+      );
+    });
+
+    it("T-TOOL-3: 'wait' (optional) called as a task answers CreateTaskResult at once", async () => {
+      const started = Date.now();
+      const result = await client.call('tools/call', { name: 'wait', arguments: { seconds: 5 }, task: {} });
+      expect(Date.now() - started).to.be.below(1000);
+      expect(result).to.not.have.property('content');
+      const task = result['task'] as { taskId: string; status: string };
+      expect(task.status).to.equal('working');
+      expect(await listedIds(client)).to.include(task.taskId);
+      await client.call('tasks/cancel', { taskId: task.taskId });
+    });
+
+    it("T-TOOL-3, T-TOOL-6: 'wait' called plainly runs on a worker and answers its CallToolResult; the hidden record is then gone", async () => {
+      const seen = workerRecords().length;
+      const before = await listedIds(client);
+      const started = Date.now();
+      const result = await client.call('tools/call', { name: 'wait', arguments: { seconds: 0.3 } });
+      expect(Date.now() - started).to.be.at.least(250);
+      // Exactly the tool's result: no task, no related-task _meta.
+      expect(result).to.deep.equal({ content: [{ type: 'text', text: 'Waited 0.3s' }] });
+      const settled = await eventually(() =>
+        workerRecords()
+          .slice(seen)
+          .find((line) => line['message'] === 'task settled' && line['tool'] === 'wait'),
+      );
+      expect(settled['status']).to.equal('completed');
+      const hiddenId = String(settled['taskId']);
+      expect(await tracesOf(hiddenId)).to.deep.equal([]);
+      expect(await listedIds(client)).to.deep.equal(before);
+      await expectRpcError(client.call('tasks/get', { taskId: hiddenId }), -32602, /Task not found/);
+    });
+
+    it('T-TOOL-6: we choose to accept plain calls of optional tools: no -32600 "Task augmentation required"', async () => {
+      const failing = await client.rpc('tools/call', { name: 'wait', arguments: { seconds: 0, fail: true } });
+      expect(failing.result).to.deep.equal({
+        content: [{ type: 'text', text: 'Failed on purpose after 0s' }],
+        isError: true,
+      });
+      const crash = await client.rpc('tools/call', { name: 'crash', arguments: { message: 'plain' } });
+      // The tool's own error, exactly as tasks/result would give it: never the -32600 of T-TOOL-6.
+      expect(crash.error).to.deep.equal({
+        code: -32603,
+        message: "Tool 'crash' failed: plain",
+        data: { tool: 'crash' },
+      });
+    });
+
+    it("a plain call's hidden record is unreachable: tasks/get, tasks/result, tasks/cancel say not found and tasks/list omits it", async () => {
+      const pending = client.call('tools/call', { name: 'wait', arguments: { seconds: 1 } });
+      const [hidden] = await eventually(async () => {
+        const calls = await hiddenCalls();
+        return calls.length > 0 ? calls : undefined;
+      });
+      const taskId = String(hidden?.['taskId']);
+      expect(hidden?.['owner']).to.equal(`session:${String(client.sessionId)}`);
+      for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+        await expectRpcError(
+          client.call(method, { taskId }),
+          -32602,
+          /^-32602: Failed to retrieve task: Task not found$/,
+        );
+      }
+      expect(await listedIds(client)).to.not.include(taskId);
+      // Neither lookups nor the failed cancel disturbed the call.
+      expect(await pending).to.deep.equal({ content: [{ type: 'text', text: 'Waited 1s' }] });
+      expect(await tracesOf(taskId)).to.deep.equal([]);
+    });
+
+    it('a plain call whose HTTP request the client aborts has its work stopped and leaves no record behind', async () => {
+      const controller = new AbortController();
+      const pending = client.call(
+        'tools/call',
+        { name: 'wait', arguments: { seconds: 30 } },
+        { signal: controller.signal },
+      );
+      pending.catch(() => undefined);
+      const running = await eventually(async () =>
+        (await hiddenCalls()).find(
+          (record) => record['tool'] === 'wait' && String(record['statusMessage']).startsWith('Running'),
+        ),
+      );
+      const taskId = String(running['taskId']);
+      controller.abort();
+      const error: unknown = await pending.then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      expect((error as Error | undefined)?.name).to.equal('AbortError');
+      const stopped = await eventually(
+        () => workerRecords().find((line) => line['taskId'] === taskId && line['message'] === 'tool stopped'),
+        5000,
+      );
+      expect(stopped['tool']).to.equal('wait');
+      expect(await eventually(async () => ((await tracesOf(taskId)).length === 0 ? true : undefined), 5000)).to.equal(
+        true,
+      );
+      expect(workerRecords().some((line) => line['taskId'] === taskId && line['message'] === 'task settled')).to.equal(
+        false,
+      );
+      const api = system.apis[0];
+      expect(api?.records().filter((line) => line['level'] === 'error')).to.deep.equal([]);
+    });
+  });
+
+  describe('requests that are not task-augmentable (T-CAP-2) and older sessions (T-TOOL-5)', () => {
+    it('T-CAP-2, T-TOOL-5: tools/list, ping and tasks/get with a task field are processed normally, the field ignored', async () => {
+      const { tools } = (await client.call('tools/list', { task: { ttl: 60_000 } })) as { tools: unknown[] };
+      expect(tools).to.have.length(4);
+      expect(await client.call('ping', { task: {} })).to.deep.equal({});
+      const created = await client.createTask('wait', { seconds: 0 });
+      const task = await client.call('tasks/get', { taskId: created['taskId'], task: { ttl: 1000 } });
+      expect(task['taskId']).to.equal(created['taskId']);
+      expect(task).to.not.have.property('task');
+    });
+
+    it("T-TOOL-5: a 2025-06-18 session calling 'wait' with a task field gets a normal CallToolResult and no task", async () => {
+      const old = await McpTestClient.connect(system.apiUrl, '2025-06-18');
+      expect(old.protocolVersion).to.equal('2025-06-18');
+      const started = Date.now();
+      const result = await old.call('tools/call', { name: 'wait', arguments: { seconds: 0.3 }, task: { ttl: 60_000 } });
+      expect(Date.now() - started).to.be.at.least(250);
+      expect(result).to.deep.equal({ content: [{ type: 'text', text: 'Waited 0.3s' }] });
+      expect(await system.redis.exists(`${system.prefix}:owner:session:${String(old.sessionId)}`)).to.equal(0);
+      expect(await listedIds(old)).to.deep.equal([]);
+    });
+
+    it("T-TOOL-5: on a 2025-06-18 session 'echo' (forbidden) with a task field is just called", async () => {
+      const old = await McpTestClient.connect(system.apiUrl, '2025-06-18');
+      expect(await old.call('tools/call', { name: 'echo', arguments: { text: 'old' }, task: {} })).to.deep.equal({
+        content: [{ type: 'text', text: 'old' }],
+      });
+    });
+
+    it("T-TOOL-5, T-TOOL-4: on a 2025-06-18 session 'count_primes' (required) is a plain call, hence -32601", async () => {
+      const old = await McpTestClient.connect(system.apiUrl, '2025-06-18');
+      await expectRpcError(
+        old.call('tools/call', { name: 'count_primes', arguments: { below: 10 }, task: {} }),
+        -32601,
+        /must be called as a task/,
+      );
+    });
+
+    it("T-TOOL-1, T-CAP-3: what counts is the server's declaration for the session, not the client's capabilities", async () => {
+      // A 2025-11-25 client that declared no tasks capability of its own still sees ours and may task-augment tools/call.
+      const bare = new McpTestClient(system.apiUrl);
+      const init = await bare.initialize('2025-11-25', {});
+      expect((init['capabilities'] as { tasks?: { requests?: unknown } }).tasks?.requests).to.deep.equal({
+        tools: { call: {} },
+      });
+      const task = await bare.createTask('wait', { seconds: 0 });
+      expect(task['status']).to.equal('working');
+      expect((await bare.call('tasks/result', { taskId: task['taskId'] }))['content']).to.deep.equal([
+        { type: 'text', text: 'Waited 0s' },
+      ]);
+    });
+  });
+});
