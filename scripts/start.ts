@@ -1,6 +1,7 @@
 // `pnpm start`: the whole system on one machine — Redis (REDIS_URL, or a local redis-server with AOF under
 // .data/), one api and one worker — then a demo task and a copy-paste example. Ctrl-C stops everything.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -21,7 +22,7 @@ async function main(): Promise<void> {
   if (!(await portIsFree(Number(port), host))) {
     throw new Error(`Port ${port} on ${host} is taken: free it or choose another, e.g. PORT=3100 npm start`);
   }
-  const env = { ...process.env, REDIS_URL: redisUrl, PORT: port, HOST: host };
+  const env = { ...process.env, REDIS_URL: redisUrl, PORT: port, HOST: host, ...(await startFakeBatch(host, port)) };
   const api = launch('api', ['--import', 'tsx', 'apps/api/src/main.ts'], env);
   launch('worker', ['--import', 'tsx', 'apps/worker/src/main.ts'], env);
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;
@@ -32,6 +33,23 @@ async function main(): Promise<void> {
   }
   say(`Try it yourself:\n\n${curlExample(url)}\n`);
   say('Running. Press Ctrl-C to stop.');
+}
+
+/**
+ * The fake batch system behind the `batch_report` tool (docs/external-tools.md), unless BATCH_SYSTEM_URL names a real
+ * one or FAKE_BATCH=0; callbacks are signed with a secret made for this run unless CALLBACK_SECRET is set.
+ */
+async function startFakeBatch(host: string, apiPort: string): Promise<Record<string, string>> {
+  const callback = {
+    CALLBACK_SECRET: process.env['CALLBACK_SECRET'] ?? randomBytes(32).toString('hex'),
+    CALLBACK_BASE_URL:
+      process.env['CALLBACK_BASE_URL'] ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${apiPort}`,
+  };
+  if (process.env['BATCH_SYSTEM_URL'] || process.env['FAKE_BATCH'] === '0') return callback;
+  const port = (await portIsFree(4010, '127.0.0.1')) ? 4010 : await anyFreePort();
+  launch('fake-batch', ['--import', 'tsx', 'scripts/fake-batch.ts'], { ...process.env, FAKE_BATCH_PORT: String(port) });
+  say(`started the fake batch system on 127.0.0.1:${port} (for the batch_report tool)`);
+  return { ...callback, BATCH_SYSTEM_URL: `http://127.0.0.1:${port}` };
 }
 
 async function startLocalRedis(): Promise<string> {

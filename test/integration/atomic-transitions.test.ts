@@ -31,6 +31,7 @@ describe('atomic transitions in Redis', () => {
       ttl: 60_000,
       pollInterval: 1000,
       owner: 'session:race',
+      sessionId: 'race',
       tool: 'wait',
     };
     await store.create({ record, arguments: {} });
@@ -40,10 +41,11 @@ describe('atomic transitions in Redis', () => {
   it('T-LIFE-3, T-CANCEL-3: completion racing cancellation has exactly one winner, 200 times over', async () => {
     const completed = settleWithResult({ content: [{ type: 'text', text: 'done' }] });
     for (let round = 0; round < 200; round++) {
-      const { taskId } = await newTask();
+      const task = await newTask();
+      const { taskId } = task;
       const [complete, cancel] = await Promise.all([
-        store.settle(taskId, completed),
-        store.settle(taskId, cancelledSettlement()),
+        store.settle(task, completed),
+        store.settle(task, cancelledSettlement()),
       ]);
       expect([complete.ok, cancel.ok].filter(Boolean), `round ${round}`).to.have.length(1);
       const record = await store.get(taskId);
@@ -54,26 +56,28 @@ describe('atomic transitions in Redis', () => {
 
   it('T-LIFE-2, T-LIFE-3: no transition leaves a terminal status, and a rejected move says the current status', async () => {
     for (const terminal of ['completed', 'failed', 'cancelled'] as const) {
-      const { taskId } = await newTask();
-      expect((await store.transition(taskId, terminal)).ok).to.equal(true);
+      const task = await newTask();
+      const { taskId } = task;
+      expect((await store.transition(task, terminal)).ok).to.equal(true);
       for (const to of TASK_STATUSES) {
-        expect(await store.transition(taskId, to)).to.deep.equal({ ok: false, reason: 'rejected', current: terminal });
+        expect(await store.transition(task, to)).to.deep.equal({ ok: false, reason: 'rejected', current: terminal });
       }
       expect((await store.get(taskId))?.status).to.equal(terminal);
     }
   });
 
   it('T-LIFE-2: input_required goes back to working; working to working is refused', async () => {
-    const { taskId } = await newTask();
-    expect((await store.transition(taskId, 'working')).ok).to.equal(false);
-    expect((await store.transition(taskId, 'input_required')).ok).to.equal(true);
-    expect((await store.transition(taskId, 'working')).ok).to.equal(true);
+    const task = await newTask();
+    expect((await store.transition(task, 'working')).ok).to.equal(false);
+    expect((await store.transition(task, 'input_required')).ok).to.equal(true);
+    expect((await store.transition(task, 'working')).ok).to.equal(true);
   });
 
   it('lastUpdatedAt strictly increases with every change, even within one millisecond', async () => {
-    const { taskId, lastUpdatedAt } = await newTask();
-    const first = await store.transition(taskId, 'input_required');
-    const second = await store.transition(taskId, 'working');
+    const task = await newTask();
+    const { lastUpdatedAt } = task;
+    const first = await store.transition(task, 'input_required');
+    const second = await store.transition(task, 'working');
     if (!first.ok || !second.ok) throw new Error('transitions should succeed');
     expect(first.lastUpdatedAt).to.be.above(lastUpdatedAt - 1);
     expect(second.lastUpdatedAt).to.be.above(first.lastUpdatedAt);
@@ -81,7 +85,10 @@ describe('atomic transitions in Redis', () => {
 
   it('a transition of a missing or expired task says so and creates nothing', async () => {
     const id = randomUUID();
-    expect(await store.transition(id, 'completed')).to.deep.equal({ ok: false, reason: 'missing' });
+    expect(await store.transition({ taskId: id, sessionId: 'race' }, 'completed')).to.deep.equal({
+      ok: false,
+      reason: 'missing',
+    });
     expect(await redis.exists(store.keys.task(id))).to.equal(0);
   });
 });

@@ -1,6 +1,7 @@
 // Session lifecycle through real processes: initialize and version negotiation, declared capabilities, ping,
 // tools/list, DELETE, idle expiry, and sessions kept in Redis so that any api replica serves them.
 import { expect } from 'chai';
+import { toolRegistry } from '@mcp-tasks/tools';
 import { McpTestClient, sleep, type RpcReply } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
@@ -113,18 +114,17 @@ describe('session lifecycle (2 api replicas + worker, real Redis)', function () 
       expect(await client.call('ping', { _meta: { progressToken: 'p' } })).to.deep.equal({});
     });
 
-    it('tools/list lists wait, crash, count_primes and echo with their execution.taskSupport and object input schemas', async () => {
+    it('tools/list lists every registered tool (wait, crash, count_primes, echo, ...) with their execution.taskSupport and object input schemas', async () => {
       const client = await McpTestClient.connect(system.apiUrl);
       const { tools } = (await client.call('tools/list')) as { tools: Record<string, unknown>[] };
       const support = Object.fromEntries(
         tools.map((tool) => [String(tool['name']), (tool['execution'] as { taskSupport: string }).taskSupport]),
       );
-      expect(support).to.deep.equal({
-        wait: 'optional',
-        crash: 'optional',
-        count_primes: 'required',
-        echo: 'forbidden',
-      });
+      // Every tool of the registry, each with its declared taskSupport.
+      expect(support).to.deep.equal(
+        Object.fromEntries(toolRegistry.list().map((tool) => [tool.name, tool.execution.taskSupport])),
+      );
+      expect(support).to.include({ wait: 'optional', crash: 'optional', count_primes: 'required', echo: 'forbidden' });
       for (const tool of tools) {
         expect(tool['description'], String(tool['name'])).to.be.a('string').and.not.equal('');
         const schema = tool['inputSchema'] as Record<string, unknown>;

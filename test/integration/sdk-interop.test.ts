@@ -6,7 +6,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema,
+  CreateMessageRequestSchema,
   CreateTaskResultSchema,
+  ElicitRequestSchema,
   McpError,
   type CallToolResult,
   type GetTaskResult,
@@ -25,8 +27,13 @@ interface SdkConnection {
 }
 
 /** An SDK client connected to `url`; its session is deleted and its transport closed on close(). */
-async function connectSdk(url: string, name = 'sdk-interop-test'): Promise<SdkConnection> {
-  const client = new Client({ name, version: '1.0.0' });
+async function connectSdk(
+  url: string,
+  name = 'sdk-interop-test',
+  setup: (client: Client) => void = () => undefined,
+): Promise<SdkConnection> {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: { elicitation: { form: {} }, sampling: {} } });
+  setup(client);
   const transport = new StreamableHTTPClientTransport(new URL(url));
   const release = track(`sdk client ${name}`, async () => {
     await transport.terminateSession().catch(() => undefined);
@@ -257,6 +264,66 @@ describe('interop: official MCP TypeScript SDK client (@modelcontextprotocol/sdk
       const last = messages.at(-1);
       expect(last?.type).to.equal('error');
       expect(last?.type === 'error' ? last.error.message : '').to.match(/failed/);
+    });
+  });
+
+  describe('input_required with the SDK as the requestor (elicitation and sampling handlers)', () => {
+    /** Runs `tool` as a task on a client set up by `setup`, and fetches its result with getTaskResult. */
+    async function runAsTask(
+      name: string,
+      setup: (client: Client) => void,
+      tool: string,
+      args: Record<string, unknown>,
+    ) {
+      const host = await connectSdk(system.apiUrl, name, setup);
+      try {
+        const created = await host.client.request(
+          { method: 'tools/call', params: { name: tool, arguments: args } },
+          CreateTaskResultSchema,
+          { task: { ttl: 60_000 } },
+        );
+        const taskId = created.task.taskId;
+        const result: CallToolResult = await host.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+        const task = await host.client.experimental.tasks.getTask(taskId);
+        return { taskId, result, status: task.status };
+      } finally {
+        await host.close();
+      }
+    }
+
+    it('T-INPUT-2, T-INPUT-3, T-CLIENT-1: ask_user as a task: the handler sees the related-task _meta and its answer becomes the result', async () => {
+      const seen: Record<string, unknown>[] = [];
+      const run = await runAsTask(
+        'sdk-elicitation',
+        (client) =>
+          client.setRequestHandler(ElicitRequestSchema, (request) => {
+            seen.push(request.params);
+            return Promise.resolve({ action: 'accept', content: { answer: 'forty-two' } });
+          }),
+        'ask_user',
+        { question: 'The answer?' },
+      );
+      expect(run.result.content).to.deep.equal([{ type: 'text', text: 'forty-two' }]);
+      expect(seen).to.have.length(1);
+      expect(seen[0]?.['message']).to.equal('The answer?');
+      expect(seen[0]?.['_meta']).to.deep.include({ [RELATED_TASK_META_KEY]: { taskId: run.taskId } });
+    });
+
+    it('T-INPUT-2: summarize as a task: the sampling handler answers and the task completes with its text', async () => {
+      const seen: Record<string, unknown>[] = [];
+      const run = await runAsTask(
+        'sdk-sampling',
+        (client) =>
+          client.setRequestHandler(CreateMessageRequestSchema, (request) => {
+            seen.push(request.params);
+            return Promise.resolve({ role: 'assistant', model: 'stub', content: { type: 'text', text: 'Short.' } });
+          }),
+        'summarize',
+        { text: 'A long story.' },
+      );
+      expect(run.result.content).to.deep.equal([{ type: 'text', text: 'Short.' }]);
+      expect(seen[0]?.['_meta']).to.deep.include({ [RELATED_TASK_META_KEY]: { taskId: run.taskId } });
+      expect(run.status).to.equal('completed');
     });
   });
 });

@@ -1,25 +1,11 @@
 // End to end through real api and worker processes: creation, status, result, list, cancel, ttl.
 import { expect } from 'chai';
 import { RELATED_TASK_META_KEY, MODEL_IMMEDIATE_RESPONSE_META_KEY } from '@mcp-tasks/protocol';
-import { eventually, McpTestClient, RpcError, sleep } from '../support/mcp-client.ts';
+import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-async function expectRpcError(promise: Promise<unknown>, code: number, message?: RegExp | string): Promise<RpcError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).to.be.instanceOf(RpcError);
-    const rpc = error as RpcError;
-    expect(rpc.code, rpc.message).to.equal(code);
-    if (typeof message === 'string') expect(rpc.message).to.equal(`${code}: ${message}`);
-    else if (message) expect(rpc.message).to.match(message);
-    return rpc;
-  }
-  throw new Error(`expected JSON-RPC error ${code}`);
-}
 
 describe('tasks end to end (api + worker processes, real Redis)', function () {
   this.timeout(60_000);

@@ -1,21 +1,9 @@
 // Tool-level task negotiation on the server side (T-TOOL-1..6, T-CAP-2, T-CAP-3): which tools may or must be
 // called as tasks, what older sessions get, and how a plain call runs on a worker through a hidden record.
 import { expect } from 'chai';
-import { eventually, McpTestClient, RpcError } from '../support/mcp-client.ts';
+import { toolRegistry } from '@mcp-tasks/tools';
+import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
-
-async function expectRpcError(promise: Promise<unknown>, code: number, message: RegExp): Promise<RpcError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).to.be.instanceOf(RpcError);
-    const rpc = error as RpcError;
-    expect(rpc.code, rpc.message).to.equal(code);
-    expect(rpc.message).to.match(message);
-    return rpc;
-  }
-  throw new Error(`expected JSON-RPC error ${code}`);
-}
 
 describe('tool task negotiation (api + worker processes, real Redis)', function () {
   this.timeout(20_000);
@@ -170,12 +158,36 @@ describe('tool task negotiation (api + worker processes, real Redis)', function 
       expect(await tracesOf(taskId)).to.deep.equal([]);
     });
 
-    it('a plain call whose HTTP request the client aborts has its work stopped and leaves no record behind', async () => {
+    it('a streamed plain call survives its client disconnecting, and notifications/cancelled stops it', async () => {
+      const pending = client.rpc('tools/call', { name: 'wait', arguments: { seconds: 30 } }, { id: 'call-to-cancel' });
+      const running = await eventually(async () =>
+        (await hiddenCalls()).find(
+          (record) => record['tool'] === 'wait' && String(record['statusMessage']).startsWith('Running'),
+        ),
+      );
+      const taskId = String(running['taskId']);
+      const notified = await client.post({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 'call-to-cancel', reason: 'user pressed stop' },
+      });
+      expect(notified.status).to.equal(202);
+      const reply = await pending;
+      expect(reply.error?.code).to.equal(-32800);
+      expect(reply.error?.message).to.contain('user pressed stop');
+      await eventually(
+        () => workerRecords().find((line) => line['taskId'] === taskId && line['message'] === 'tool stopped'),
+        5000,
+      );
+    });
+
+    it('a plain call answered as JSON whose HTTP request the client aborts has its work stopped and leaves no record behind', async () => {
       const controller = new AbortController();
+      // Without SSE the answer cannot be resumed, so a closed request means nobody waits for the work any more.
       const pending = client.call(
         'tools/call',
         { name: 'wait', arguments: { seconds: 30 } },
-        { signal: controller.signal },
+        { signal: controller.signal, headers: { accept: 'application/json' } },
       );
       pending.catch(() => undefined);
       const running = await eventually(async () =>
@@ -209,7 +221,7 @@ describe('tool task negotiation (api + worker processes, real Redis)', function 
   describe('requests that are not task-augmentable (T-CAP-2) and older sessions (T-TOOL-5)', () => {
     it('T-CAP-2, T-TOOL-5: tools/list, ping and tasks/get with a task field are processed normally, the field ignored', async () => {
       const { tools } = (await client.call('tools/list', { task: { ttl: 60_000 } })) as { tools: unknown[] };
-      expect(tools).to.have.length(4);
+      expect(tools).to.have.length(toolRegistry.list().length);
       expect(await client.call('ping', { task: {} })).to.deep.equal({});
       const created = await client.createTask('wait', { seconds: 0 });
       const task = await client.call('tasks/get', { taskId: created['taskId'], task: { ttl: 1000 } });

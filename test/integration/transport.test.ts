@@ -223,19 +223,24 @@ describe('Streamable HTTP transport: bad input (api + worker processes, real Red
       expect((await caller.call('tasks/list'))['tasks']).to.deep.equal([]);
     });
 
-    it('notifications and JSON-RPC responses are accepted with 202 and an empty body', async () => {
-      const messages = [
+    it('notifications are accepted with 202 and an empty body; responses to requests we never sent are 400', async () => {
+      const notifications = [
         '{"jsonrpc":"2.0","method":"notifications/initialized"}',
         '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99,"reason":"test"}}',
         '{"jsonrpc":"2.0","method":"notifications/no-such-thing"}',
+      ];
+      for (const message of notifications) {
+        const reply = await post(message);
+        expect(reply.status, message).to.equal(202);
+        expect(reply.text).to.equal('');
+      }
+      const responses = [
         '{"jsonrpc":"2.0","id":5,"result":{}}',
         '{"jsonrpc":"2.0","id":"s-1","error":{"code":-32601,"message":"Method not found"}}',
         '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
       ];
-      for (const message of messages) {
-        const reply = await post(message);
-        expect(reply.status, message).to.equal(202);
-        expect(reply.text).to.equal('');
+      for (const message of responses) {
+        expectTransportError(await post(message), 400, -32602, /Invalid response: no request .* is waiting/);
       }
     });
   });

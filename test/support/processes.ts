@@ -3,8 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { freePort } from './ports.ts';
+import type { RedisClusterFixture } from './redis-cluster.ts';
 import { sharedRedisUrl, uniquePrefix } from './redis-server.ts';
 import { track } from './resources.ts';
 
@@ -59,7 +60,7 @@ export async function spawnService(
   const release = track(`${name} (pid ${child.pid})`, () => stop('SIGKILL').then(() => undefined));
   const timeout = new Promise<never>((_, reject) =>
     setTimeout(
-      () => reject(new Error(`${name} did not become ready within 30 s:\n${logs.join('\n')}`)),
+      () => reject(new Error(`${name} did not become ready within 60 s:\n${logs.join('\n')}`)),
       30_000,
     ).unref(),
   );
@@ -114,8 +115,8 @@ export interface System {
   apiUrl: string;
   apis: ApiHandle[];
   workers: ChildHandle[];
-  /** A plain connection for inspecting Redis from tests. */
-  redis: Redis;
+  /** A plain connection for inspecting Redis from tests (a cluster client on a cluster). */
+  redis: Redis | Cluster;
   env: Record<string, string>;
   addWorker(extraEnv?: Record<string, string>): Promise<ChildHandle>;
   stop(): Promise<void>;
@@ -127,13 +128,19 @@ export interface SystemOptions {
   /** Environment for every process (e.g. LIST_PAGE_SIZE). */
   env?: Record<string, string>;
   redisUrl?: string;
+  /** Run on this Redis Cluster instead (REDIS_CLUSTER_NODES, a prefix with a hash tag). */
+  cluster?: RedisClusterFixture;
 }
 
 /** Redis (shared or given), api replicas and workers on one fresh key prefix. */
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
-  const redisUrl = options.redisUrl ?? (await sharedRedisUrl());
-  const prefix = uniquePrefix();
-  const env = { REDIS_URL: redisUrl, REDIS_PREFIX: prefix, ...options.env };
+  const cluster = options.cluster;
+  const redisUrl = cluster ? '' : (options.redisUrl ?? (await sharedRedisUrl()));
+  const prefix = cluster ? `{${uniquePrefix()}}` : uniquePrefix();
+  const redisEnv: Record<string, string> = cluster
+    ? { REDIS_CLUSTER_NODES: clusterNodesValue(cluster) }
+    : { REDIS_URL: redisUrl };
+  const env = { ...redisEnv, REDIS_PREFIX: prefix, ...options.env };
   const started = await Promise.allSettled([
     ...Array.from({ length: options.apis ?? 1 }, () => spawnApi(env)),
     ...Array.from({ length: options.workers ?? 1 }, () => spawnWorker(env)),
@@ -147,9 +154,12 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const children = started.map((outcome) => (outcome as PromiseFulfilledResult<ChildHandle>).value);
   const apis = children.slice(0, options.apis ?? 1) as ApiHandle[];
   const workers = children.slice(options.apis ?? 1);
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  // The cluster's own inspection client is closed by the cluster fixture.
+  const redis = cluster ? cluster.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
+  // Tests restart Redis under it: it reconnects; the refused attempts meanwhile are not failures.
+  redis.on('error', () => undefined);
   const releaseRedis = track(`inspection redis (${prefix})`, () => {
-    redis.disconnect();
+    if (!cluster) redis.disconnect();
   });
   const first = apis[0];
   if (!first) throw new Error('a system needs at least one api');
@@ -171,4 +181,11 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       await releaseRedis();
     },
   };
+}
+
+/** REDIS_CLUSTER_NODES for a test cluster: its password travels in the first entry's URL. */
+export function clusterNodesValue(cluster: RedisClusterFixture): string {
+  const [first, ...rest] = cluster.nodes;
+  const auth = cluster.password ? `:${encodeURIComponent(cluster.password)}@` : '';
+  return [`redis://${auth}${first}`, ...rest].join(',');
 }

@@ -1,7 +1,7 @@
 // Raw HTTP for transport tests: node:http sends exactly the headers given (Host included), which fetch cannot.
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import type { HttpReply } from './mcp-client.ts';
+import { parseSse, type HttpReply } from '@mcp-tasks/client';
 
 export interface RawRequest {
   method?: string;
@@ -37,13 +37,21 @@ export function rawRequest(url: string, options: RawRequest = {}): Promise<RawRe
         res.on('error', reject);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
+          if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+            const events = parseSse(text);
+            const json = events
+              .map((event) => event.message)
+              .find((message) => 'result' in message || 'error' in message);
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, events });
+            return;
+          }
           let json: unknown;
           try {
             json = text ? JSON.parse(text) : undefined;
           } catch {
             json = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, events: [] });
         });
       },
     );

@@ -1,5 +1,5 @@
 // No Docker engine runs here, so docker-compose.yml is kept honest by checking it against the real scripts,
-// configuration schemas and Dockerfile.
+// configuration schemas, Dockerfile and nginx.conf.
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { loadWorkerConfig, WorkerEnvSchema } from '@mcp-tasks/worker/config';
 import { repoRoot } from '../support/processes.ts';
 
 interface Service {
+  image?: string;
   command?: string[];
   environment?: Record<string, string>;
   ports?: string[];
@@ -16,32 +17,68 @@ interface Service {
   healthcheck?: { test: string[] };
   volumes?: string[];
   build?: string;
-  depends_on?: unknown;
+  depends_on?: Record<string, { condition?: string }>;
+  restart?: string;
+  init?: boolean;
+  stop_grace_period?: string;
 }
 
-const compose = parse(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-  services: Record<string, Service>;
-};
-const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
-  scripts: Record<string, string>;
-  packageManager: string;
-};
+const read = (...path: string[]) => readFileSync(join(repoRoot, ...path), 'utf8');
+const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
+const packageJson = JSON.parse(read('package.json')) as { scripts: Record<string, string>; packageManager: string };
+const dockerfile = read('Dockerfile');
+const nginx = read('deploy', 'nginx.conf');
 const service = (name: string): Service => {
   const found = compose.services[name];
   if (!found) throw new Error(`docker-compose.yml has no service '${name}'`);
   return found;
 };
 
+/** Every TypeScript file of a source folder, concatenated (to find the routes an app serves). */
+function sourceOf(folder: string): string {
+  return readdirSync(join(repoRoot, folder), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => read(folder, file))
+    .join('\n');
+}
+
+/** What `pnpm <script>` finally runs: the package script without the bootstrap wrapper. */
+function nodeCommandOf(script: string): string[] {
+  const line = packageJson.scripts[script] ?? '';
+  const wrapper = 'node scripts/bootstrap.mjs ';
+  expect(line.startsWith(wrapper), `package.json script '${script}'`).to.equal(true);
+  return line.slice(wrapper.length).split(' ');
+}
+
+function seconds(duration: string | undefined): number {
+  const match = /^(\d+)(ms|s|m)$/.exec(duration ?? '');
+  if (!match) throw new Error(`unreadable duration '${duration}'`);
+  return Number(match[1]) * { ms: 0.001, s: 1, m: 60 }[match[2] as 'ms' | 's' | 'm'];
+}
+
+function bytes(size: string): number {
+  const match = /^(\d+)([kmg]?)$/i.exec(size);
+  if (!match) throw new Error(`unreadable size '${size}'`);
+  return Number(match[1]) * { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(match[2] ?? '').toLowerCase() as ''];
+}
+
 describe('docker-compose.yml', () => {
-  it('runs redis, api, worker and a load balancer', () => {
+  it('runs redis, api, worker and a load balancer, each restarted when it dies', () => {
     expect(Object.keys(compose.services)).to.have.members(['redis', 'api', 'worker', 'lb']);
+    for (const [name, { restart }] of Object.entries(compose.services)) {
+      expect(restart, name).to.equal('unless-stopped');
+    }
   });
 
-  it('starts api and worker with the root package scripts that exist', () => {
-    expect(service('api').command).to.deep.equal(['pnpm', 'api']);
-    expect(service('worker').command).to.deep.equal(['pnpm', 'worker']);
-    expect(packageJson.scripts['api']).to.contain('apps/api/src/main.ts');
-    expect(packageJson.scripts['worker']).to.contain('apps/worker/src/main.ts');
+  it('starts api and worker as node itself, with the entry of the package scripts, behind an init', () => {
+    // `pnpm api` as PID 1 would exit on SIGTERM without passing it on: no clean shutdown, no grace period.
+    expect(service('api').command).to.deep.equal(nodeCommandOf('api'));
+    expect(service('worker').command).to.deep.equal(nodeCommandOf('worker'));
+    expect(nodeCommandOf('api').join(' ')).to.contain('apps/api/src/main.ts');
+    expect(nodeCommandOf('worker').join(' ')).to.contain('apps/worker/src/main.ts');
+    expect(service('api').init).to.equal(true);
+    expect(service('worker').init).to.equal(true);
+    expect(dockerfile).to.contain(`CMD ${JSON.stringify(nodeCommandOf('api')).replaceAll(',', ', ')}`);
   });
 
   it('sets only variables the processes read, with values their config accepts', () => {
@@ -51,6 +88,7 @@ describe('docker-compose.yml', () => {
     for (const name of Object.keys(worker)) expect(WorkerEnvSchema.shape, `worker ${name}`).to.have.property(name);
     const apiConfig = loadApiConfig(api);
     expect(apiConfig.HOST).to.equal('0.0.0.0');
+    expect(apiConfig.ALLOWED_ORIGINS).to.include('http://localhost:3000');
     loadWorkerConfig(worker);
     expect(api['REDIS_URL']).to.equal('redis://redis:6379');
     expect(worker['REDIS_URL']).to.equal(api['REDIS_URL']);
@@ -62,38 +100,67 @@ describe('docker-compose.yml', () => {
     expect(service('api').ports ?? []).to.be.empty;
   });
 
-  it('balances to the api port and publishes it', () => {
+  it('balances to the api port, following replicas through DNS, and publishes it', () => {
     const apiPort = service('api').environment?.['PORT'];
-    const nginx = readFileSync(join(repoRoot, 'deploy', 'nginx.conf'), 'utf8');
-    expect(nginx).to.contain(`server api:${apiPort};`);
+    expect(nginx).to.contain(`server api:${apiPort} resolve;`);
+    // `resolve` needs a shared-memory zone in the upstream, a resolver, and nginx 1.27.3 or later.
+    expect(/upstream mcp_api \{[^}]*zone mcp_api \d+k;/.exec(nginx)).to.not.equal(null);
+    expect(nginx).to.match(/^resolver 127\.0\.0\.11 /m);
+    const [, major, minor] = /^nginx:(\d+)\.(\d+)-alpine$/.exec(service('lb').image ?? '') ?? [];
+    expect(Number(major) * 1000 + Number(minor), 'nginx version').to.be.at.least(1028);
     expect(nginx).to.match(/proxy_buffering off;/);
     expect(service('lb').ports).to.deep.equal(['3000:80']);
     expect(service('lb').volumes?.[0]).to.match(/^\.\/deploy\/nginx\.conf:/);
+    expect(service('lb').depends_on?.['api']?.condition).to.equal('service_healthy');
   });
 
-  it('keeps Redis durable: AOF on a volume, and a health check the apps wait for', () => {
+  it("lets an oversized body reach the api, so the client gets the api's JSON-RPC 413 and not nginx's page", () => {
+    const limit = /client_max_body_size (\w+);/.exec(nginx)?.[1] ?? '0';
+    const apiLimit = loadApiConfig(service('api').environment ?? {}).MAX_BODY_BYTES;
+    expect(bytes(limit)).to.be.above(apiLimit);
+  });
+
+  it('keeps Redis durable: AOF fsynced every second on a volume, no eviction, a health check the apps wait for', () => {
     const redis = service('redis');
-    expect(redis.command?.join(' ')).to.contain('--appendonly yes');
+    const command = redis.command?.join(' ') ?? '';
+    expect(command).to.contain('--appendonly yes').and.contain('--appendfsync everysec');
+    expect(command).to.contain('--maxmemory-policy noeviction');
     expect(redis.volumes?.[0]).to.match(/:\/data$/);
     expect(redis.healthcheck?.test).to.include('ping');
-    expect(JSON.stringify(service('api').depends_on)).to.contain('service_healthy');
+    expect(service('api').depends_on?.['redis']?.condition).to.equal('service_healthy');
+    expect(service('worker').depends_on?.['redis']?.condition).to.equal('service_healthy');
   });
 
   it('health-checks the api on the readiness endpoint it serves', () => {
     const check = service('api').healthcheck?.test.join(' ') ?? '';
-    expect(check).to.contain('/readyz');
-    expect(readFileSync(join(repoRoot, 'apps/api/src/app.ts'), 'utf8')).to.contain("'/readyz'");
+    expect(check).to.contain(`http://127.0.0.1:${service('api').environment?.['PORT']}/readyz`);
+    expect(sourceOf('apps/api/src')).to.contain("'/readyz'");
   });
 
-  it('builds from a Dockerfile on Node 20 that installs every workspace package', () => {
-    const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
+  it('health-checks each worker on the /healthz of its metrics listener', () => {
+    const worker = service('worker');
+    const port = worker.environment?.['WORKER_METRICS_PORT'];
+    expect(loadWorkerConfig(worker.environment ?? {}).WORKER_METRICS_PORT).to.equal(Number(port));
+    expect(worker.healthcheck?.test.join(' ')).to.contain(`http://127.0.0.1:${port}/healthz`);
+    expect(sourceOf('apps/worker/src')).to.contain("'/healthz'");
+  });
+
+  it('gives a stopping worker longer than its grace period before SIGKILL', () => {
+    const worker = service('worker');
+    const graceMs = loadWorkerConfig(worker.environment ?? {}).WORKER_SHUTDOWN_GRACE_MS;
+    expect(seconds(worker.stop_grace_period) * 1000).to.be.above(graceMs);
+  });
+
+  it('builds from a Dockerfile on Node 20 that installs exactly the workspace packages', () => {
     expect(dockerfile).to.match(/^FROM node:20/m);
     expect(dockerfile).to.contain(`pnpm@${packageJson.packageManager.split('@')[1]}`);
+    const packages: string[] = [];
     for (const group of ['apps', 'packages']) {
       for (const name of readdirSync(join(repoRoot, group))) {
-        if (!existsSync(join(repoRoot, group, name, 'package.json'))) continue;
-        expect(dockerfile, `${group}/${name}`).to.contain(`COPY ${group}/${name}/package.json ${group}/${name}/`);
+        if (existsSync(join(repoRoot, group, name, 'package.json'))) packages.push(`${group}/${name}`);
       }
     }
+    const copied = [...dockerfile.matchAll(/^COPY ((?:apps|packages)\/[^/]+)\/package\.json \1\/$/gm)].map((m) => m[1]);
+    expect(copied).to.have.members(packages);
   });
 });

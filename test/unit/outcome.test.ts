@@ -21,6 +21,7 @@ function record(partial: Partial<TaskRecord>): TaskRecord {
     ttl: 1000,
     pollInterval: 1000,
     owner: 'o',
+    sessionId: 's',
     tool: 'x',
     ...partial,
   };

@@ -40,6 +40,8 @@ describe('tool registry and demo tools', () => {
         signal: controller.signal,
         progress: () => Promise.resolve(),
         log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+        elicit: () => Promise.reject(new Error('no client')),
+        sample: () => Promise.reject(new Error('no client')),
       },
     );
     setTimeout(() => controller.abort('cancelled'), 50);

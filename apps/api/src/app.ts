@@ -5,21 +5,34 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import {
+  auditLogger,
+  auditObserver,
   CleanupStack,
   closeRedis,
   createLogger,
   createRedis,
   createToolQueue,
+  ExternalQueues,
+  ExternalTasks,
   KeySpace,
+  InputBroker,
+  RateLimiter,
+  registerSecurityGauges,
+  RunnerMetrics,
+  SessionEvents,
   SessionStore,
+  StreamSlots,
   Subscriber,
   TaskService,
   TaskStore,
   type Logger,
 } from '@mcp-tasks/engine';
 import { toolRegistry } from '@mcp-tasks/tools';
+import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices } from './context.ts';
+import { operationsRouter } from './ops.ts';
+import { callbacksRouter } from './callbacks.ts';
 import { mcpRouter } from './transport.ts';
 
 export interface RunningApi {
@@ -33,42 +46,82 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
   const cleanup = new CleanupStack();
   try {
     const keys = new KeySpace(config.REDIS_PREFIX);
-    const redis = cleanup.add('redis', createRedis(config.REDIS_URL, 'mcpt-api'), closeRedis);
-    const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config.REDIS_URL, 'mcpt-api-sub'), closeRedis);
-    for (const connection of [redis, subscriberRedis]) {
+    const redis = cleanup.add('redis', createRedis(config, 'mcpt-api', { autoPipelining: true }), closeRedis);
+    const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-api-sub'), closeRedis);
+    // BullMQ's queues get a connection of their own: ioredis copies every script defined on a connection (BullMQ
+    // defines 60-odd) into each pipeline and MULTI made on it, which made each of ours cost ~40 us more.
+    const queueRedis = cleanup.add(
+      'redis-queue',
+      createRedis(config, 'mcpt-api-queue', { autoPipelining: true }),
+      closeRedis,
+    );
+    for (const connection of [redis, subscriberRedis, queueRedis]) {
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }
-    const queue = cleanup.add('queue', createToolQueue(redis, config.REDIS_PREFIX), (q) => q.close());
-    const store = new TaskStore(redis, keys);
+    const queue = cleanup.add('queue', createToolQueue(queueRedis, config.REDIS_PREFIX), (q) => q.close());
+    const streams = { idleMs: config.SESSION_IDLE_TTL_MS, maxLength: 1000 };
+    const store = new TaskStore(redis, keys, streams);
+    const metrics = new RunnerMetrics('api');
+    store.observe(metrics.taskObserver());
+    const auditLog = auditLogger(log);
+    store.observe(auditObserver(auditLog));
+    const security = {
+      auth: createAuthenticator(config),
+      rates: new RateLimiter(redis, keys, {
+        windowMs: config.RATE_LIMIT_WINDOW_MS,
+        perPrincipal: config.RATE_LIMIT_PER_PRINCIPAL,
+        perAddress: config.RATE_LIMIT_PER_ADDRESS,
+        failedLookups: config.RATE_LIMIT_FAILED_LOOKUPS,
+        failedLookupsPerAddress: config.RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS,
+      }),
+      streams: new StreamSlots(redis, keys, config.MAX_STREAMS_PER_SESSION),
+      audit: auditLog,
+    };
+    registerSecurityGauges(metrics.registry, security.rates);
+    warnAboutSecurity(log, config, security.auth);
+    const subscriber = new Subscriber(subscriberRedis);
+    const events = new SessionEvents(redis, keys, streams);
     const services: ApiServices = {
       config,
       log,
       store,
+      events,
+      subscriber,
+      inputs: new InputBroker(redis, keys, store, events, subscriber),
       sessions: new SessionStore(redis, keys, config.SESSION_IDLE_TTL_MS),
-      tasks: new TaskService(store, queue, redis, new Subscriber(subscriberRedis), {
-        defaultTtlMs: config.TASK_TTL_DEFAULT_MS,
-        maxTtlMs: config.TASK_TTL_MAX_MS,
-        minTtlMs: 1000,
-        pollIntervalMs: config.TASK_POLL_INTERVAL_MS,
-        recheckMs: config.RESULT_RECHECK_MS,
-      }),
+      tasks: new TaskService(
+        store,
+        queue,
+        redis,
+        subscriber,
+        {
+          defaultTtlMs: config.TASK_TTL_DEFAULT_MS,
+          maxTtlMs: config.TASK_TTL_MAX_MS,
+          minTtlMs: 1000,
+          pollIntervalMs: config.TASK_POLL_INTERVAL_MS,
+          recheckMs: config.RESULT_RECHECK_MS,
+        },
+        { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER },
+      ),
       tools: toolRegistry,
+      metrics,
+      security,
     };
+    services.tasks.useExternalQueues(
+      cleanup.add('external-queues', new ExternalQueues(queueRedis, config.REDIS_PREFIX), (q) => q.close()),
+    );
     await redis.ping();
 
     const app = express();
     app.disable('x-powered-by');
     app.set('etag', false);
-    // Liveness answers while the process runs; readiness also needs Redis.
-    app.get('/healthz', (_req, res) => {
-      res.json({ status: 'ok' });
-    });
-    app.get('/readyz', (_req, res) => {
-      redis.ping().then(
-        () => res.json({ status: 'ready' }),
-        (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
-      );
-    });
+    app.set('trust proxy', config.TRUST_PROXY); // req.ip: the client address behind a proxy (per-address limits)
+    app.use(await operationsRouter({ config, redis, store, queue, metrics })); // health, metrics, admin dashboard
+    if (config.CALLBACK_SECRET) {
+      const external = new ExternalTasks(redis, keys, store, events);
+      const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };
+      app.use(callbacksRouter(deps)); // reports of external systems on their tasks (docs/external-tools.md)
+    }
     app.use(mcpRouter(services));
     const server: Server = app.listen(config.PORT, config.HOST);
     await once(server, 'listening');
@@ -96,4 +149,20 @@ async function closeServer(server: Server): Promise<void> {
   // Long-polling tasks/result requests would hold shutdown open; clients retry them on another replica.
   setTimeout(() => server.closeAllConnections(), 1000).unref();
   await closed;
+}
+
+/** Says loudly at start-up when anyone who reaches the port can use the api, and what that means. */
+function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator): void {
+  if (auth.enabled) {
+    log.info('authentication on: every /mcp request needs a bearer token; tasks are bound to its principal', {
+      methods: auth.methods,
+    });
+    return;
+  }
+  log.warn(
+    '*** AUTHENTICATION IS OFF *** anyone who can reach this port can run tools. Tasks are bound only to the ' +
+      'MCP session that created them (its id is the only secret). Set AUTH_API_KEYS, AUTH_API_KEYS_FILE, ' +
+      'AUTH_JWT_SECRET or AUTH_JWKS_URL before exposing the api beyond this machine; see README.md, "Security".',
+    { tasksList: config.TASKS_LIST_ENABLED },
+  );
 }

@@ -1,30 +1,82 @@
 // The api's configuration, read once from the environment (documented in README.md, "Configuration").
-import { intFromEnv, LogEnvSchema, parseEnv, RedisEnvSchema } from '@mcp-tasks/engine';
+import {
+  CallbackEnvSchema,
+  intFromEnv,
+  LogEnvSchema,
+  parseEnv,
+  RedisEnvSchema,
+  SessionEnvSchema,
+} from '@mcp-tasks/engine';
 import { z } from 'zod';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape).extend({
-  HOST: z.string().min(1).default('127.0.0.1'),
-  PORT: intFromEnv(3000, { max: 65535 }),
-  TASK_TTL_DEFAULT_MS: intFromEnv(HOUR, { min: 1000 }),
-  TASK_TTL_MAX_MS: intFromEnv(24 * HOUR, { min: 1000 }),
-  TASK_POLL_INTERVAL_MS: intFromEnv(1000, { min: 100 }),
-  RESULT_RECHECK_MS: intFromEnv(5000, { min: 50 }),
-  LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),
-  MAX_BODY_BYTES: intFromEnv(1024 * 1024, { min: 1024 }),
-  SESSION_IDLE_TTL_MS: intFromEnv(HOUR, { min: 1000 }),
-  ALLOWED_ORIGINS: z
+const flag = (defaultValue: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'], { message: "use 'true' or 'false'" })
+    .default(defaultValue ? 'true' : 'false')
+    .transform((value) => value === 'true' || value === '1');
+
+/** Authentication, task binding, limits and rate limits (README.md, "Security"). */
+export const SecurityEnvSchema = z.object({
+  /** `principal:key,...`: API keys given directly (kept only as SHA-256 digests in memory). */
+  AUTH_API_KEYS: z.string().optional(),
+  /** A file of `principal sha256hex` lines (`#` comments): API keys given by their digests. */
+  AUTH_API_KEYS_FILE: z.string().optional(),
+  /** HS256 shared secret for JWT bearer tokens; at least 32 bytes as RFC 7518 asks. */
+  AUTH_JWT_SECRET: z.string().min(32, 'an HS256 secret needs at least 32 characters').optional(),
+  /** JWKS document of the issuer whose JWTs are accepted (RS256, ES256, EdDSA, ...). */
+  AUTH_JWKS_URL: z.string().url().optional(),
+  AUTH_JWT_ISSUER: z.string().optional(),
+  AUTH_JWT_AUDIENCE: z.string().optional(),
+  /** Declare and serve tasks/list; turn off where requestors cannot be told apart (T-SEC-2). */
+  TASKS_LIST_ENABLED: flag(true),
+  MAX_TASKS_PER_OWNER: intFromEnv(1000, { min: 1 }),
+  MAX_ARGUMENTS_BYTES: intFromEnv(256 * 1024, { min: 2 }),
+  MAX_STREAMS_PER_SESSION: intFromEnv(16, { min: 1, max: 10_000 }),
+  RATE_LIMIT_WINDOW_MS: intFromEnv(10_000, { min: 100 }),
+  RATE_LIMIT_PER_PRINCIPAL: intFromEnv(2000),
+  RATE_LIMIT_PER_ADDRESS: intFromEnv(5000),
+  RATE_LIMIT_FAILED_LOOKUPS: intFromEnv(100),
+  RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS: intFromEnv(500),
+  /** express `trust proxy`: which proxies' X-Forwarded-For names the client address (for per-address limits). */
+  TRUST_PROXY: z
     .string()
-    .default('')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((origin) => origin.trim())
-        .filter(Boolean),
-    ),
+    .optional()
+    .transform((value) => {
+      if (value === undefined || value === 'false') return false;
+      if (value === 'true') return true;
+      return /^\d+$/.test(value) ? Number(value) : value;
+    }),
 });
+
+export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
+  .extend(SessionEnvSchema.shape)
+  .extend(SecurityEnvSchema.shape)
+  .extend(CallbackEnvSchema.shape)
+  .extend({
+    HOST: z.string().min(1).default('127.0.0.1'),
+    PORT: intFromEnv(3000, { max: 65535 }),
+    TASK_TTL_DEFAULT_MS: intFromEnv(HOUR, { min: 1000 }),
+    TASK_TTL_MAX_MS: intFromEnv(24 * HOUR, { min: 1000 }),
+    TASK_POLL_INTERVAL_MS: intFromEnv(1000, { min: 100 }),
+    RESULT_RECHECK_MS: intFromEnv(5000, { min: 50 }),
+    LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),
+    MAX_BODY_BYTES: intFromEnv(1024 * 1024, { min: 1024 }),
+    /** Enables /admin (dashboard, bull-board); unset: no admin routes at all. */
+    ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters (e.g. openssl rand -hex 24)').optional(),
+    METRICS_LIVE_SCAN_LIMIT: intFromEnv(10_000, { max: 1_000_000 }),
+    ALLOWED_ORIGINS: z
+      .string()
+      .default('')
+      .transform((value) =>
+        value
+          .split(',')
+          .map((origin) => origin.trim())
+          .filter(Boolean),
+      ),
+  });
 
 export type ApiConfig = Readonly<z.infer<typeof ApiEnvSchema>>;
 

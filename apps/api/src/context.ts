@@ -1,7 +1,20 @@
 // What a JSON-RPC method handler gets: its session, the request id, a signal for a client gone away, and the
 // shared services.
-import type { Logger, Session, SessionStore, TaskService, TaskStore } from '@mcp-tasks/engine';
-import type { JsonRpcId, ToolRegistry } from '@mcp-tasks/protocol';
+import type {
+  InputBroker,
+  Logger,
+  RateLimiter,
+  RunnerMetrics,
+  Session,
+  SessionEvents,
+  SessionStore,
+  StreamSlots,
+  Subscriber,
+  TaskService,
+  TaskStore,
+} from '@mcp-tasks/engine';
+import type { JsonRpcId, TaskRecord, ToolRegistry } from '@mcp-tasks/protocol';
+import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 
 export interface ApiServices {
@@ -11,6 +24,20 @@ export interface ApiServices {
   sessions: SessionStore;
   tasks: TaskService;
   tools: ToolRegistry;
+  events: SessionEvents;
+  inputs: InputBroker;
+  subscriber: Subscriber;
+  metrics: RunnerMetrics;
+  security: SecurityServices;
+}
+
+/** Authentication, rate limits, stream slots and the audit trail (README.md, "Security"). */
+export interface SecurityServices {
+  auth: Authenticator;
+  rates: RateLimiter;
+  streams: StreamSlots;
+  /** The audit child logger (`audit: true`); write to it with `audit()` from the engine. */
+  audit: Logger;
 }
 
 export interface RequestContext {
@@ -19,10 +46,21 @@ export interface RequestContext {
   requestId: JsonRpcId;
   /** Aborts when the client closes the HTTP request before the answer. */
   signal: AbortSignal;
+  /** The client accepts an SSE answer: long requests stream the task's messages before their answer. */
+  canStream: boolean;
+  /** The client's address (per-address rate limits, audit). */
+  address: string;
   log: Logger;
+}
+
+/** A handler's answer: a result, or a task whose messages and final answer the transport streams. */
+export type HandlerReply = Record<string, unknown> | StreamReply;
+
+export class StreamReply {
+  constructor(readonly task: Pick<TaskRecord, 'taskId' | 'kind'>) {}
 }
 
 export type MethodHandler = (
   params: Record<string, unknown> | undefined,
   context: RequestContext,
-) => Promise<Record<string, unknown>>;
+) => Promise<HandlerReply>;

@@ -1,10 +1,11 @@
 // One JSON-RPC dispatcher: method name -> handler; unknown methods get -32601, anything thrown that is not a
 // ProtocolError becomes -32603 without internals leaking to the client.
 import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
-import type { MethodHandler, RequestContext } from './context.ts';
+import { StreamReply, type MethodHandler, type RequestContext } from './context.ts';
 import { ping } from './methods/lifecycle.ts';
 import { cancelTask, getTask, getTaskResult, listTasks } from './methods/tasks.ts';
 import { callTool, listTools } from './methods/tools.ts';
+import { admitTaskOperation, noteFailedLookup } from './task-guards.ts';
 
 const methods: Record<string, MethodHandler> = {
   ping,
@@ -16,21 +17,31 @@ const methods: Record<string, MethodHandler> = {
   'tasks/cancel': cancelTask,
 };
 
-export type DispatchOutcome = { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
+export type DispatchOutcome =
+  { result: Record<string, unknown> } | { error: JsonRpcErrorObject } | { stream: StreamReply['task'] };
 
 export async function dispatch(
   method: string,
   params: Record<string, unknown> | undefined,
   context: RequestContext,
 ): Promise<DispatchOutcome> {
-  const handler = Object.hasOwn(methods, method) ? methods[method] : undefined;
+  // With tasks/list off (TASKS_LIST_ENABLED=false) the method does not exist, as the capability says (T-SEC-2).
+  const disabled = method === 'tasks/list' && !context.services.config.TASKS_LIST_ENABLED;
+  const handler = Object.hasOwn(methods, method) && !disabled ? methods[method] : undefined;
   if (!handler) {
+    context.services.metrics.reject(ErrorCode.MethodNotFound);
     return { error: { code: ErrorCode.MethodNotFound, message: `Method not found: '${method}'` } };
   }
   try {
-    return { result: await handler(params, context) };
+    await admitTaskOperation(method, context);
+    const reply = await handler(params, context);
+    return reply instanceof StreamReply ? { stream: reply.task } : { result: reply };
   } catch (error) {
-    if (error instanceof ProtocolError) return { error: error.toJSON() };
+    if (error instanceof ProtocolError) {
+      await noteFailedLookup(method, params, error, context);
+      context.services.metrics.reject(error.code);
+      return { error: error.toJSON() };
+    }
     context.log.error('request failed', { method, requestId: context.requestId, error: describe(error) });
     return { error: { code: ErrorCode.InternalError, message: 'Internal error; the server log has the details' } };
   }

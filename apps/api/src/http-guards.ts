@@ -54,6 +54,10 @@ function originAllowed(origin: string, options: GuardOptions, loopbackOnly: bool
 
 export type ReplyFormat = 'json' | 'sse';
 
+export function acceptsEventStream(accept: string | undefined): boolean {
+  return (accept ?? '').split(',').some((part) => part.split(';')[0]?.trim().toLowerCase() === 'text/event-stream');
+}
+
 /** Which body format the client can take (JSON preferred); undefined means 406. */
 export function replyFormat(accept: string | undefined): ReplyFormat | undefined {
   if (accept === undefined || accept.trim() === '') return 'json';

@@ -5,6 +5,7 @@ import type { ReplyFormat } from './http-guards.ts';
 
 /** A transport-level failure: an HTTP status with a JSON-RPC error body (id null). */
 export function sendHttpError(res: Response, status: number, code: number, message: string): void {
+  res.locals['rpcErrorCode'] = code; // for the rejection metrics (ops.ts)
   if (res.headersSent) {
     res.end();
     return;

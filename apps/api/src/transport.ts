@@ -1,7 +1,7 @@
 // The Streamable HTTP endpoint (2025-11-25 transport): POST carries one JSON-RPC message; the session lives in
 // Redis, so any replica answers any request.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { Session } from '@mcp-tasks/engine';
+import { audit, AuditEvent, SecurityEvent, type AuditFields, type Session } from '@mcp-tasks/engine';
 import {
   ErrorCode,
   errorResponse,
@@ -12,14 +12,18 @@ import {
   RequestIdSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   successResponse,
+  TaskKind,
   type JsonRpcErrorObject,
   type JsonRpcId,
 } from '@mcp-tasks/protocol';
+import { authGuard, principalOwner } from './auth.ts';
 import type { ApiServices } from './context.ts';
 import { dispatch } from './dispatcher.ts';
-import { rebindingGuard, replyFormat } from './http-guards.ts';
+import { acceptsEventStream, rebindingGuard, replyFormat } from './http-guards.ts';
 import { initialize } from './methods/lifecycle.ts';
 import { sendHttpError, sendMessage } from './responses.ts';
+import { parseEventId, SseWriter } from './sse.ts';
+import { streamAnswer, streamSession } from './streams.ts';
 
 const SESSION_HEADER = 'mcp-session-id';
 const VERSION_HEADER = 'mcp-protocol-version';
@@ -29,6 +33,11 @@ export function mcpRouter(services: ApiServices): Router {
   router.use(
     '/mcp',
     rebindingGuard({ bindHost: services.config.HOST, allowedOrigins: services.config.ALLOWED_ORIGINS }),
+    authGuard(services.security.auth, (req, outcome) => {
+      if (outcome.ok) return;
+      services.security.rates.count(SecurityEvent.AuthFailure).catch(() => undefined);
+      rejected(services, req, { reason: outcome.reason === 'missing' ? 'no_token' : 'invalid_token' });
+    }),
   );
   router.post(
     '/mcp',
@@ -38,9 +47,8 @@ export function mcpRouter(services: ApiServices): Router {
       handlePost(services, req, res).catch(next);
     },
   );
-  router.get('/mcp', (_req, res) => {
-    res.set('Allow', 'POST, DELETE');
-    sendHttpError(res, 405, ErrorCode.InvalidRequest, 'Method not allowed: this server offers no GET stream yet');
+  router.get('/mcp', (req, res, next) => {
+    handleGet(services, req, res).catch(next);
   });
   router.delete('/mcp', (req, res, next) => {
     handleDelete(services, req, res).catch(next);
@@ -84,7 +92,7 @@ async function handlePost(services: ApiServices, req: Request, res: Response): P
   if (request.success && request.data.method === 'initialize') {
     const { id, params } = request.data;
     try {
-      const { session, result } = await initialize(params, services);
+      const { session, result } = await initialize(params, services, principalOf(res));
       res.set('Mcp-Session-Id', session.sessionId);
       services.log.info('session created', { sessionId: session.sessionId, protocolVersion: session.protocolVersion });
       sendMessage(res, format, successResponse(id, result));
@@ -100,11 +108,17 @@ async function handlePost(services: ApiServices, req: Request, res: Response): P
   if (!session) return;
 
   if (request.success) {
-    await answerRequest(services, session, request.data, format, res);
+    await answerRequest(services, session, request.data, format, req, res);
     return;
   }
-  if (JsonRpcNotificationSchema.safeParse(body).success || JsonRpcResponseSchema.safeParse(body).success) {
-    // Notifications and responses get 202 with no body; nothing we handle needs them yet.
+  const response = JsonRpcResponseSchema.safeParse(body);
+  if (response.success) {
+    await acceptClientResponse(services, session, response.data, req, res);
+    return;
+  }
+  const notification = JsonRpcNotificationSchema.safeParse(body);
+  if (notification.success) {
+    await handleNotification(services, session, notification.data);
     res.status(202).end();
     return;
   }
@@ -116,6 +130,7 @@ async function answerRequest(
   session: Session,
   request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
   format: 'json' | 'sse',
+  req: Request,
   res: Response,
 ): Promise<void> {
   const controller = new AbortController();
@@ -128,8 +143,34 @@ async function answerRequest(
     session,
     requestId: request.id,
     signal: controller.signal,
+    canStream: acceptsEventStream(req.headers.accept),
+    address: addressOf(req),
     log,
   });
+  if ('stream' in outcome) {
+    const slot = await services.security.streams.acquire(session.sessionId);
+    if (!slot) {
+      await refuseStream(services, session, outcome.stream, req);
+      sendMessage(res, format, errorResponse(request.id, tooManyStreams(services)));
+      return;
+    }
+    const sse = new SseWriter(res);
+    try {
+      await streamAnswer(
+        services,
+        session,
+        { taskId: outcome.stream.taskId, taskKind: outcome.stream.kind, requestId: request.id },
+        sse,
+        controller.signal,
+      );
+    } catch (error) {
+      sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
+    } finally {
+      sse.end();
+      await slot.release().catch(() => undefined);
+    }
+    return;
+  }
   sendMessage(
     res,
     format,
@@ -160,11 +201,108 @@ async function sessionOf(services: ApiServices, req: Request, res: Response): Pr
     return undefined;
   }
   const session = sessionId.length <= 128 ? await services.sessions.touch(sessionId) : undefined;
-  if (!session) {
+  const principal = principalOf(res);
+  // With authentication, another principal's session is answered exactly like an unknown one (T-SEC-1).
+  const foreign = session !== undefined && principal !== undefined && session.owner !== principalOwner(principal);
+  if (!session || foreign) {
+    if (foreign) {
+      services.security.rates.count(SecurityEvent.ForeignSession).catch(() => undefined);
+      rejected(services, req, { reason: 'foreign_session', sessionId, principal: principalOwner(principal) });
+    }
     sendHttpError(res, 404, -32001, 'Session not found: it expired or was deleted; initialize a new one');
     return undefined;
   }
   return session;
+}
+
+/**
+ * GET opens the session's event stream, or resumes an interrupted stream after Last-Event-ID (on any replica: the
+ * events are in Redis).
+ */
+async function handleGet(services: ApiServices, req: Request, res: Response): Promise<void> {
+  if (!acceptsEventStream(req.headers.accept)) {
+    sendHttpError(res, 406, ErrorCode.InvalidRequest, 'Not Acceptable: a GET stream needs Accept: text/event-stream');
+    return;
+  }
+  const session = await sessionOf(services, req, res);
+  if (!session) return;
+  const lastEventId = req.headers['last-event-id'];
+  const position = typeof lastEventId === 'string' && lastEventId !== '' ? parseEventId(lastEventId) : undefined;
+  if (typeof lastEventId === 'string' && lastEventId !== '' && !position) {
+    sendHttpError(res, 400, ErrorCode.InvalidRequest, `Bad Request: Last-Event-ID '${lastEventId}' is not one of ours`);
+    return;
+  }
+  const slot = await services.security.streams.acquire(session.sessionId);
+  if (!slot) {
+    rejected(services, req, { reason: 'too_many_streams', sessionId: session.sessionId, principal: session.owner });
+    services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+    const { code, message } = tooManyStreams(services);
+    sendHttpError(res, 429, code, message);
+    return;
+  }
+  const controller = new AbortController();
+  res.on('close', () => controller.abort());
+  const sse = new SseWriter(res);
+  try {
+    if (position?.kind === 'task') {
+      await streamAnswer(services, session, position, sse, controller.signal).catch((error: unknown) => {
+        sse.send(errorResponse(position.requestId, toWireError(error)) as unknown as Record<string, unknown>);
+      });
+    } else {
+      await streamSession(services, session, position?.after, sse, controller.signal);
+    }
+  } finally {
+    sse.end();
+    await slot.release().catch(() => undefined);
+  }
+}
+
+/** Notifications get 202 whatever they say; notifications/cancelled stops the plain call it names. */
+async function handleNotification(
+  services: ApiServices,
+  session: Session,
+  notification: { method: string; params?: Record<string, unknown> | undefined },
+): Promise<void> {
+  if (notification.method !== 'notifications/cancelled') return;
+  const requestId = notification.params?.['requestId'];
+  if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+  const reason = notification.params?.['reason'];
+  const cancelled = await services.tasks.cancelPlainCall(
+    session,
+    requestId,
+    typeof reason === 'string' && reason !== '' ? reason.slice(0, 200) : 'The client cancelled the request.',
+  );
+  if (cancelled) services.log.info('plain call cancelled', { sessionId: session.sessionId, requestId });
+}
+
+/** A client's answer to one of our requests (elicitation, sampling): routed to the waiting worker. */
+async function acceptClientResponse(
+  services: ApiServices,
+  session: Session,
+  response: { id: JsonRpcId | null; result?: Record<string, unknown>; error?: JsonRpcErrorObject },
+  req: Request,
+  res: Response,
+): Promise<void> {
+  const answer = response.error ? { error: response.error } : { result: response.result ?? {} };
+  const verdict = response.id === null ? 'unknown' : await services.inputs.answer(session, response.id, answer);
+  if (verdict === 'accepted') {
+    res.status(202).end();
+    return;
+  }
+  const problem =
+    verdict === 'already-answered'
+      ? `request '${String(response.id)}' was already answered`
+      : `no request '${String(response.id)}' is waiting for this session`;
+  services.log.warn('client response rejected', { sessionId: session.sessionId, requestId: response.id, verdict });
+  if (verdict === 'unknown') {
+    rejected(services, req, {
+      reason: 'input_response_not_for_session',
+      sessionId: session.sessionId,
+      principal: session.owner,
+      ...(response.id !== null ? { requestId: response.id } : {}),
+    });
+  }
+  sendHttpError(res, 400, ErrorCode.InvalidParams, `Invalid response: ${problem}`);
 }
 
 async function handleDelete(services: ApiServices, req: Request, res: Response): Promise<void> {
@@ -172,6 +310,17 @@ async function handleDelete(services: ApiServices, req: Request, res: Response):
   if (typeof sessionId !== 'string' || sessionId === '') {
     sendHttpError(res, 400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
     return;
+  }
+  const principal = principalOf(res);
+  if (principal !== undefined) {
+    // Only the principal that created a session may end it; anyone else gets the unknown-session answer.
+    const session = sessionId.length <= 128 ? await services.sessions.get(sessionId) : undefined;
+    if (session?.owner !== principalOwner(principal)) {
+      if (session)
+        rejected(services, req, { reason: 'foreign_session', sessionId, principal: principalOwner(principal) });
+      sendHttpError(res, 404, -32001, 'Session not found');
+      return;
+    }
   }
   if (!(await services.sessions.delete(sessionId))) {
     sendHttpError(res, 404, -32001, 'Session not found');
@@ -247,6 +396,53 @@ function describeInvalidMessage(body: unknown): string {
     return "Invalid Request: 'params' must be an object";
   }
   return 'Invalid Request: not a JSON-RPC request, notification or response';
+}
+
+/** The authenticated principal of the request (set by authGuard), undefined without authentication. */
+function principalOf(res: Response): string | undefined {
+  const principal: unknown = res.locals['principal'];
+  return typeof principal === 'string' ? principal : undefined;
+}
+
+export function addressOf(req: Request): string {
+  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+}
+
+function rejected(services: ApiServices, req: Request, fields: AuditFields): void {
+  audit(services.security.audit, AuditEvent.AccessRejected, {
+    address: addressOf(req),
+    httpMethod: req.method,
+    ...fields,
+  });
+}
+
+function tooManyStreams(services: ApiServices): JsonRpcErrorObject {
+  const max = services.config.MAX_STREAMS_PER_SESSION;
+  return {
+    code: ErrorCode.LimitExceeded,
+    message:
+      `Too many open streams: this session already has ${max} SSE streams open (MAX_STREAMS_PER_SESSION); ` +
+      'close one, or ask with Accept: application/json',
+    data: { limit: 'streams_per_session', max },
+  };
+}
+
+/** A stream the session has no slot for: the request is answered with an error, so a plain call's work stops. */
+async function refuseStream(
+  services: ApiServices,
+  session: Session,
+  stream: { taskId: string; kind: TaskKind },
+  req: Request,
+): Promise<void> {
+  rejected(services, req, { reason: 'too_many_streams', sessionId: session.sessionId, principal: session.owner });
+  services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+  if (stream.kind !== TaskKind.PlainCall) return;
+  const record = await services.store.get(stream.taskId);
+  if (!record) return;
+  if (!services.tasks.isTerminal(record)) {
+    await services.tasks.cancel(record, 'No stream was available for the answer.').catch(() => undefined);
+  }
+  await services.store.delete(record);
 }
 
 function toWireError(error: unknown): JsonRpcErrorObject {

@@ -1,17 +1,36 @@
 // The worker's configuration, read once from the environment (documented in README.md, "Configuration").
-import { intFromEnv, LogEnvSchema, parseEnv, RedisEnvSchema } from '@mcp-tasks/engine';
-import type { z } from 'zod';
+import {
+  CallbackEnvSchema,
+  intFromEnv,
+  LogEnvSchema,
+  parseEnv,
+  RedisEnvSchema,
+  SessionEnvSchema,
+} from '@mcp-tasks/engine';
+import { z } from 'zod';
 
-export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape).extend({
-  WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
-  WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
-  WORKER_LOCK_DURATION_MS: intFromEnv(30_000, { min: 1000 }),
-  WORKER_STALLED_INTERVAL_MS: intFromEnv(30_000, { min: 1000 }),
-  WORKER_MAX_STALLED_COUNT: intFromEnv(2, { min: 0, max: 100 }),
-  CANCEL_CHECK_INTERVAL_MS: intFromEnv(2000, { min: 50 }),
-  MAINTENANCE_INTERVAL_MS: intFromEnv(5000, { min: 50 }),
-  RECONCILE_AFTER_MS: intFromEnv(60_000, { min: 100 }),
-});
+export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
+  .extend(SessionEnvSchema.shape)
+  .extend(CallbackEnvSchema.shape)
+  .extend({
+    WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
+    WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
+    WORKER_LOCK_DURATION_MS: intFromEnv(30_000, { min: 1000 }),
+    WORKER_STALLED_INTERVAL_MS: intFromEnv(30_000, { min: 1000 }),
+    WORKER_MAX_STALLED_COUNT: intFromEnv(2, { min: 0, max: 100 }),
+    CANCEL_CHECK_INTERVAL_MS: intFromEnv(2000, { min: 50 }),
+    MAINTENANCE_INTERVAL_MS: intFromEnv(5000, { min: 50 }),
+    RECONCILE_AFTER_MS: intFromEnv(60_000, { min: 100 }),
+    INPUT_REQUEST_TIMEOUT_MS: intFromEnv(30 * 60_000, { min: 1000 }),
+    INPUT_RECHECK_MS: intFromEnv(5000, { min: 50 }),
+    WORKER_INPUT_WAIT_SLOTS: intFromEnv(1000, { max: 100_000 }),
+    /** Serve /metrics and /healthz on this port (0 picks a free one); unset: no HTTP listener. */
+    WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    /** External tools that are polled: the first poll after this long, then waits growing up to the maximum. */
+    EXTERNAL_POLL_MIN_MS: intFromEnv(1000, { min: 50 }),
+    EXTERNAL_POLL_MAX_MS: intFromEnv(30_000, { min: 50 }),
+  });
 
 export type WorkerConfig = Readonly<z.infer<typeof WorkerEnvSchema>>;
 

@@ -7,25 +7,27 @@ import {
   isTerminal,
   ProtocolError,
   ErrorCode,
+  isExternalTool,
   settleWithError,
   settleWithResult,
   TaskStatus,
   type Settlement,
-  type ToolContext,
+  type TaskRecord,
   type ToolRegistry,
 } from '@mcp-tasks/protocol';
 import type { Logger, TaskStore, ToolJobData } from '@mcp-tasks/engine';
+import { runExternalJob, type ExternalDeps } from './external-job.ts';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
+import { createToolContext, type ContextDeps } from './tool-context.ts';
 
-export interface JobDeps {
+export interface JobDeps extends ContextDeps {
   store: TaskStore;
   tools: ToolRegistry;
   running: RunningTasks;
   log: Logger;
-  workerName: string;
+  /** What external tools need (docs/external-tools.md); absent: they fail with a clear message. */
+  external?: ExternalDeps;
 }
-
-const PROGRESS_MIN_INTERVAL_MS = 250;
 
 /** The BullMQ processor. It declares `signal` so that BullMQ passes its AbortSignal (see DESIGN.md). */
 export function toolProcessor(deps: JobDeps) {
@@ -40,12 +42,13 @@ async function processJob(
 ): Promise<void> {
   const { store, tools, running } = deps;
   const { taskId } = job.data;
-  const log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: job.attemptsStarted });
+  let log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: job.attemptsStarted });
   const record = await store.get(taskId);
   if (!record) {
     log.info('skipping job: its task expired or was deleted');
     return;
   }
+  log = log.child({ owner: record.owner });
   if (isTerminal(record.status)) {
     log.info('skipping job: its task is already terminal', { status: record.status });
     return;
@@ -57,7 +60,7 @@ async function processJob(
   } catch {
     await settle(
       deps,
-      taskId,
+      record,
       settleWithError(
         job.data.tool,
         new ProtocolError(ErrorCode.MethodNotFound, `This worker has no tool '${job.data.tool}'`),
@@ -66,10 +69,16 @@ async function processJob(
     );
     return;
   }
+  if (isExternalTool(tool)) {
+    // Submission is idempotent per task id and re-runs of a poll are the design, so retrySafe does not apply.
+    const outcome = await runExternalJob(deps, job, token, bullSignal, record, tool, log);
+    if (outcome) await settle(deps, record, outcome, log);
+    return;
+  }
   if (job.attemptsStarted > 1 && tool.retrySafe === false) {
     await settle(
       deps,
-      taskId,
+      record,
       {
         status: TaskStatus.Failed,
         statusMessage: `The worker running this task stopped before it finished, and tool '${tool.name}' is not safe to run twice.`,
@@ -87,14 +96,8 @@ async function processJob(
   }
 
   const controller = running.start(taskId, bullSignal);
-  await store.note(taskId, TaskStatus.Working, `Running on ${deps.workerName}.`).catch(() => undefined);
-  const context: ToolContext = {
-    taskId,
-    attempt: job.attemptsStarted,
-    signal: controller.signal,
-    progress: throttledProgress(job),
-    log,
-  };
+  await store.note(record, TaskStatus.Working, `Running on ${deps.workerName}.`).catch(() => undefined);
+  const context = createToolContext(deps, record, job, controller.signal, log);
   let settlement: Settlement;
   try {
     const args = tools.parseArguments(tool, job.data.arguments);
@@ -121,11 +124,11 @@ async function processJob(
   } finally {
     running.finish(taskId);
   }
-  await settle(deps, taskId, settlement, log);
+  await settle(deps, record, settlement, log);
 }
 
-async function settle(deps: JobDeps, taskId: string, settlement: Settlement, log: Logger): Promise<void> {
-  const moved = await deps.store.settle(taskId, settlement);
+async function settle(deps: JobDeps, task: TaskRecord, settlement: Settlement, log: Logger): Promise<void> {
+  const moved = await deps.store.settle(task, settlement);
   if (moved.ok) log.info('task settled', { status: settlement.status });
   // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped.
   else
@@ -133,16 +136,4 @@ async function settle(deps: JobDeps, taskId: string, settlement: Settlement, log
       reason: moved.reason,
       ...(moved.reason === 'rejected' ? { current: moved.current } : {}),
     });
-}
-
-function throttledProgress(job: Job<ToolJobData>): ToolContext['progress'] {
-  let last = 0;
-  return async (progress, total, message) => {
-    const now = Date.now();
-    if (now - last < PROGRESS_MIN_INTERVAL_MS && (total === undefined || progress < total)) return;
-    last = now;
-    await job
-      .updateProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) })
-      .catch(() => undefined);
-  };
 }

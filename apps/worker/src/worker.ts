@@ -2,25 +2,36 @@
 import { hostname } from 'node:os';
 import { Worker } from 'bullmq';
 import {
+  auditLogger,
+  auditObserver,
   CleanupStack,
   closeRedis,
   createLogger,
   createRedis,
   createToolQueue,
+  ExternalQueueListener,
+  ExternalQueues,
+  ExternalTasks,
   KeySpace,
   Maintenance,
   parseControlMessage,
+  InputBroker,
+  RunnerMetrics,
+  SessionEvents,
+  SessionStore,
   Subscriber,
   TaskStore,
   TOOL_QUEUE_NAME,
   type Logger,
   type ToolJobData,
 } from '@mcp-tasks/engine';
-import { isTerminal, lostSettlement } from '@mcp-tasks/protocol';
+import { isTerminal, lostSettlement, queueOfTool } from '@mcp-tasks/protocol';
 import { toolRegistry } from '@mcp-tasks/tools';
 import type { WorkerConfig } from './config.ts';
+import { metricsUrl, startMetricsServer, stopMetricsServer } from './metrics-server.ts';
 import { toolProcessor } from './process-job.ts';
 import { AbortReason, RunningTasks } from './running-tasks.ts';
+import { WaitBudget } from './wait-budget.ts';
 
 export interface RunningWorker {
   name: string;
@@ -36,21 +47,28 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
   const cleanup = new CleanupStack();
   try {
     const keys = new KeySpace(config.REDIS_PREFIX);
-    const redis = cleanup.add('redis', createRedis(config.REDIS_URL, 'mcpt-worker'), closeRedis);
-    const workerRedis = cleanup.add('redis-worker', createRedis(config.REDIS_URL, 'mcpt-worker-bull'), closeRedis);
-    const subscriberRedis = cleanup.add(
-      'redis-subscriber',
-      createRedis(config.REDIS_URL, 'mcpt-worker-sub'),
-      closeRedis,
-    );
+    const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker', { autoPipelining: true }), closeRedis);
+    const workerRedis = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
+    const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
     for (const connection of [redis, workerRedis, subscriberRedis]) {
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }
     await redis.ping();
-    const store = new TaskStore(redis, keys);
-    const queue = cleanup.add('queue', createToolQueue(redis, config.REDIS_PREFIX), (q) => q.close());
+    const streams = { idleMs: config.SESSION_IDLE_TTL_MS, maxLength: 1000 };
+    const store = new TaskStore(redis, keys, streams);
+    const metrics = new RunnerMetrics('worker');
+    store.observe(metrics.taskObserver());
+    store.observe(auditObserver(auditLogger(log))); // task.completed / failed / cancelled (T-AUDIT-1)
+    const events = new SessionEvents(redis, keys, streams);
+    // BullMQ objects share the BullMQ worker's connection, so that pipelines on `redis` stay cheap (see api app.ts).
+    const queue = cleanup.add('queue', createToolQueue(workerRedis, config.REDIS_PREFIX), (q) => q.close());
+    const externalTasks = new ExternalTasks(redis, keys, store, events);
+    const externalQueues = cleanup.add('external-queues', new ExternalQueues(workerRedis, config.REDIS_PREFIX), (q) =>
+      q.close(),
+    );
     const subscriber = new Subscriber(subscriberRedis);
     const running = new RunningTasks();
+    const waitBudget = new WaitBudget(config.WORKER_INPUT_WAIT_SLOTS);
 
     // Cancellation: a broadcast from the api, and a periodic check in case a message was missed.
     await subscriber.listen(keys.controlChannel(), (raw) => {
@@ -77,13 +95,34 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
       intervalMs: config.MAINTENANCE_INTERVAL_MS,
       reconcileAfterMs: config.RECONCILE_AFTER_MS,
       batchSize: 200,
+      externalQueues,
     });
     maintenance.start();
     cleanup.add('maintenance', maintenance, (m) => m.stop());
 
     const worker = new Worker<ToolJobData>(
       TOOL_QUEUE_NAME,
-      toolProcessor({ store, tools: toolRegistry, running, log, workerName: name }),
+      toolProcessor({
+        store,
+        tools: toolRegistry,
+        running,
+        log,
+        workerName: name,
+        events,
+        inputs: new InputBroker(redis, keys, store, events, subscriber),
+        sessions: new SessionStore(redis, keys, config.SESSION_IDLE_TTL_MS),
+        input: { timeoutMs: config.INPUT_REQUEST_TIMEOUT_MS, recheckMs: config.INPUT_RECHECK_MS },
+        waitBudget,
+        external: {
+          tasks: externalTasks,
+          callback:
+            config.CALLBACK_SECRET && config.CALLBACK_BASE_URL
+              ? { secret: config.CALLBACK_SECRET, baseUrl: config.CALLBACK_BASE_URL }
+              : undefined,
+          pollMinMs: config.EXTERNAL_POLL_MIN_MS,
+          pollMaxMs: Math.max(config.EXTERNAL_POLL_MIN_MS, config.EXTERNAL_POLL_MAX_MS),
+        },
+      }),
       {
         connection: workerRedis,
         prefix: config.REDIS_PREFIX,
@@ -94,6 +133,8 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         name,
       },
     );
+    waitBudget.attach(worker);
+    worker.on('active', (job) => metrics.jobStarted(job));
     worker.on('error', (error) => log.warn('worker error', { error: error.message }));
     worker.on('failed', (job, error) => {
       // The job ran out of attempts (an infrastructure error, not a tool error): settle its task now rather than
@@ -103,13 +144,35 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         .get(job.data.taskId)
         .then((record) =>
           record && !isTerminal(record.status)
-            ? store.settle(record.taskId, lostSettlement(`The worker gave up on the task: ${error.message}`))
+            ? store.settle(record, lostSettlement(`The worker gave up on the task: ${error.message}`))
             : undefined,
         )
         .catch(() => undefined);
     });
     await worker.waitUntilReady();
     cleanup.add('bullmq-worker', worker, (w) => closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log));
+    if (config.WORKER_METRICS_PORT !== undefined) {
+      metrics.addWorkerGauges(() => running.ids().length, config.WORKER_CONCURRENCY);
+      const server = await startMetricsServer(metrics, config.WORKER_METRICS_HOST, config.WORKER_METRICS_PORT);
+      cleanup.add('metrics-server', server, stopMetricsServer);
+      log.info('metrics served', { url: metricsUrl(server, config.WORKER_METRICS_HOST) });
+    }
+    // Tools served by external consumers: this worker maps their jobs' outcomes onto the tasks (docs/job-contract.md).
+    for (const tool of toolRegistry.list()) {
+      const queueName = queueOfTool(toolRegistry.get(tool.name));
+      if (queueName === undefined) continue;
+      const listener = new ExternalQueueListener(queueName, {
+        env: config,
+        prefix: config.REDIS_PREFIX,
+        redis,
+        keys,
+        store,
+        external: externalTasks,
+        log,
+      });
+      cleanup.add(`external-queue-listener-${queueName}`, listener, (l) => l.close());
+      await listener.start();
+    }
     log.info('worker ready', {
       queue: TOOL_QUEUE_NAME,
       concurrency: config.WORKER_CONCURRENCY,

@@ -2,11 +2,38 @@
 // and the tests. Interop with other clients is proven with the official SDK, not with this.
 import { LATEST_PROTOCOL_VERSION } from '@mcp-tasks/protocol';
 
+export interface SseEvent {
+  id?: string;
+  message: Record<string, unknown>;
+}
+
 export interface HttpReply {
   status: number;
   headers: Headers;
   text: string;
+  /** The JSON body, or for an SSE answer the JSON-RPC response it carried. */
   json?: unknown;
+  /** The SSE events of the answer, in order (empty for a JSON answer). */
+  events: SseEvent[];
+}
+
+/** Parses an SSE body into its message events (comments and events without data are skipped). */
+export function parseSse(text: string): SseEvent[] {
+  const events: SseEvent[] = [];
+  for (const block of text.split(/\r?\n\r?\n/)) {
+    let id: string | undefined;
+    const data: string[] = [];
+    for (const line of block.split(/\r?\n/)) {
+      if (line.startsWith('id:')) id = line.slice(3).trim();
+      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+    }
+    if (data.length === 0 || data.join('').trim() === '') continue;
+    events.push({
+      ...(id !== undefined ? { id } : {}),
+      message: JSON.parse(data.join('\n')) as Record<string, unknown>,
+    });
+  }
+  return events;
 }
 
 export interface RpcReply {
@@ -14,6 +41,14 @@ export interface RpcReply {
   id: string | number | null;
   result?: Record<string, unknown>;
   error?: { code: number; message: string; data?: unknown };
+}
+
+export interface RequestInit {
+  signal?: AbortSignal;
+  /** Extra HTTP headers, e.g. `{ accept: 'application/json' }` for an answer without SSE. */
+  headers?: Record<string, string>;
+  /** A chosen JSON-RPC id (default: the next number). */
+  id?: string | number;
 }
 
 export class RpcError extends Error {
@@ -28,6 +63,8 @@ export class RpcError extends Error {
 
 export class McpHttpClient {
   sessionId: string | undefined;
+  /** Sent with every request, e.g. `{ authorization: 'Bearer <token>' }`. */
+  headers: Record<string, string> = {};
   protocolVersion = LATEST_PROTOCOL_VERSION;
   #nextId = 1;
 
@@ -58,9 +95,13 @@ export class McpHttpClient {
   }
 
   /** Sends a request and returns the whole JSON-RPC reply (result or error). */
-  async rpc(method: string, params?: Record<string, unknown>, init: { signal?: AbortSignal } = {}): Promise<RpcReply> {
-    const id = this.#nextId++;
-    const reply = await this.post({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) }, {}, init.signal);
+  async rpc(method: string, params?: Record<string, unknown>, init: RequestInit = {}): Promise<RpcReply> {
+    const id = init.id ?? this.#nextId++;
+    const reply = await this.post(
+      { jsonrpc: '2.0', id, method, ...(params ? { params } : {}) },
+      init.headers,
+      init.signal,
+    );
     if (reply.status !== 200) throw new Error(`HTTP ${reply.status} for ${method}: ${reply.text}`);
     const body = reply.json as RpcReply;
     if (body.id !== id) throw new Error(`reply id ${String(body.id)} does not match request id ${id}`);
@@ -71,7 +112,7 @@ export class McpHttpClient {
   async call(
     method: string,
     params?: Record<string, unknown>,
-    init: { signal?: AbortSignal } = {},
+    init: RequestInit = {},
   ): Promise<Record<string, unknown>> {
     const body = await this.rpc(method, params, init);
     if (body.error) throw new RpcError(body.error.code, body.error.message, body.error.data);
@@ -86,19 +127,27 @@ export class McpHttpClient {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         ...(this.sessionId ? { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': this.protocolVersion } : {}),
+        ...this.headers,
         ...headers,
       },
       body: typeof body === 'string' ? body : JSON.stringify(body),
       ...(signal ? { signal } : {}),
     });
     const text = await response.text();
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      const events = parseSse(text);
+      const messages = events.map((event) => event.message);
+      // The answer is the one response on the stream; everything before it is notifications and requests.
+      const json = messages.find((message) => 'result' in message || 'error' in message);
+      return { status: response.status, headers: response.headers, text, json, events };
+    }
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
     } catch {
       json = undefined;
     }
-    return { status: response.status, headers: response.headers, text, json };
+    return { status: response.status, headers: response.headers, text, json, events: [] };
   }
 
   /** Creates a task for `tool` and returns its Task object. */
@@ -113,6 +162,6 @@ export class McpHttpClient {
 
   async terminate(): Promise<void> {
     if (!this.sessionId) return;
-    await fetch(this.url, { method: 'DELETE', headers: { 'mcp-session-id': this.sessionId } });
+    await fetch(this.url, { method: 'DELETE', headers: { ...this.headers, 'mcp-session-id': this.sessionId } });
   }
 }

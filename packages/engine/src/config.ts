@@ -1,17 +1,35 @@
 // Environment parsing shared by every process: one zod schema per app, parsed once into a frozen object, with
 // errors that name the variable and what it accepts.
 import { z } from 'zod';
+import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
+
+/** The key prefix when none is set; in Redis Cluster mode the same name as a hash tag. */
+export const DEFAULT_REDIS_PREFIX = 'mcpt';
+export const DEFAULT_CLUSTER_REDIS_PREFIX = `{${DEFAULT_REDIS_PREFIX}}`;
 
 export const RedisEnvSchema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** Seed nodes of a Redis Cluster; when set, REDIS_URL must not be (see applyClusterRules). */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .superRefine((value, ctx) => {
+      try {
+        parseClusterNodes(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    })
+    .optional(),
   REDIS_PREFIX: z
     .string()
     .regex(
       /^(\{[A-Za-z0-9_-]+\}|[A-Za-z0-9_-]+)$/,
       'letters, digits, _ and -, optionally in {braces} for Redis Cluster',
     )
-    .default('mcpt'),
+    .default(DEFAULT_REDIS_PREFIX),
 });
+
+export type RedisEnv = z.infer<typeof RedisEnvSchema>;
 
 export const LogEnvSchema = z.object({
   LOG_LEVEL: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']).default('info'),
@@ -28,6 +46,11 @@ export function intFromEnv(defaultValue: number, bounds: { min?: number; max?: n
     .default(defaultValue);
 }
 
+/** Shared by api and workers: both write a session's event stream and must agree on its lifetime. */
+export const SessionEnvSchema = z.object({
+  SESSION_IDLE_TTL_MS: intFromEnv(3_600_000, { min: 1000 }),
+});
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
@@ -36,10 +59,42 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv 
   // Empty variables count as unset, as in most shells' `FOO= cmd`.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
   const parsed = schema.safeParse(present);
-  if (parsed.success) return Object.freeze(parsed.data);
-  const problems = parsed.error.issues.map((issue) => {
-    const name = issue.path.join('.');
-    return `  ${name}=${JSON.stringify(present[name] ?? '')}: ${issue.message}`;
-  });
-  throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => ({ name: issue.path.join('.'), message: issue.message }));
+  const data = parsed.success ? applyClusterRules(parsed.data, present, problems) : undefined;
+  if (problems.length === 0) return Object.freeze(data as z.infer<S>);
+  const lines = problems.map(({ name, message }) => `  ${name}=${JSON.stringify(present[name] ?? '')}: ${message}`);
+  throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+}
+
+/**
+ * Redis Cluster mode (REDIS_CLUSTER_NODES set) has rules across variables, checked for every schema built on
+ * RedisEnvSchema: our Lua scripts and BullMQ's touch several keys at once, which a cluster allows only within one
+ * slot, so the prefix must carry a hash tag (`{mcpt}` when none is set); and REDIS_URL must not name a second Redis.
+ */
+function applyClusterRules(
+  data: unknown,
+  present: Record<string, string | undefined>,
+  problems: { name: string; message: string }[],
+): unknown {
+  if (typeof data !== 'object' || data === null) return data;
+  const env = data as Partial<RedisEnv>;
+  if (env.REDIS_CLUSTER_NODES === undefined) return data;
+  if (present['REDIS_URL'] !== undefined) {
+    problems.push({
+      name: 'REDIS_URL',
+      message: 'set either REDIS_URL (one Redis server) or REDIS_CLUSTER_NODES (a Redis Cluster), not both',
+    });
+  }
+  if (present['REDIS_PREFIX'] === undefined) return { ...data, REDIS_PREFIX: DEFAULT_CLUSTER_REDIS_PREFIX };
+  if (env.REDIS_PREFIX !== undefined && !prefixPinsOneSlot(env.REDIS_PREFIX)) {
+    problems.push({
+      name: 'REDIS_PREFIX',
+      message:
+        'in Redis Cluster mode the prefix needs a hash tag so that every key of the runner and of BullMQ lands in ' +
+        `one slot: write it in braces, e.g. REDIS_PREFIX={${env.REDIS_PREFIX}}`,
+    });
+  }
+  return data;
 }

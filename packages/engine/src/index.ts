@@ -7,16 +7,27 @@
  * const store = new TaskStore(redis, new KeySpace('mcpt'));
  * const record = await store.get(taskId);
  */
+export * from './audit.ts';
+export * from './callback-token.ts';
 export * from './cleanup.ts';
 export * from './config.ts';
 export * from './control.ts';
+export * from './events.ts';
+export * from './external.ts';
+export * from './external-queues.ts';
+export * from './inputs.ts';
 export * from './keys.ts';
 export * from './list-cursor.ts';
 export * from './logger.ts';
+export * from './metrics.ts';
 export * from './queue.ts';
+export * from './rate-limiter.ts';
 export * from './redis.ts';
+export * from './redis-target.ts';
 export * from './sessions.ts';
+export * from './stream-slots.ts';
 export * from './subscriber.ts';
+export * from './task-admin.ts';
 export * from './task-service.ts';
 export * from './task-store.ts';
 export * from './maintenance.ts';

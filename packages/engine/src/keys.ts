@@ -18,6 +18,11 @@ export class KeySpace {
     return `${this.prefix}:owner:${owner}`;
   }
 
+  /** Sorted set like ownerIndex, across every owner and kind: what operators list (CLI, dashboard). */
+  allTasks(): string {
+    return `${this.prefix}:all-tasks`;
+  }
+
   /** Sorted set scored by expiry time: what the janitor deletes and when. */
   expiries(): string {
     return `${this.prefix}:expiries`;
@@ -41,5 +46,75 @@ export class KeySpace {
   /** Pub/sub channel: commands to every worker (cancel). */
   controlChannel(): string {
     return `${this.prefix}:control`;
+  }
+
+  /** Stream: every message for one session's client (status, progress, input requests); SSE ids are its ids. */
+  sessionEvents(sessionId: string): string {
+    return `${this.prefix}:session:${sessionId}:events`;
+  }
+
+  /** Pub/sub channel: wakes the readers of one session's event stream. */
+  sessionChannel(sessionId: string): string {
+    return `${this.prefix}:session-events:${sessionId}`;
+  }
+
+  /** Hash: input requests waiting for the session's client, request id -> JSON-RPC request. */
+  sessionInputs(sessionId: string): string {
+    return `${this.prefix}:session:${sessionId}:inputs`;
+  }
+
+  /** Sorted set: tasks whose tasks/result stream is open now (score: lease expiry), so the GET stream skips them. */
+  resultStreams(sessionId: string): string {
+    return `${this.prefix}:session:${sessionId}:result-streams`;
+  }
+
+  /** Hash: one server-to-client request (elicitation, sampling) and, once it came, the client's response. */
+  inputRequest(requestId: string): string {
+    return `${this.prefix}:input:${requestId}`;
+  }
+
+  /** Pub/sub channel: the response to one input request arrived. */
+  inputChannel(requestId: string): string {
+    return `${this.prefix}:input-answers:${requestId}`;
+  }
+
+  /** String: digest of the final report an external system posted for a task (single use; idempotent retries). */
+  callbackFinal(taskId: string): string {
+    return `${this.prefix}:callback-final:${taskId}`;
+  }
+
+  /** String: one external queue event handled (dedupes the listeners of several workers). */
+  externalEventClaim(queue: string, eventId: string): string {
+    return `${this.prefix}:ext-event:${queue}:${eventId}`;
+  }
+
+  /** String: the id of the last event of an external queue the listeners handled, where a restart resumes. */
+  externalEventCursor(queue: string): string {
+    return `${this.prefix}:ext-cursor:${queue}`;
+  }
+
+  /** Hash: JSON-RPC request id -> hidden task id of the session's plain tools/call requests (for notifications/cancelled). */
+  sessionCalls(sessionId: string): string {
+    return `${this.prefix}:session:${sessionId}:calls`;
+  }
+
+  /** Sorted set: an owner's unfinished tasks scored by expiry, for the cap on tasks per owner (MAX_TASKS_PER_OWNER). */
+  ownerLive(owner: string): string {
+    return `${this.prefix}:owner-live:${owner}`;
+  }
+
+  /** Sorted set: a session's open SSE streams scored by lease expiry, for MAX_STREAMS_PER_SESSION. */
+  sessionStreams(sessionId: string): string {
+    return `${this.prefix}:session:${sessionId}:streams`;
+  }
+
+  /** Counter: requests of one principal or client address in one rate-limit window (`window` = its number). */
+  rateBucket(scope: string, subject: string, window: number): string {
+    return `${this.prefix}:rate:${scope}:${window}:${subject}`;
+  }
+
+  /** Hash: counters of suspicious events across replicas (failed lookups, throttled requests, ...) for monitoring. */
+  securityCounters(): string {
+    return `${this.prefix}:security-counters`;
   }
 }

@@ -4,16 +4,19 @@
 import { stopTaskWork } from './control.ts';
 import { lostSettlement, reconcile, type ObservedJobState } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
+import type { ExternalQueues } from './external-queues.ts';
 import type { Logger } from './logger.ts';
 import type { ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
-import type { TaskStore } from './task-store.ts';
+import { parseExpiryEntry, type TaskStore } from './task-store.ts';
 
 export interface MaintenanceOptions {
   intervalMs: number;
   /** A live task untouched this long is checked against its BullMQ job. */
   reconcileAfterMs: number;
   batchSize: number;
+  /** Queues of tools served by external consumers: their tasks are checked against the job in that queue. */
+  externalQueues?: ExternalQueues;
 }
 
 export class Maintenance {
@@ -60,20 +63,39 @@ export class Maintenance {
     const keys = this.store.keys;
     const entries = await this.redis.zrangebyscore(keys.expiries(), '-inf', now, 'LIMIT', 0, this.options.batchSize);
     let swept = 0;
+    const eventsOf = new Map<string, Set<string>>();
     for (const entry of entries) {
       if ((await this.redis.zrem(keys.expiries(), entry)) !== 1) continue;
-      const [taskId, owner, member] = JSON.parse(entry) as [string, string, string];
+      const { taskId, owner, member, sessionId } = parseExpiryEntry(entry);
+      if (sessionId) eventsOf.set(sessionId, (eventsOf.get(sessionId) ?? new Set()).add(taskId));
       await this.redis
         .multi()
         .zrem(keys.ownerIndex(owner), member)
+        .zrem(keys.allTasks(), member)
         .zrem(keys.live(), taskId)
         .del(keys.task(taskId))
         .exec();
       await stopTaskWork(this.queue, this.redis, keys, taskId);
       swept++;
     }
+    for (const [sessionId, taskIds] of eventsOf) await this.dropEvents(sessionId, taskIds);
     if (swept > 0) this.log.info('expired tasks swept', { count: swept });
     return swept;
+  }
+
+  /**
+   * Deletes the expired tasks' entries (status, progress, input requests) from their session's event stream, so
+   * the events expire with the task (DESIGN invariant 4) rather than with the session. The stream is capped
+   * (about 1000 entries), so one read per session and sweep is bounded.
+   */
+  private async dropEvents(sessionId: string, taskIds: ReadonlySet<string>): Promise<void> {
+    const key = this.store.keys.sessionEvents(sessionId);
+    const entries = await this.redis.xrange(key, '-', '+');
+    const ids = entries.flatMap(([id, fields]) => {
+      const at = fields.indexOf('taskId');
+      return at % 2 === 0 && taskIds.has(fields[at + 1] ?? '') ? [id] : [];
+    });
+    for (let i = 0; i < ids.length; i += 500) await this.redis.xdel(key, ...ids.slice(i, i + 500));
   }
 
   /** Settles live tasks whose BullMQ job says they can no longer finish (DESIGN invariant 6). */
@@ -94,16 +116,22 @@ export class Maintenance {
         await this.redis.zrem(keys.live(), taskId);
         continue;
       }
-      const job = await this.queue.getJob(taskId);
+      const external = record.external;
+      const queue =
+        external?.mode === 'queue' && external.queue !== undefined && this.options.externalQueues
+          ? this.options.externalQueues.get(external.queue)
+          : this.queue;
+      const job = await queue.getJob(taskId);
       const state: ObservedJobState = job ? await job.getState() : 'unknown';
       const verdict = reconcile(record, state, job?.failedReason);
       if (verdict.action === 'fail') {
-        const moved = await this.store.settle(taskId, lostSettlement(verdict.statusMessage));
+        const moved = await this.store.settle(record, lostSettlement(verdict.statusMessage));
         if (moved.ok) {
           settled++;
           this.log.warn('task settled by reconciliation', {
             taskId,
             tool: record.tool,
+            owner: record.owner,
             jobState: state,
             reason: verdict.statusMessage,
           });

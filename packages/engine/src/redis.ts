@@ -1,22 +1,59 @@
 // Redis connections as BullMQ wants them, and the Lua scripts of the runner.
 import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import type { RedisEnv } from './config.ts';
+import { clusterOptions, parseClusterNodes } from './redis-target.ts';
 
-export type RedisClient = Redis;
+/** One Redis server or a Redis Cluster; every key the runner touches in one command shares a slot either way. */
+export type RedisClient = Redis | Cluster;
 
-/** A connection usable by BullMQ workers too (`maxRetriesPerRequest: null`): it waits out Redis restarts. */
-export function createRedis(url: string, connectionName: string): Redis {
-  const redis = new Redis(url, {
+// Back off up to 2 s between reconnect attempts, for ever: a restarted Redis is picked up on its own.
+const reconnectDelay = (times: number) => Math.min(times * 100, 2000);
+
+/**
+ * A connection usable by BullMQ workers too (`maxRetriesPerRequest: null`): it waits out Redis restarts. Given a
+ * URL, a connection to that server; given the configuration, a `Cluster` when REDIS_CLUSTER_NODES is set.
+ */
+export function createRedis(url: string, connectionName: string, options?: ConnectionOptions): Redis;
+export function createRedis(
+  env: Pick<RedisEnv, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>,
+  connectionName: string,
+  options?: ConnectionOptions,
+): RedisClient;
+export function createRedis(
+  target: string | Pick<RedisEnv, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>,
+  connectionName: string,
+  options: ConnectionOptions = {},
+): RedisClient {
+  const enableAutoPipelining = options.autoPipelining === true;
+  if (typeof target !== 'string' && target.REDIS_CLUSTER_NODES !== undefined) {
+    return createCluster(target.REDIS_CLUSTER_NODES, connectionName, enableAutoPipelining);
+  }
+  return new Redis(typeof target === 'string' ? target : target.REDIS_URL, {
     maxRetriesPerRequest: null,
     connectionName,
-    // Back off up to 2 s between reconnect attempts, for ever: a restarted Redis is picked up on its own.
-    retryStrategy: (times) => Math.min(times * 100, 2000),
+    retryStrategy: reconnectDelay,
+    enableAutoPipelining,
   });
-  return redis;
+}
+
+export interface ConnectionOptions {
+  /**
+   * Sends the commands issued in one turn of the event loop, by all concurrent requests, in one socket write
+   * (ioredis `enableAutoPipelining`): under load a process makes a few writes where it made one per command, and
+   * socket writes were the largest cost of a task (docs/benchmarks.md). For command connections only: never for
+   * a subscriber or a connection that runs blocking commands, which would hold up everything queued behind them.
+   */
+  autoPipelining?: boolean;
+}
+
+function createCluster(nodesValue: string, connectionName: string, enableAutoPipelining: boolean): Cluster {
+  const seeds = parseClusterNodes(nodesValue);
+  return new Cluster(seeds.nodes, { ...clusterOptions(seeds, connectionName), enableAutoPipelining });
 }
 
 /** Closes a connection, waiting for pending replies when it is healthy, at once when it is not. */
-export async function closeRedis(redis: Redis): Promise<void> {
+export async function closeRedis(redis: RedisClient): Promise<void> {
   if (redis.status === 'end') return;
   if (redis.status !== 'ready') {
     redis.disconnect();
@@ -33,12 +70,18 @@ function lua(name: string): string {
   return readFileSync(new URL(`./lua/${name}`, import.meta.url), 'utf8');
 }
 
-export const TRANSITION_SCRIPT = lua('transition-2.lua');
+export const TRANSITION_SCRIPT = lua('transition-3.lua');
+const GET_OWNED_SCRIPT = lua('get-owned-1.lua');
+const RESERVE_TASK_SLOT_SCRIPT = lua('reserve-task-slot-1.lua');
+const RATE_LIMIT_SCRIPT = lua('rate-limit-5.lua');
+const RECORD_FAILURE_SCRIPT = lua('record-failure-3.lua');
+const ACQUIRE_STREAM_SCRIPT = lua('acquire-stream-1.lua');
 
 export interface RunnerScripts {
   transitionTask(
     taskKey: string,
     liveKey: string,
+    sessionEventsKey: string,
     to: string,
     allowedFrom: string,
     now: string,
@@ -47,13 +90,41 @@ export interface RunnerScripts {
     terminal: string,
     channel: string,
     taskId: string,
+    sessionChannel: string,
+    streamIdleMs: string,
+    streamMaxLength: string,
+    pendingDelta: string,
   ): Promise<string[]>;
+  getOwnedTask(taskKey: string, owner: string): Promise<string[]>;
+  reserveTaskSlot(
+    ownerLiveKey: string,
+    taskId: string,
+    expiresAt: string,
+    now: string,
+    limit: string,
+  ): Promise<number[]>;
+  rateLimit(...keysThenArgs: string[]): Promise<number>;
+  recordLookupFailure(
+    principalBucket: string,
+    addressBucket: string,
+    countersKey: string,
+    windowMs: string,
+    counter: string,
+  ): Promise<number>;
+  acquireStream(streamsKey: string, streamId: string, now: string, leaseMs: string, limit: string): Promise<number[]>;
 }
 
 /** Registers our scripts on a connection (EVALSHA with automatic fallback to EVAL). */
-export function withScripts(redis: Redis): Redis & RunnerScripts {
+export function withScripts(redis: RedisClient): RedisClient & RunnerScripts {
   if (!('transitionTask' in redis)) {
-    redis.defineCommand('transitionTask', { numberOfKeys: 2, lua: TRANSITION_SCRIPT });
+    redis.defineCommand('transitionTask', { numberOfKeys: 3, lua: TRANSITION_SCRIPT });
   }
-  return redis as Redis & RunnerScripts;
+  if (!('getOwnedTask' in redis)) {
+    redis.defineCommand('getOwnedTask', { numberOfKeys: 1, lua: GET_OWNED_SCRIPT });
+    redis.defineCommand('reserveTaskSlot', { numberOfKeys: 1, lua: RESERVE_TASK_SLOT_SCRIPT });
+    redis.defineCommand('rateLimit', { numberOfKeys: 5, lua: RATE_LIMIT_SCRIPT });
+    redis.defineCommand('recordLookupFailure', { numberOfKeys: 3, lua: RECORD_FAILURE_SCRIPT });
+    redis.defineCommand('acquireStream', { numberOfKeys: 1, lua: ACQUIRE_STREAM_SCRIPT });
+  }
+  return redis as RedisClient & RunnerScripts;
 }

@@ -1,13 +1,15 @@
 // One pub/sub connection per process, shared by every waiter: tasks/result and plain calls wait on it instead of
 // polling Redis, and a lost message is covered by the caller's periodic re-check.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 
 type Listener = (message: string) => void;
 
 export class Subscriber {
   readonly #listeners = new Map<string, Set<Listener>>();
 
-  constructor(readonly redis: Redis) {
+  // Also a Cluster: classic PUBLISH reaches every node, and ioredis keeps the subscriptions on one node, moving
+  // them when that node goes away.
+  constructor(readonly redis: RedisClient) {
     redis.on('message', (channel: string, message: string) => {
       for (const listener of this.#listeners.get(channel) ?? []) listener(message);
     });
@@ -31,18 +33,19 @@ export class Subscriber {
   }
 
   /**
-   * Resolves on the next message on `channel`, after `timeoutMs`, or when `signal` aborts, whichever comes first.
-   * Subscribe before reading the state you wait on, then call `next`, so that no change slips between the two.
+   * Resolves on the next message on any of `channels`, after `timeoutMs`, or when `signal` aborts, whichever comes
+   * first. Subscribe before reading the state you wait on, then call `next`, so that no change slips between.
    */
   async waiter(
-    channel: string,
+    ...channels: string[]
   ): Promise<{ next(timeoutMs: number, signal?: AbortSignal): Promise<void>; close(): Promise<void> }> {
     let wake: (() => void) | undefined;
     let pending = false;
-    const stop = await this.listen(channel, () => {
+    const onMessage = () => {
       pending = true;
       wake?.();
-    });
+    };
+    const stops = await Promise.all(channels.map((channel) => this.listen(channel, onMessage)));
     return {
       next: (timeoutMs, signal) =>
         new Promise<void>((resolve) => {
@@ -62,7 +65,9 @@ export class Subscriber {
           signal?.addEventListener('abort', done, { once: true });
           wake = done;
         }),
-      close: stop,
+      close: async () => {
+        await Promise.all(stops.map((stop) => stop()));
+      },
     };
   }
 }

@@ -7,16 +7,19 @@ import {
   isTerminal,
   ProtocolError,
   TaskStatus,
+  type ExternalRef,
   type TaskKind,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { stopTaskWork } from './control.ts';
+import { forwardCancel } from './external.ts';
+import { externalJobOptions, type ExternalQueues } from './external-queues.ts';
 import type { ToolJobData } from './queue.ts';
 import { toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { Subscriber } from './subscriber.ts';
-import type { TaskStore } from './task-store.ts';
+import { OwnerTaskLimitError, type TaskStore } from './task-store.ts';
 
 export interface TaskTiming {
   defaultTtlMs: number;
@@ -30,11 +33,21 @@ export interface TaskTiming {
 export interface CreateTaskInput {
   kind: TaskKind;
   owner: string;
+  sessionId: string;
   tool: string;
   arguments: unknown;
   retrySafe: boolean;
   requestedTtl?: number;
   progressToken?: string | number;
+  /** The first statusMessage; default "The task is queued for a worker." (an operator's retry says what it retries). */
+  statusMessage?: string;
+  /** The BullMQ queue of a tool served by an external consumer (docs/job-contract.md); default: our `tools` queue. */
+  queue?: string;
+}
+
+export interface TaskLimits {
+  /** The most unfinished tasks (and plain calls) one owner may have at once; absent: no cap. */
+  maxLiveTasksPerOwner?: number;
 }
 
 export const TASK_NOT_FOUND = 'Failed to retrieve task: Task not found';
@@ -47,7 +60,16 @@ export class TaskService {
     private readonly publisher: RedisClient,
     private readonly subscriber: Subscriber,
     readonly timing: TaskTiming,
+    readonly limits: TaskLimits = {},
   ) {}
+
+  #externalQueues: ExternalQueues | undefined;
+
+  /** Enables tools served by external consumers (docs/job-contract.md): their jobs go to these queues. */
+  useExternalQueues(queues: ExternalQueues): this {
+    this.#externalQueues = queues;
+    return this;
+  }
 
   /** The ttl we grant: the requested one clamped to [min, max], the default when none was asked (T-CREATE-2). */
   grantTtl(requested: number | undefined): number {
@@ -65,25 +87,45 @@ export class TaskService {
       taskId: randomUUID(),
       kind: input.kind,
       status: TaskStatus.Working,
-      statusMessage: 'The task is queued for a worker.',
+      statusMessage: input.statusMessage ?? 'The task is queued for a worker.',
       createdAt: now,
       lastUpdatedAt: now,
       ttl: this.grantTtl(input.requestedTtl),
       pollInterval: this.timing.pollIntervalMs,
       owner: input.owner,
+      sessionId: input.sessionId,
       tool: input.tool,
-    };
-    await this.store.create({
-      record,
-      arguments: input.arguments,
       ...(input.progressToken !== undefined ? { progressToken: input.progressToken } : {}),
-    });
+      ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
+    };
     try {
-      await this.queue.add(
-        input.tool,
-        { taskId: record.taskId, tool: input.tool, arguments: input.arguments },
-        toolJobOptions(record.taskId, input.retrySafe),
+      await this.store.create({
+        record,
+        arguments: input.arguments,
+        ...(this.limits.maxLiveTasksPerOwner !== undefined
+          ? { maxLiveTasksPerOwner: this.limits.maxLiveTasksPerOwner }
+          : {}),
+      });
+    } catch (error) {
+      if (!(error instanceof OwnerTaskLimitError)) throw error;
+      throw new ProtocolError(
+        ErrorCode.LimitExceeded,
+        `Too many unfinished tasks: at most ${this.limits.maxLiveTasksPerOwner} may run or wait at once per ` +
+          'requestor (MAX_TASKS_PER_OWNER); wait for some to finish or cancel them',
+        { limit: 'tasks_per_owner', max: this.limits.maxLiveTasksPerOwner },
       );
+    }
+    try {
+      const data = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
+      if (input.queue === undefined) {
+        await this.queue.add(input.tool, data, toolJobOptions(record.taskId, input.retrySafe));
+      } else {
+        await this.#externalQueue(input.queue).add(
+          input.tool,
+          data,
+          externalJobOptions(record.taskId, input.retrySafe),
+        );
+      }
     } catch (error) {
       await this.store.delete(record).catch(() => undefined);
       throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);
@@ -96,8 +138,8 @@ export class TaskService {
    * (T-ERR-1, T-SEC-1): the caller cannot tell them apart.
    */
   async getOwned(taskId: string, owner: string): Promise<TaskRecord> {
-    const record = await this.store.get(taskId);
-    if (!record || record.owner !== owner || record.kind !== 'task') {
+    const record = await this.store.getOwned(taskId, owner);
+    if (!record || record.kind !== 'task') {
       throw new ProtocolError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
     }
     return record;
@@ -127,7 +169,7 @@ export class TaskService {
    */
   async cancel(record: TaskRecord, statusMessage?: string): Promise<TaskRecord> {
     const settlement = cancelledSettlement(statusMessage);
-    const moved = await this.store.settle(record.taskId, settlement);
+    const moved = await this.store.settle(record, settlement);
     if (!moved.ok) {
       if (moved.reason === 'missing') throw new ProtocolError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
       throw new ProtocolError(
@@ -136,6 +178,10 @@ export class TaskService {
       );
     }
     await stopTaskWork(this.queue, this.publisher, this.store.keys, record.taskId);
+    // Read after the transition: a worker marking the task external from now on sees it cancelled and forwards
+    // the cancel itself, so one of the two always does (docs/external-tools.md).
+    const external = await this.publisher.hget(this.store.keys.task(record.taskId), 'external');
+    if (external) await this.#stopExternalWork(record.taskId, JSON.parse(external) as ExternalRef);
     return {
       ...record,
       status: TaskStatus.Cancelled,
@@ -143,6 +189,42 @@ export class TaskService {
       lastUpdatedAt: moved.lastUpdatedAt,
       outcome: settlement.outcome,
     };
+  }
+
+  /** Remembers which hidden task runs a plain call, so that notifications/cancelled can stop it. */
+  async rememberPlainCall(record: TaskRecord, requestId: string | number): Promise<void> {
+    const key = this.store.keys.sessionCalls(record.sessionId);
+    await this.publisher.multi().hset(key, JSON.stringify(requestId), record.taskId).pexpire(key, record.ttl).exec();
+  }
+
+  /** Cancels the plain call `requestId` of the session (notifications/cancelled); unknown ids are ignored. */
+  async cancelPlainCall(
+    session: { sessionId: string; owner: string },
+    requestId: string | number,
+    reason: string,
+  ): Promise<boolean> {
+    const key = this.store.keys.sessionCalls(session.sessionId);
+    const taskId = await this.publisher.hget(key, JSON.stringify(requestId));
+    if (!taskId) return false;
+    await this.publisher.hdel(key, JSON.stringify(requestId));
+    const record = await this.store.get(taskId);
+    if (!record || record.owner !== session.owner || isTerminal(record.status)) return false;
+    await this.cancel(record, reason).catch(() => undefined);
+    return true;
+  }
+
+  async #stopExternalWork(taskId: string, ref: ExternalRef): Promise<void> {
+    if (ref.mode === 'queue' && ref.queue !== undefined) {
+      await this.#externalQueue(ref.queue)
+        .remove(taskId)
+        .catch(() => 0);
+    }
+    await forwardCancel(ref);
+  }
+
+  #externalQueue(name: string): Queue<ToolJobData> {
+    if (!this.#externalQueues) throw new Error(`No external queues are configured (queue '${name}')`);
+    return this.#externalQueues.get(name);
   }
 
   isTerminal(record: TaskRecord): boolean {

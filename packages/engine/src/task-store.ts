@@ -2,8 +2,10 @@
 import {
   isTaskStatus,
   isTerminal,
+  LocalError,
   sourcesOf,
   TaskKind,
+  type ExternalRef,
   type Outcome,
   type Settlement,
   type TaskRecord,
@@ -14,14 +16,22 @@ import { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
 import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
 
 export type TransitionResult =
-  | { ok: true; status: TaskStatus; lastUpdatedAt: number }
+  | { ok: true; status: TaskStatus; lastUpdatedAt: number; changed: boolean }
   | { ok: false; reason: 'missing' }
   | { ok: false; reason: 'rejected'; current: TaskStatus };
 
 export interface NewTask {
   record: TaskRecord;
   arguments: unknown;
-  progressToken?: string | number;
+  /** The most unfinished tasks (and plain calls) the owner may have, this one included; absent: no cap. */
+  maxLiveTasksPerOwner?: number;
+}
+
+/** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
+export class OwnerTaskLimitError extends LocalError {
+  constructor(owner: string, limit: number) {
+    super('owner-task-limit', `Owner already has ${limit} unfinished tasks`, { owner, limit });
+  }
 }
 
 export interface TaskPage {
@@ -35,41 +45,94 @@ export interface TaskDetails {
   progressToken?: string | number;
 }
 
+/** Identifies a task for a transition: its session's event stream receives the status notification. */
+export type TaskRef = Pick<TaskRecord, 'taskId' | 'sessionId'>;
+
+export interface SessionStreamOptions {
+  /** A session's event stream expires this long after its last event (as the session itself). */
+  idleMs: number;
+  /** Events kept per session for resumption (approximate, Redis MAXLEN ~). */
+  maxLength: number;
+}
+
+export const DEFAULT_SESSION_STREAM: SessionStreamOptions = { idleMs: 3_600_000, maxLength: 1000 };
+
 export class TaskStore {
   readonly #redis: RedisClient & RunnerScripts;
+  readonly #observers: TaskObserver[] = [];
 
   constructor(
     redis: RedisClient,
     readonly keys: KeySpace,
+    readonly streams: SessionStreamOptions = DEFAULT_SESSION_STREAM,
   ) {
     this.#redis = withScripts(redis);
   }
 
   /** Writes the record, its owner-index entry and its expiry in one transaction (invariant 2 starts here). */
-  async create({ record, arguments: args, progressToken }: NewTask): Promise<void> {
+  async create({ record, arguments: args, maxLiveTasksPerOwner }: NewTask): Promise<void> {
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
+    const ownerLive = this.keys.ownerLive(record.owner);
+    if (maxLiveTasksPerOwner !== undefined) {
+      // Checked and reserved atomically, before anything is written: a refused task leaves no trace.
+      const [admitted] = await this.#redis.reserveTaskSlot(
+        ownerLive,
+        record.taskId,
+        String(expiresAt),
+        String(Date.now()),
+        String(maxLiveTasksPerOwner),
+      );
+      if (admitted !== 1) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner);
+    }
     const fields: Record<string, string> = {
       ...serialize(record),
       arguments: JSON.stringify(args ?? {}),
+      // Operators' status history; the transition script appends to it (see TaskAdmin.inspect).
+      history: JSON.stringify([[record.createdAt, record.status, record.statusMessage ?? '']]),
+      // The transition script frees the owner's slot here when the task ends.
+      ...(maxLiveTasksPerOwner !== undefined ? { ownerLive } : {}),
     };
-    if (progressToken !== undefined) fields['progressToken'] = JSON.stringify(progressToken);
     const multi = this.#redis
       .multi()
       .hset(this.keys.task(record.taskId), fields)
       .pexpireat(this.keys.task(record.taskId), expiresAt)
       .zadd(this.keys.live(), record.lastUpdatedAt, record.taskId)
-      .zadd(this.keys.expiries(), expiresAt, JSON.stringify([record.taskId, record.owner, member, record.kind]));
+      .zadd(this.keys.allTasks(), 0, member)
+      .zadd(this.keys.expiries(), expiresAt, expiryEntry(record, member));
     if (record.kind === TaskKind.Task) {
       const index = this.keys.ownerIndex(record.owner);
       // The index lives as long as its longest-lived task; the janitor removes members as their tasks expire.
       multi.zadd(index, 0, member).pexpireat(index, expiresAt, 'GT').pexpireat(index, expiresAt, 'NX');
     }
-    await exec(multi);
+    try {
+      await exec(multi);
+    } catch (error) {
+      if (maxLiveTasksPerOwner !== undefined) await this.#redis.zrem(ownerLive, record.taskId).catch(() => undefined);
+      throw error;
+    }
+    for (const observer of this.#observers) observer.created?.(record);
+  }
+
+  /** Adds an observer of creations and terminal transitions made through this store (metrics). */
+  observe(observer: TaskObserver): void {
+    this.#observers.push(observer);
   }
 
   async get(taskId: string): Promise<TaskRecord | undefined> {
     const hash = await this.#redis.hgetall(this.keys.task(taskId));
+    return deserialize(hash);
+  }
+
+  /**
+   * The record when `owner` owns it; undefined when it is missing, expired or someone else's. Both misses do the
+   * same work and send nothing back, so they cannot be told apart by the answer or its timing (T-SEC-1).
+   */
+  async getOwned(taskId: string, owner: string): Promise<TaskRecord | undefined> {
+    const flat = await this.#redis.getOwnedTask(this.keys.task(taskId), owner);
+    if (flat.length === 0) return undefined;
+    const hash: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i] as string] = flat[i + 1] as string;
     return deserialize(hash);
   }
 
@@ -90,15 +153,21 @@ export class TaskStore {
     return replies.map(([, value]) => (isTaskStatus(value) ? value : undefined));
   }
 
-  /** Moves a task along the state machine; exactly one of racing transitions out of a status wins. */
+  /**
+   * Moves a task along the state machine; exactly one of racing transitions out of a status wins. With
+   * `pendingDelta`, the count of outstanding input requests changes in the same step, and the status moves only
+   * when that count says so (first request: to input_required; last answer: back to working).
+   */
   async transition(
-    taskId: string,
+    task: TaskRef,
     to: TaskStatus,
-    change: { statusMessage?: string; outcome?: Outcome; from?: readonly TaskStatus[] } = {},
+    change: { statusMessage?: string; outcome?: Outcome; from?: readonly TaskStatus[]; pendingDelta?: -1 | 0 | 1 } = {},
   ): Promise<TransitionResult> {
+    const { taskId, sessionId } = task;
     const reply = await this.#redis.transitionTask(
       this.keys.task(taskId),
       this.keys.live(),
+      this.keys.sessionEvents(sessionId),
       to,
       `,${(change.from ?? sourcesOf(to)).join(',')},`,
       String(Date.now()),
@@ -107,20 +176,29 @@ export class TaskStore {
       isTerminal(to) ? '1' : '0',
       this.keys.taskChannel(taskId),
       taskId,
+      this.keys.sessionChannel(sessionId),
+      String(this.streams.idleMs),
+      String(this.streams.maxLength),
+      String(change.pendingDelta ?? 0),
     );
     const [verdict, a, b] = reply;
-    if (verdict === 'ok') return { ok: true, status: a as TaskStatus, lastUpdatedAt: Number(b) };
+    if (verdict === 'ok' && isTerminal(to)) {
+      this.#finished(task, to, Number(b)).catch(() => undefined);
+    }
+    if (verdict === 'ok' || verdict === 'unchanged') {
+      return { ok: true, status: a as TaskStatus, lastUpdatedAt: Number(b), changed: verdict === 'ok' };
+    }
     if (verdict === 'missing') return { ok: false, reason: 'missing' };
     return { ok: false, reason: 'rejected', current: a as TaskStatus };
   }
 
-  settle(taskId: string, settlement: Settlement): Promise<TransitionResult> {
-    return this.transition(taskId, settlement.status, settlement);
+  settle(task: TaskRef, settlement: Settlement): Promise<TransitionResult> {
+    return this.transition(task, settlement.status, settlement);
   }
 
   /** Changes the statusMessage of a task that is still `status`, without moving it (and moves lastUpdatedAt). */
-  note(taskId: string, status: TaskStatus, statusMessage: string): Promise<TransitionResult> {
-    return this.transition(taskId, status, { statusMessage, from: [status] });
+  note(task: TaskRef, status: TaskStatus, statusMessage: string): Promise<TransitionResult> {
+    return this.transition(task, status, { statusMessage, from: [status] });
   }
 
   /**
@@ -159,17 +237,73 @@ export class TaskStore {
   }
 
   /** Deletes a record and its index entries at once (a plain call's record once its answer is sent). */
-  async delete(record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'kind'>): Promise<void> {
+  async delete(
+    record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'kind'> & { sessionId?: string },
+  ): Promise<void> {
     const member = indexMember(record.createdAt, record.taskId);
+    // Without the sessionId the expiry entry stays; the janitor's later pass over it finds nothing left but events.
+    const entries = [JSON.stringify([record.taskId, record.owner, member, record.kind])];
+    if (record.sessionId !== undefined) entries.push(expiryEntry({ ...record, sessionId: record.sessionId }, member));
     await exec(
       this.#redis
         .multi()
         .del(this.keys.task(record.taskId))
         .zrem(this.keys.live(), record.taskId)
-        .zrem(this.keys.expiries(), JSON.stringify([record.taskId, record.owner, member, record.kind]))
-        .zrem(this.keys.ownerIndex(record.owner), member),
+        .zrem(this.keys.expiries(), ...entries)
+        .zrem(this.keys.ownerIndex(record.owner), member)
+        .zrem(this.keys.allTasks(), member)
+        .zrem(this.keys.ownerLive(record.owner), record.taskId),
     );
   }
+
+  /** Tells observers about a terminal transition this process won; reads what they need only when there are some. */
+  async #finished(ref: TaskRef, status: TaskStatus, at: number): Promise<void> {
+    if (!this.#observers.some((observer) => observer.finished)) return;
+    // The caller usually holds the whole record (a worker settling its task, the api cancelling one): no read then.
+    const { taskId, owner, tool, kind, createdAt } = ref as Partial<TaskRecord> & TaskRef;
+    if (owner !== undefined && tool !== undefined && kind !== undefined && createdAt !== undefined) {
+      for (const observer of this.#observers) observer.finished?.({ taskId, owner, tool, kind, createdAt }, status, at);
+      return;
+    }
+    const stored = await this.#redis.hmget(this.keys.task(taskId), 'tool', 'kind', 'createdAt', 'owner');
+    const task = {
+      taskId,
+      owner: stored[3] ?? '',
+      tool: stored[0] ?? '',
+      kind: stored[1] === TaskKind.PlainCall ? TaskKind.PlainCall : TaskKind.Task,
+      createdAt: Number(stored[2]),
+    };
+    for (const observer of this.#observers) observer.finished?.(task, status, at);
+  }
+}
+
+/** Sees what goes through one TaskStore; each terminal transition is won by exactly one process. */
+export interface TaskObserver {
+  created?: (record: TaskRecord) => void;
+  finished?: (
+    task: Pick<TaskRecord, 'taskId' | 'owner' | 'tool' | 'kind' | 'createdAt'>,
+    status: TaskStatus,
+    at: number,
+  ) => void;
+}
+
+/** A record from its Redis hash (HGETALL), or undefined when it is missing or past its ttl. */
+export function recordFromHash(hash: Record<string, string> | null | undefined): TaskRecord | undefined {
+  return deserialize(hash);
+}
+
+/**
+ * The janitor's entry for a task (member of the expiries set): what it needs to delete once the record itself is
+ * gone, the session included, whose event stream holds the task's notifications.
+ */
+function expiryEntry(record: Pick<TaskRecord, 'taskId' | 'owner' | 'kind' | 'sessionId'>, member: string): string {
+  return JSON.stringify([record.taskId, record.owner, member, record.kind, record.sessionId]);
+}
+
+/** Parses an expiries member; entries written before the sessionId was added have none. */
+export function parseExpiryEntry(entry: string): { taskId: string; owner: string; member: string; sessionId?: string } {
+  const [taskId, owner, member, , sessionId] = JSON.parse(entry) as [string, string, string, string, string?];
+  return { taskId, owner, member, ...(sessionId ? { sessionId } : {}) };
 }
 
 function taskIdOf(member: string): string {
@@ -192,10 +326,13 @@ function serialize(record: TaskRecord): Record<string, string> {
     ttl: String(record.ttl),
     pollInterval: String(record.pollInterval),
     owner: record.owner,
+    sessionId: record.sessionId,
     tool: record.tool,
   };
   if (record.statusMessage) fields['statusMessage'] = record.statusMessage;
   if (record.outcome) fields['outcome'] = JSON.stringify(record.outcome);
+  if (record.progressToken !== undefined) fields['progressToken'] = JSON.stringify(record.progressToken);
+  if (record.external) fields['external'] = JSON.stringify(record.external);
   return fields;
 }
 
@@ -210,10 +347,13 @@ function deserialize(hash: Record<string, string> | null | undefined): TaskRecor
     ttl: Number(hash['ttl']),
     pollInterval: Number(hash['pollInterval']),
     owner: hash['owner'] ?? '',
+    sessionId: hash['sessionId'] ?? '',
     tool: hash['tool'] ?? '',
   };
   if (hash['statusMessage']) record.statusMessage = hash['statusMessage'];
   if (hash['outcome']) record.outcome = JSON.parse(hash['outcome']) as Outcome;
+  if (hash['progressToken']) record.progressToken = JSON.parse(hash['progressToken']) as string | number;
+  if (hash['external']) record.external = JSON.parse(hash['external']) as ExternalRef;
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (record.createdAt + record.ttl <= Date.now()) return undefined;
   return record;

@@ -38,11 +38,14 @@ export type Reconciliation =
  * while its job can no longer settle it; the caller applies that through the atomic transition.
  */
 export function reconcile(
-  record: Pick<TaskRecord, 'status'>,
+  record: Pick<TaskRecord, 'status' | 'external'>,
   jobState: ObservedJobState,
   failedReason?: string,
 ): Reconciliation {
   if (isTerminal(record.status)) return { action: 'none', status: record.status };
+  // Waiting for an external system's callback: its job finished on purpose after the submission (the api settles
+  // the task when the callback comes, or the ttl ends it), so a finished or missing job says nothing.
+  if (record.external?.mode === 'callback' && jobState !== 'failed') return { action: 'none', status: record.status };
   switch (JOB_PHASE[jobState]) {
     case JobPhase.Queued:
     case JobPhase.Running:

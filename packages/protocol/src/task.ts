@@ -23,8 +23,32 @@ export interface TaskRecord {
   pollInterval: number;
   /** The context the task belongs to (principal or MCP session): see DESIGN.md invariant 5. */
   owner: string;
+  /** The MCP session that created the task: its event stream carries the task's notifications and requests. */
+  sessionId: string;
   tool: string;
+  /** The `progressToken` of the original request: progress notifications carry it for the task's life (T-PROG-1). */
+  progressToken?: string | number;
   outcome?: Outcome;
+  /** Set when the work runs outside our workers (see docs/external-tools.md): where it is and how it reports back. */
+  external?: ExternalRef;
+}
+
+/**
+ * Where a task's work runs when not in our workers. `callback`: the external system posts the outcome to the api
+ * (no job, no worker slot meanwhile); `poll`: our worker polls `statusUrl` from a delayed job; `queue`: a consumer
+ * outside this codebase takes the job from BullMQ queue `queue` and returns the CallToolResult (docs/job-contract.md).
+ */
+export interface ExternalRef {
+  mode: 'callback' | 'poll' | 'queue';
+  /** The external system's id of the work (callback, poll). */
+  externalId?: string;
+  statusUrl?: string;
+  /** POSTed (empty JSON body) when the task is cancelled. */
+  cancelUrl?: string;
+  /** queue: the BullMQ queue holding the job. */
+  queue?: string;
+  /** Epoch ms of the submission (poll: the backoff grows with the time since). */
+  submittedAt?: number;
 }
 
 /** The MCP `Task` object (2025-11-25 schema). */

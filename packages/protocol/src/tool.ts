@@ -22,6 +22,21 @@ export interface ToolContext {
   /** Reports progress; relayed to the client as notifications/progress when it gave a progressToken. */
   progress: (progress: number, total?: number, message?: string) => Promise<void>;
   log: ToolLogger;
+  /**
+   * Asks the client for input (elicitation/create, form mode) and resolves with its result, e.g.
+   * `{ action: 'accept', content: {...} }`, `{ action: 'decline' }` or `{ action: 'cancel' }`. The task is
+   * `input_required` meanwhile. Rejects with a LocalError (`capability-missing`, `input-timeout`, `input-error`) the
+   * tool may handle.
+   */
+  elicit: (params: ElicitParams) => Promise<Record<string, unknown>>;
+  /** Asks the client's model for a completion (sampling/createMessage); like `elicit` otherwise. */
+  sample: (params: Record<string, unknown>) => Promise<Record<string, unknown>>;
+}
+
+export interface ElicitParams {
+  message: string;
+  requestedSchema: Record<string, unknown>;
+  [key: string]: unknown;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {

@@ -7,11 +7,26 @@
  * toolRegistry.get('wait');
  */
 import { ToolRegistry } from '@mcp-tasks/protocol';
+import { askUserTool } from './ask-user.ts';
+import { batchReportTool } from './batch-report.ts';
 import { countPrimesTool } from './count-primes.ts';
 import { crashTool } from './crash.ts';
 import { echoTool } from './echo.ts';
+import { shoutTool } from './shout.ts';
+import { onceTool } from './once.ts';
+import { summarizeTool } from './summarize.ts';
 import { waitTool } from './wait.ts';
 
 export { countPrimesBelow } from './count-primes.ts';
 
-export const toolRegistry = new ToolRegistry([waitTool, crashTool, countPrimesTool, echoTool]);
+export const toolRegistry = new ToolRegistry([
+  waitTool,
+  crashTool,
+  countPrimesTool,
+  echoTool,
+  askUserTool,
+  summarizeTool,
+  onceTool,
+  batchReportTool,
+  shoutTool,
+]);

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Session } from '@mcp-tasks/engine';
 import { InitializeParamsSchema, negotiateProtocolVersion, parseParams, serverCapabilities } from '@mcp-tasks/protocol';
+import { principalOwner } from '../auth.ts';
 import type { ApiServices, MethodHandler } from '../context.ts';
 
 export const SERVER_INFO = { name: 'mcp-task-runner', version: '0.1.0' };
@@ -10,6 +11,8 @@ export const SERVER_INFO = { name: 'mcp-task-runner', version: '0.1.0' };
 export async function initialize(
   params: Record<string, unknown> | undefined,
   services: ApiServices,
+  /** The authenticated principal; without authentication the session is its own owner. */
+  principal: string | undefined,
 ): Promise<{ session: Session; result: Record<string, unknown> }> {
   const parsed = parseParams(InitializeParamsSchema, params, 'initialize');
   const protocolVersion = negotiateProtocolVersion(parsed.protocolVersion);
@@ -20,14 +23,15 @@ export async function initialize(
     clientCapabilities: parsed.capabilities,
     clientInfo: parsed.clientInfo,
     createdAt: Date.now(),
-    owner: `session:${sessionId}`,
+    // The binding of its tasks (DESIGN invariant 5): the token's principal, else the session itself.
+    owner: principal !== undefined ? principalOwner(principal) : `session:${sessionId}`,
   };
   await services.sessions.create(session);
   return {
     session,
     result: {
       protocolVersion,
-      capabilities: serverCapabilities(protocolVersion, { listTasks: true }),
+      capabilities: serverCapabilities(protocolVersion, { listTasks: services.config.TASKS_LIST_ENABLED }),
       serverInfo: SERVER_INFO,
       instructions:
         'Long-running tools run as MCP tasks on background workers. Call them with params.task, then poll ' +

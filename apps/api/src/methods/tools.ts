@@ -1,5 +1,6 @@
 // tools/list and tools/call: tool-level task negotiation (T-TOOL-1..5), task creation (T-CREATE-1..3) and plain
 // calls that still run on a worker.
+import { audit, AuditEvent, SecurityEvent } from '@mcp-tasks/engine';
 import {
   CallToolParamsSchema,
   ErrorCode,
@@ -7,13 +8,14 @@ import {
   parseParams,
   plainResultOf,
   ProtocolError,
+  queueOfTool,
   supportsTasks,
   TaskKind,
   taskSupportOf,
   TaskSupport,
   toWireTask,
 } from '@mcp-tasks/protocol';
-import type { MethodHandler, RequestContext } from '../context.ts';
+import { StreamReply, type MethodHandler, type RequestContext } from '../context.ts';
 
 export const listTools: MethodHandler = (_params, { services }) => Promise.resolve({ tools: services.tools.list() });
 
@@ -39,19 +41,47 @@ export const callTool: MethodHandler = async (params, context) => {
       `Tool '${tool.name}' must be called as a task (execution.taskSupport is 'required'); ${remedy}`,
     );
   }
+  checkArgumentsSize(call.arguments, context);
   const args = services.tools.parseArguments(tool, call.arguments);
   const progressToken = call._meta?.progressToken;
-  const record = await services.tasks.create({
-    kind: asTask ? TaskKind.Task : TaskKind.PlainCall,
-    owner: session.owner,
+  const record = await services.tasks
+    .create({
+      kind: asTask ? TaskKind.Task : TaskKind.PlainCall,
+      owner: session.owner,
+      sessionId: session.sessionId,
+      tool: tool.name,
+      arguments: args,
+      retrySafe: tool.retrySafe ?? true,
+      ...(queueOfTool(tool) !== undefined ? { queue: queueOfTool(tool) } : {}),
+      ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
+      ...(progressToken !== undefined ? { progressToken } : {}),
+    })
+    .catch((error: unknown) => {
+      if (error instanceof ProtocolError && error.code === ErrorCode.LimitExceeded) {
+        audit(services.security.audit, AuditEvent.AccessRejected, {
+          reason: 'too_many_tasks',
+          principal: session.owner,
+          sessionId: session.sessionId,
+          requestId: context.requestId,
+          tool: tool.name,
+          address: context.address,
+        });
+        services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+      }
+      throw error;
+    });
+  audit(services.security.audit, AuditEvent.TaskCreated, {
+    principal: record.owner,
+    taskId: record.taskId,
     tool: tool.name,
-    arguments: args,
-    retrySafe: tool.retrySafe ?? true,
-    ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
-    ...(progressToken !== undefined ? { progressToken } : {}),
+    requestId: context.requestId,
+    sessionId: session.sessionId,
+    kind: record.kind,
+    ttl: record.ttl,
   });
   if (asTask) {
-    context.log.info('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner, ttl: record.ttl });
+    // The audit record above says this at info; a second info line per task is measurable (docs/benchmarks.md).
+    context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner, ttl: record.ttl });
     return {
       task: toWireTask(record),
       _meta: {
@@ -61,8 +91,31 @@ export const callTool: MethodHandler = async (params, context) => {
       },
     };
   }
+  await services.tasks.rememberPlainCall(record, context.requestId);
+  // A plain call answers on its own request: streamed with its progress and input requests, or after the wait.
+  if (context.canStream) return new StreamReply(record);
   return runPlainCall(record.taskId, context);
 };
+
+/** Arguments are stored with the task and sent to a worker: they get their own cap, below the body's. */
+function checkArgumentsSize(args: unknown, { services, session, requestId, address }: RequestContext): void {
+  const max = services.config.MAX_ARGUMENTS_BYTES;
+  const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
+  if (size <= max) return;
+  audit(services.security.audit, AuditEvent.AccessRejected, {
+    reason: 'arguments_too_large',
+    principal: session.owner,
+    sessionId: session.sessionId,
+    requestId,
+    address,
+  });
+  services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+  throw new ProtocolError(
+    ErrorCode.LimitExceeded,
+    `Arguments too large: ${size} bytes of JSON, at most ${max} allowed (MAX_ARGUMENTS_BYTES)`,
+    { limit: 'arguments_bytes', max, size },
+  );
+}
 
 /** Waits for the hidden task of a plain call, answers its result or error, and deletes it. */
 async function runPlainCall(taskId: string, { services, signal }: RequestContext): Promise<Record<string, unknown>> {

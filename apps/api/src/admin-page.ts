@@ -1,0 +1,181 @@
+// The dashboard's one HTML page: it reads /admin/api/* every second and renders tasks in MCP terms. No build
+// step and no dependencies; every value reaches the DOM through textContent, never as HTML.
+
+export function dashboardPage(paths: { api: string; queues: string }): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>mcp-task-runner: tasks</title>
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d2330; }
+  h1 { font-size: 1.3rem; margin: 0 0 .8rem; }
+  nav a { margin-right: 1rem; }
+  .cards { display: flex; flex-wrap: wrap; gap: .6rem; margin: 1rem 0; }
+  .card { border: 1px solid #d5dae3; border-radius: 6px; padding: .4rem .8rem; min-width: 7rem; }
+  .card b { display: block; font-size: 1.2rem; }
+  form { margin: .8rem 0; display: flex; gap: .5rem; flex-wrap: wrap; align-items: end; }
+  label { display: flex; flex-direction: column; font-size: .8rem; color: #5a6272; }
+  table { border-collapse: collapse; width: 100%; }
+  th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #e6e9ef; vertical-align: top; }
+  th { font-size: .8rem; color: #5a6272; }
+  td.id { font-family: ui-monospace, monospace; font-size: .8rem; white-space: nowrap; }
+  tr[data-task-id] { cursor: pointer; }
+  tr[data-task-id]:hover { background: #f5f7fb; }
+  .status { font-weight: 600; }
+  .status[data-status=working] { color: #1f5fbf; }
+  .status[data-status=input_required] { color: #a15c00; }
+  .status[data-status=completed] { color: #17803d; }
+  .status[data-status=failed] { color: #b42318; }
+  .status[data-status=cancelled] { color: #6b7280; }
+  #detail { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: .8rem; background: #f5f7fb;
+    padding: .8rem; border-radius: 6px; margin-top: 1rem; }
+  #detail:empty { display: none; }
+  .muted { color: #6b7280; font-size: .8rem; }
+  .error { color: #b42318; }
+</style>
+</head>
+<body>
+<h1>mcp-task-runner: tasks</h1>
+<nav><a href="${paths.queues}">BullMQ queue (bull-board)</a><span class="muted" id="refreshed"></span></nav>
+<div class="cards" id="overview"></div>
+<form id="filters">
+  <label>status <select name="status"><option value="">any</option>
+    <option>working</option><option>input_required</option><option>completed</option><option>failed</option>
+    <option>cancelled</option></select></label>
+  <label>tool <input name="tool" size="14"></label>
+  <label>owner / principal <input name="owner" size="30"></label>
+  <label>kind <select name="kind"><option value="">any</option><option value="task">task</option>
+    <option value="call">plain call</option></select></label>
+  <button type="submit">Apply</button>
+</form>
+<table>
+  <thead><tr><th>task</th><th>status</th><th>tool</th><th>owner</th><th>created</th><th>last update</th>
+    <th>duration</th><th>status message</th></tr></thead>
+  <tbody id="tasks"></tbody>
+</table>
+<p><button id="more" hidden>Next page</button> <span id="error" class="error"></span></p>
+<div id="detail"></div>
+<script>
+(() => {
+  const API = ${JSON.stringify(paths.api)};
+  const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+  const $ = (id) => document.getElementById(id);
+  let cursor = '';
+  let selected = '';
+
+  function query() {
+    const form = new FormData($('filters'));
+    const params = new URLSearchParams();
+    for (const [name, value] of form) if (value) params.set(name, String(value));
+    if (cursor) params.set('cursor', cursor);
+    return params.toString();
+  }
+
+  function age(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + 's';
+    if (s < 3600) return Math.floor(s / 60) + 'm ' + (s % 60) + 's';
+    if (s < 86400) return Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm';
+    return Math.floor(s / 86400) + 'd ' + Math.floor((s % 86400) / 3600) + 'h';
+  }
+
+  function cell(row, text, className) {
+    const td = row.insertCell();
+    td.textContent = text;
+    if (className) td.className = className;
+    return td;
+  }
+
+  function render(tasks) {
+    const now = Date.now();
+    const body = $('tasks');
+    const rows = tasks.map((task) => {
+      const row = document.createElement('tr');
+      row.dataset.taskId = task.taskId;
+      const created = Date.parse(task.createdAt);
+      const updated = Date.parse(task.lastUpdatedAt);
+      cell(row, task.taskId, 'id');
+      const status = cell(row, task.status, 'status');
+      status.dataset.status = task.status;
+      cell(row, task.tool + (task.kind === 'call' ? ' (plain call)' : ''));
+      cell(row, task.owner);
+      cell(row, age(now - created) + ' ago').title = task.createdAt;
+      cell(row, age(now - updated) + ' ago').title = task.lastUpdatedAt;
+      cell(row, TERMINAL.has(task.status) ? age(updated - created) : age(now - created) + ' so far');
+      cell(row, task.statusMessage || '');
+      row.addEventListener('click', () => { selected = task.taskId; void showDetail(); });
+      return row;
+    });
+    body.replaceChildren(...rows);
+  }
+
+  function renderOverview(o) {
+    const cards = [['tasks', o.tasks.total]];
+    for (const [status, count] of Object.entries(o.tasks.byStatus)) cards.push([status, count]);
+    cards.push(['jobs waiting', (o.jobs.waiting || 0) + (o.jobs.prioritized || 0)]);
+    cards.push(['jobs active', o.jobs.active || 0], ['jobs delayed', o.jobs.delayed || 0]);
+    cards.push(['workers', o.workers.length]);
+    if (o.oldestWaiting) cards.push(['oldest waiting', age(o.oldestWaiting.waitingMs)]);
+    $('overview').replaceChildren(...cards.map(([name, value]) => {
+      const card = document.createElement('div');
+      card.className = 'card';
+      card.dataset.name = name;
+      const b = document.createElement('b');
+      b.textContent = String(value);
+      card.append(b, document.createTextNode(name));
+      return card;
+    }));
+  }
+
+  async function getJson(path) {
+    const response = await fetch(path, { headers: { accept: 'application/json' } });
+    if (!response.ok) throw new Error(path + ': HTTP ' + response.status);
+    return response.json();
+  }
+
+  async function refreshTasks() {
+    try {
+      const page = await getJson(API + '/tasks?' + query());
+      render(page.tasks);
+      $('more').hidden = !page.nextCursor;
+      $('more').dataset.cursor = page.nextCursor || '';
+      $('error').textContent = '';
+      $('refreshed').textContent = ' refreshed ' + new Date().toLocaleTimeString();
+    } catch (error) {
+      $('error').textContent = String(error);
+    }
+  }
+
+  async function refreshOverview() {
+    try { renderOverview(await getJson(API + '/overview')); } catch (error) { $('error').textContent = String(error); }
+  }
+
+  async function showDetail() {
+    if (!selected) return;
+    try {
+      const d = await getJson(API + '/tasks/' + encodeURIComponent(selected));
+      const lines = ['task ' + d.task.taskId + '  (' + d.task.tool + ', ' + d.task.status + ')', 'history:'];
+      for (const h of d.history) lines.push('  ' + new Date(h.at).toISOString() + '  ' + h.status.padEnd(15) + (h.statusMessage || ''));
+      if (d.job) lines.push('job: ' + d.job.state + ', attempts ' + d.job.attemptsStarted + '/' + d.job.maxAttempts + (d.job.processedBy ? ', on ' + d.job.processedBy : ''));
+      lines.push('arguments: ' + JSON.stringify(d.arguments));
+      if (d.record.outcome) lines.push('outcome: ' + JSON.stringify(d.record.outcome, null, 2));
+      $('detail').textContent = lines.join('\\n');
+    } catch (error) {
+      $('detail').textContent = String(error);
+    }
+  }
+
+  $('filters').addEventListener('submit', (event) => { event.preventDefault(); cursor = ''; void refreshTasks(); });
+  $('more').addEventListener('click', () => { cursor = $('more').dataset.cursor || ''; void refreshTasks(); });
+  void refreshTasks();
+  void refreshOverview();
+  setInterval(() => { void refreshTasks(); if (selected) void showDetail(); }, 1000);
+  setInterval(() => void refreshOverview(), 5000);
+})();
+</script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,144 @@
+// The operators' dashboard under /admin, behind ADMIN_TOKEN (Bearer, or Basic with the token as password): a task
+// view in MCP terms (HTML page + the JSON it reads) and bull-board for the BullMQ queue, read-only so that nobody
+// moves a job behind the back of its task record. Without ADMIN_TOKEN nothing is mounted (404).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { operatorTask, type TaskAdmin, type ToolJobData } from '@mcp-tasks/engine';
+import { TASK_STATUSES, TaskKind, ProtocolError, type TaskStatus } from '@mcp-tasks/protocol';
+import type { Queue } from 'bullmq';
+import { z } from 'zod';
+import { dashboardPage } from './admin-page.ts';
+import { rebindingGuard } from './http-guards.ts';
+
+export const ADMIN_PATH = '/admin';
+
+export interface AdminOptions {
+  token: string;
+  admin: TaskAdmin;
+  queue: Queue<ToolJobData>;
+  bindHost: string;
+  allowedOrigins: readonly string[];
+}
+
+const ListQuerySchema = z.object({
+  status: z
+    .string()
+    .optional()
+    .transform((value) => (value ? value.split(',').filter(Boolean) : []))
+    .pipe(z.array(z.enum(TASK_STATUSES as [TaskStatus, ...TaskStatus[]]))),
+  tool: z.string().max(256).optional(),
+  owner: z.string().max(512).optional(),
+  kind: z.enum([TaskKind.Task, TaskKind.PlainCall]).optional(),
+  cursor: z.string().max(1024).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+
+export async function adminRouter(options: AdminOptions): Promise<Router> {
+  const router = express.Router();
+  router.use(ADMIN_PATH, rebindingGuard({ bindHost: options.bindHost, allowedOrigins: options.allowedOrigins }));
+  router.use(ADMIN_PATH, requireAdminToken(options.token), (_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
+
+  router.get([ADMIN_PATH, `${ADMIN_PATH}/`], (_req, res) => {
+    res.type('html').send(dashboardPage({ api: `${ADMIN_PATH}/api`, queues: `${ADMIN_PATH}/queues` }));
+  });
+  router.get(`${ADMIN_PATH}/api/tasks`, (req, res, next) => {
+    const query = ListQuerySchema.safeParse(req.query);
+    if (!query.success) {
+      res.status(400).json({ error: query.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`) });
+      return;
+    }
+    const { status, tool, owner, kind, cursor, limit } = query.data;
+    options.admin
+      .list(
+        { statuses: status, ...(tool ? { tool } : {}), ...(owner ? { owner } : {}), ...(kind ? { kind } : {}) },
+        { limit, ...(cursor ? { cursor } : {}) },
+      )
+      .then((page) => {
+        res.json({
+          tasks: page.tasks.map(operatorTask),
+          ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+        });
+      }, next);
+  });
+  router.get(`${ADMIN_PATH}/api/tasks/:taskId`, (req, res, next) => {
+    options.admin.inspect(String(req.params['taskId'])).then((inspection) => {
+      if (!inspection) {
+        res.status(404).json({ error: 'Task not found (it never existed, expired or was purged)' });
+        return;
+      }
+      res.json({ ...inspection, task: operatorTask(inspection.record) });
+    }, next);
+  });
+  router.get(`${ADMIN_PATH}/api/overview`, (_req, res, next) => {
+    options.admin.overview().then((overview) => res.json(overview), next);
+  });
+
+  router.use(`${ADMIN_PATH}/queues`, await queueBoard(options.queue, `${ADMIN_PATH}/queues`));
+
+  router.use(ADMIN_PATH, (error: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) {
+      next(error);
+      return;
+    }
+    if (error instanceof ProtocolError) {
+      res.status(400).json({ error: error.message });
+      return;
+    }
+    next(error);
+  });
+  return router;
+}
+
+/** bull-board, loaded only when the dashboard is enabled (it is the api's heaviest dependency). */
+async function queueBoard(queue: Queue<ToolJobData>, basePath: string): Promise<Router> {
+  const [{ createBullBoard }, { BullMQAdapter }, { ExpressAdapter }] = await Promise.all([
+    import('@bull-board/api'),
+    import('@bull-board/api/bullMQAdapter'),
+    import('@bull-board/express'),
+  ]);
+  const board = new ExpressAdapter();
+  board.setBasePath(basePath);
+  createBullBoard({
+    queues: [new BullMQAdapter(queue, { readOnlyMode: true, description: 'MCP tool calls' })],
+    serverAdapter: board,
+    options: { uiConfig: { boardTitle: 'mcp-task-runner' } },
+  });
+  return board.getRouter() as Router;
+}
+
+/** Accepts `Authorization: Bearer <token>` or Basic auth with the token as password (any user name). */
+export function requireAdminToken(token: string) {
+  const expected = digest(token);
+  return (req: Request, res: Response, next: NextFunction) => {
+    const given = presentedToken(req.headers.authorization);
+    if (given !== undefined && timingSafeEqual(digest(given), expected)) {
+      next();
+      return;
+    }
+    res
+      .status(401)
+      .set('WWW-Authenticate', 'Basic realm="mcp-task-runner admin", charset="UTF-8"')
+      .json({ error: 'Unauthorized: send the ADMIN_TOKEN as a Bearer token or as the Basic auth password' });
+  };
+}
+
+function presentedToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const space = header.indexOf(' ');
+  if (space === -1) return undefined;
+  const scheme = header.slice(0, space).toLowerCase();
+  const value = header.slice(space + 1).trim();
+  if (scheme === 'bearer') return value;
+  if (scheme !== 'basic') return undefined;
+  const decoded = Buffer.from(value, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? undefined : decoded.slice(colon + 1);
+}
+
+/** Fixed-length digests, so the comparison takes the same time whatever the lengths. */
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}

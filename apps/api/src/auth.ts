@@ -1,0 +1,213 @@
+// Bearer-token authentication of /mcp: API keys (kept as SHA-256 digests, compared in constant time) and JWTs
+// (HS256 shared secret or a JWKS URL, verified with jose). Every request of every method must carry a token when
+// any of them is configured; without any, the api runs unauthenticated and tasks are bound to sessions.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { NextFunction, Request, Response } from 'express';
+import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { ConfigError } from '@mcp-tasks/engine';
+import { ErrorCode } from '@mcp-tasks/protocol';
+import type { ApiConfig } from './config.ts';
+
+export type AuthOutcome =
+  { ok: true; principal: string } | { ok: false; reason: 'missing' | 'invalid'; detail: string };
+
+export interface Authenticator {
+  readonly enabled: boolean;
+  /** What is accepted, for the start-up log (no secrets). */
+  readonly methods: readonly string[];
+  authenticate(authorization: string | undefined): Promise<AuthOutcome>;
+}
+
+/** The owner of a principal's sessions and tasks. */
+export function principalOwner(principal: string): string {
+  return `principal:${principal}`;
+}
+
+const PRINCIPAL = /^[A-Za-z0-9._@+-]{1,128}$/;
+/** A `sub` may be any printable ASCII without spaces (e.g. `auth0|123`). */
+const JWT_SUBJECT = /^[\x21-\x7e]{1,256}$/;
+const MIN_API_KEY_LENGTH = 16;
+const REALM = 'mcp-task-runner';
+
+interface KeyEntry {
+  principal: string;
+  digest: Buffer;
+}
+
+type SecurityConfig = Pick<
+  ApiConfig,
+  'AUTH_API_KEYS' | 'AUTH_API_KEYS_FILE' | 'AUTH_JWT_SECRET' | 'AUTH_JWKS_URL' | 'AUTH_JWT_ISSUER' | 'AUTH_JWT_AUDIENCE'
+>;
+
+export function createAuthenticator(config: SecurityConfig): Authenticator {
+  const keys = [...keysFromList(config.AUTH_API_KEYS), ...keysFromFile(config.AUTH_API_KEYS_FILE)];
+  const jwt = jwtVerifier(config);
+  const methods = [
+    ...(keys.length > 0 ? [`${keys.length} API key(s)`] : []),
+    ...(jwt ? [config.AUTH_JWT_SECRET ? 'JWT (HS256 secret)' : `JWT (JWKS ${config.AUTH_JWKS_URL})`] : []),
+  ];
+  return {
+    enabled: methods.length > 0,
+    methods,
+    async authenticate(authorization) {
+      const token = bearerToken(authorization);
+      if (token === undefined) {
+        return { ok: false, reason: 'missing', detail: 'send Authorization: Bearer <token>' };
+      }
+      const fromKey = matchKey(keys, token);
+      if (fromKey !== undefined) return { ok: true, principal: fromKey };
+      if (jwt && token.split('.').length === 3) {
+        try {
+          return { ok: true, principal: await jwt(token) };
+        } catch (error) {
+          return { ok: false, reason: 'invalid', detail: describeJwtError(error) };
+        }
+      }
+      return { ok: false, reason: 'invalid', detail: 'the token is not valid' };
+    },
+  };
+}
+
+/**
+ * The express middleware: with authentication on, answers 401 (with a JSON-RPC error body and a Bearer challenge)
+ * unless the request carries a valid token, and leaves the principal in `res.locals.principal`.
+ */
+export function authGuard(auth: Authenticator, onFailure: (req: Request, outcome: AuthOutcome) => void) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!auth.enabled) {
+      next();
+      return;
+    }
+    auth.authenticate(req.headers.authorization).then((outcome) => {
+      if (outcome.ok) {
+        res.locals['principal'] = outcome.principal;
+        next();
+        return;
+      }
+      onFailure(req, outcome);
+      const challenge =
+        outcome.reason === 'missing'
+          ? `Bearer realm="${REALM}"`
+          : `Bearer realm="${REALM}", error="invalid_token", error_description="${outcome.detail.replace(/["\\]/g, '')}"`;
+      res.locals['rpcErrorCode'] = ErrorCode.InvalidRequest;
+      res
+        .status(401)
+        .set('WWW-Authenticate', challenge)
+        .json({
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: ErrorCode.InvalidRequest,
+            message:
+              outcome.reason === 'missing'
+                ? 'Unauthorized: this server requires a bearer token (Authorization: Bearer <token>)'
+                : `Unauthorized: invalid bearer token (${outcome.detail})`,
+          },
+        });
+    }, next);
+  };
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header ?? '');
+  return match?.[1];
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/** Compares the token's digest with every key's, without stopping early: the time does not depend on which matched. */
+function matchKey(keys: readonly KeyEntry[], token: string): string | undefined {
+  const digest = sha256(token);
+  let principal: string | undefined;
+  for (const key of keys) {
+    if (timingSafeEqual(key.digest, digest)) principal = key.principal;
+  }
+  return principal;
+}
+
+function keysFromList(value: string | undefined): KeyEntry[] {
+  if (!value) return [];
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean)
+    .map((item) => {
+      const colon = item.indexOf(':');
+      const principal = item.slice(0, colon);
+      const key = item.slice(colon + 1);
+      if (colon <= 0 || !PRINCIPAL.test(principal)) {
+        throw new ConfigError(
+          `Invalid configuration:\n  AUTH_API_KEYS: each entry is principal:key, the principal made of letters, digits and ._@+- (got an entry starting '${item.slice(0, 12)}...')`,
+        );
+      }
+      if (key.length < MIN_API_KEY_LENGTH) {
+        throw new ConfigError(
+          `Invalid configuration:\n  AUTH_API_KEYS: the key of '${principal}' is shorter than ${MIN_API_KEY_LENGTH} characters (e.g. openssl rand -hex 24)`,
+        );
+      }
+      return { principal, digest: sha256(key) };
+    });
+}
+
+function keysFromFile(path: string | undefined): KeyEntry[] {
+  if (!path) return [];
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration:\n  AUTH_API_KEYS_FILE=${path}: ${(error as Error).message}`);
+  }
+  return text.split(/\r?\n/).flatMap((raw, index) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return [];
+    const [principal, digest, ...rest] = line.split(/\s+/);
+    if (!principal || !PRINCIPAL.test(principal) || !digest || !/^[0-9a-fA-F]{64}$/.test(digest) || rest.length > 0) {
+      throw new ConfigError(
+        `Invalid configuration:\n  AUTH_API_KEYS_FILE=${path}: line ${index + 1} must be '<principal> <sha256 hex of the key>' (printf %s "$KEY" | sha256sum)`,
+      );
+    }
+    return [{ principal, digest: Buffer.from(digest, 'hex') }];
+  });
+}
+
+function jwtVerifier(config: SecurityConfig): ((token: string) => Promise<string>) | undefined {
+  if (config.AUTH_JWT_SECRET && config.AUTH_JWKS_URL) {
+    throw new ConfigError(
+      'Invalid configuration:\n  AUTH_JWKS_URL: set either AUTH_JWT_SECRET (HS256) or AUTH_JWKS_URL, not both',
+    );
+  }
+  const options = {
+    ...(config.AUTH_JWT_ISSUER ? { issuer: config.AUTH_JWT_ISSUER } : {}),
+    ...(config.AUTH_JWT_AUDIENCE ? { audience: config.AUTH_JWT_AUDIENCE } : {}),
+    clockTolerance: 5,
+  };
+  let verify: (token: string) => Promise<JWTPayload>;
+  if (config.AUTH_JWT_SECRET) {
+    const secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
+    verify = async (token) => (await jwtVerify(token, secret, { ...options, algorithms: ['HS256'] })).payload;
+  } else if (config.AUTH_JWKS_URL) {
+    const jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
+    verify = async (token) => (await jwtVerify(token, jwks, options)).payload;
+  } else {
+    return undefined;
+  }
+  return async (token) => {
+    const payload = await verify(token);
+    if (typeof payload.sub !== 'string' || !JWT_SUBJECT.test(payload.sub)) {
+      throw new Error('the token has no usable sub claim');
+    }
+    return payload.sub;
+  };
+}
+
+function describeJwtError(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ERR_JWT_EXPIRED') return 'the token has expired';
+  if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') return `claim check failed: ${(error as Error).message}`;
+  if (code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED') return 'the signature does not verify';
+  if (typeof code === 'string' && code.startsWith('ERR_JWKS')) return 'no matching key in the JWKS';
+  return error instanceof Error && !code ? error.message : 'the token is not valid';
+}

@@ -1,0 +1,77 @@
+// Endpoints for the people and machines that run the api: liveness, readiness (Redis reachable), Prometheus
+// metrics, the counting of refused /mcp requests, and the admin dashboard when ADMIN_TOKEN is set.
+import express, { type Router } from 'express';
+import { TaskAdmin, type RedisClient, type RunnerMetrics, type TaskStore, type ToolJobData } from '@mcp-tasks/engine';
+import type { Queue } from 'bullmq';
+import { adminRouter } from './admin.ts';
+import type { ApiConfig } from './config.ts';
+
+/** A readiness probe answers within this long even when Redis hangs (commands queue while it reconnects). */
+const READY_TIMEOUT_MS = 1000;
+
+export interface OperationsDeps {
+  config: ApiConfig;
+  redis: RedisClient;
+  store: TaskStore;
+  queue: Queue<ToolJobData>;
+  metrics: RunnerMetrics;
+}
+
+export async function operationsRouter({ config, redis, store, queue, metrics }: OperationsDeps): Promise<Router> {
+  const router = express.Router();
+  const admin = new TaskAdmin(redis, store, queue);
+  metrics.addClusterGauges(admin, queue, {
+    redisReady: () => redis.status === 'ready',
+    liveScanLimit: config.METRICS_LIVE_SCAN_LIMIT,
+  });
+  // Liveness answers while the process runs; readiness also needs Redis.
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readyz', (_req, res) => {
+    redisReady(redis).then(
+      () => res.json({ status: 'ready' }),
+      (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
+    );
+  });
+  router.get('/metrics', (_req, res, next) => {
+    metrics.text().then((text) => {
+      res.set('Content-Type', metrics.contentType).send(text);
+    }, next);
+  });
+  // Every refused /mcp request, once its answer is sent: HTTP errors by status, or by JSON-RPC code for a 400
+  // (parse error vs invalid request); JSON-RPC errors inside 200 answers are counted by the dispatcher.
+  router.use('/mcp', (_req, res, next) => {
+    res.on('finish', () => {
+      if (res.statusCode < 400) return;
+      const code = res.locals['rpcErrorCode'] as number | undefined;
+      metrics.reject(res.statusCode === 400 && code !== undefined ? code : res.statusCode);
+    });
+    next();
+  });
+  if (config.ADMIN_TOKEN) {
+    router.use(
+      await adminRouter({
+        token: config.ADMIN_TOKEN,
+        admin,
+        queue,
+        bindHost: config.HOST,
+        allowedOrigins: config.ALLOWED_ORIGINS,
+      }),
+    );
+  }
+  return router;
+}
+
+async function redisReady(redis: RedisClient): Promise<void> {
+  if (redis.status !== 'ready') throw new Error(`connection is ${redis.status}`);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer to PING within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([redis.ping(), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

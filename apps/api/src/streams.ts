@@ -1,0 +1,184 @@
+// The two kinds of SSE stream: the answer stream of a long request (tasks/result, or a plain tools/call), which
+// carries the task's notifications and input requests and ends with the answer; and the session's GET stream,
+// which carries everything else. Both read the session's event stream in Redis, so any replica can serve them and
+// a client resumes with Last-Event-ID wherever it reconnects.
+import { randomUUID } from 'node:crypto';
+import { audit, AuditEvent, type Session } from '@mcp-tasks/engine';
+import {
+  errorResponse,
+  isTerminal,
+  plainResultOf,
+  ProtocolError,
+  resultOf,
+  successResponse,
+  TaskKind,
+  type JsonRpcId,
+  type JsonRpcResponse,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import type { ApiServices } from './context.ts';
+import { eventIdOf, type SseWriter } from './sse.ts';
+
+export interface AnswerStream {
+  taskId: string;
+  taskKind: TaskKind;
+  requestId: JsonRpcId;
+  /** Resume after this stream id; absent for a new stream. */
+  after?: string;
+}
+
+/** Streams one task's messages until it is terminal, then the request's answer. */
+export async function streamAnswer(
+  services: ApiServices,
+  session: Session,
+  spec: AnswerStream,
+  sse: SseWriter,
+  signal: AbortSignal,
+): Promise<void> {
+  const read = () => readTask(services, session, spec);
+  const first = await read();
+  const { sessionId } = first;
+  const lease = services.events.openResultStream(sessionId, spec.taskId, randomUUID());
+  await lease.renew();
+  const renewal = setInterval(() => void lease.renew().catch(() => undefined), 10_000);
+  const waiter = await services.subscriber.waiter(
+    services.store.keys.taskChannel(spec.taskId),
+    services.store.keys.sessionChannel(sessionId),
+  );
+  const id = (after: string) => eventIdOf({ kind: 'task', ...spec, after });
+  try {
+    let cursor = spec.after ?? (await services.events.lastId(sessionId));
+    const sentRequests = new Set<string>();
+    if (spec.after === undefined) {
+      // Requests queued before this stream opened are delivered here (T-INPUT-3).
+      for (const pending of await services.events.pendingInputs(sessionId)) {
+        if (pending.taskId !== spec.taskId) continue;
+        if (!(await services.events.claimDelivery(pending.requestId, 'result'))) continue;
+        sentRequests.add(pending.requestId);
+        sse.send(pending.message, id(cursor));
+      }
+    }
+    const forwardTaskEvents = (from: string) =>
+      forward(services, sessionId, from, sse, async (event) => {
+        if (event.taskId !== spec.taskId) return undefined;
+        const requestId = inputRequestId(event.message);
+        if (requestId !== undefined) {
+          if (sentRequests.has(requestId) || !(await services.events.claimDelivery(requestId, 'result')))
+            return undefined;
+          sentRequests.add(requestId);
+        }
+        return id(event.id);
+      });
+    for (;;) {
+      cursor = await forwardTaskEvents(cursor);
+      const record = await read();
+      if (isTerminal(record.status)) {
+        // The terminal status notification was appended with the status itself: send it before the answer.
+        cursor = await forwardTaskEvents(cursor);
+        sse.send(answerOf(record, spec.requestId) as unknown as Record<string, unknown>, id(cursor));
+        if (record.kind === TaskKind.Task) {
+          audit(services.security.audit, AuditEvent.ResultRetrieved, {
+            principal: session.owner,
+            taskId: record.taskId,
+            tool: record.tool,
+            requestId: spec.requestId,
+            sessionId,
+            status: record.status,
+          });
+        }
+        if (record.kind === TaskKind.PlainCall) await services.store.delete(record);
+        return;
+      }
+      if (sse.closed || signal.aborted) return;
+      await waiter.next(services.config.RESULT_RECHECK_MS, signal);
+    }
+  } finally {
+    clearInterval(renewal);
+    await waiter.close();
+    await lease.close().catch(() => undefined);
+  }
+}
+
+/** The session's GET stream: every message of the session not taken by an open answer stream, until the client leaves. */
+export async function streamSession(
+  services: ApiServices,
+  session: Session,
+  after: string | undefined,
+  sse: SseWriter,
+  signal: AbortSignal,
+): Promise<void> {
+  const { sessionId } = session;
+  const waiter = await services.subscriber.waiter(services.store.keys.sessionChannel(sessionId));
+  const id = (position: string) => eventIdOf({ kind: 'session', after: position });
+  try {
+    let cursor = after ?? (await services.events.lastId(sessionId));
+    if (after === undefined) {
+      const taken = await services.events.tasksWithResultStreams(sessionId);
+      for (const pending of await services.events.pendingInputs(sessionId)) {
+        if (taken.has(pending.taskId) || !(await services.events.claimDelivery(pending.requestId, 'get'))) continue;
+        sse.send(pending.message, id(cursor));
+      }
+    }
+    while (!sse.closed && !signal.aborted) {
+      const taken = await services.events.tasksWithResultStreams(sessionId);
+      cursor = await forward(services, sessionId, cursor, sse, async (event) => {
+        if (event.taskId !== undefined && taken.has(event.taskId)) return undefined;
+        const requestId = inputRequestId(event.message);
+        if (requestId !== undefined && !(await services.events.claimDelivery(requestId, 'get'))) return undefined;
+        return id(event.id);
+      });
+      await waiter.next(services.config.RESULT_RECHECK_MS, signal);
+      if (!(await services.sessions.get(sessionId))) return;
+    }
+  } finally {
+    await waiter.close();
+  }
+}
+
+/** Sends the events after `cursor` that `eventId` gives an id to; returns the new cursor. */
+async function forward(
+  services: ApiServices,
+  sessionId: string,
+  cursor: string,
+  sse: SseWriter,
+  eventId: (event: {
+    id: string;
+    taskId: string | undefined;
+    message: Record<string, unknown>;
+  }) => Promise<string | undefined>,
+): Promise<string> {
+  for (;;) {
+    const events = await services.events.after(sessionId, cursor);
+    for (const event of events) {
+      const id = await eventId(event);
+      if (id !== undefined) sse.send(event.message, id);
+      cursor = event.id;
+    }
+    if (events.length < 200) return cursor;
+  }
+}
+
+async function readTask(services: ApiServices, session: Session, spec: AnswerStream): Promise<TaskRecord> {
+  if (spec.taskKind === TaskKind.Task) return services.tasks.getOwned(spec.taskId, session.owner);
+  const record = await services.store.get(spec.taskId);
+  if (!record || record.owner !== session.owner) {
+    throw new ProtocolError(-32603, 'The call is gone: it finished and was answered, or expired');
+  }
+  return record;
+}
+
+function answerOf(record: TaskRecord, requestId: JsonRpcId): JsonRpcResponse {
+  try {
+    const result = record.kind === TaskKind.Task ? resultOf(record) : plainResultOf(record);
+    return successResponse(requestId, result);
+  } catch (error) {
+    if (error instanceof ProtocolError) return errorResponse(requestId, error.toJSON());
+    throw error;
+  }
+}
+
+/** The id of a server-to-client request (elicitation, sampling) carried by a stream message, if it is one. */
+function inputRequestId(message: Record<string, unknown>): string | undefined {
+  const id = message['id'];
+  return typeof id === 'string' && typeof message['method'] === 'string' ? id : undefined;
+}

@@ -1,0 +1,75 @@
+// Rate limits on task operations (T-SEC-3) and the throttling of failed task lookups, applied by the dispatcher
+// around the task methods; every refusal and every failed lookup leaves an audit record (T-AUDIT-1).
+import { audit, AuditEvent, RateScope, TASK_NOT_FOUND } from '@mcp-tasks/engine';
+import { ErrorCode, ProtocolError } from '@mcp-tasks/protocol';
+import type { RequestContext } from './context.ts';
+
+/** Methods that count against the per-principal and per-address rate limits. */
+const TASK_OPERATIONS = new Set(['tools/call', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
+/** Methods that look a task up by id: also refused while the caller has too many failed lookups. */
+const LOOKUPS = new Set(['tasks/get', 'tasks/result', 'tasks/cancel']);
+
+const SCOPE_TEXT: Record<RateScope, { what: string; variable: string }> = {
+  [RateScope.Principal]: { what: 'task operations by this requestor', variable: 'RATE_LIMIT_PER_PRINCIPAL' },
+  [RateScope.Address]: { what: 'task operations from this address', variable: 'RATE_LIMIT_PER_ADDRESS' },
+  [RateScope.FailedLookupsOfPrincipal]: {
+    what: 'lookups of unknown task ids by this requestor',
+    variable: 'RATE_LIMIT_FAILED_LOOKUPS',
+  },
+  [RateScope.FailedLookupsOfAddress]: {
+    what: 'lookups of unknown task ids from this address',
+    variable: 'RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS',
+  },
+};
+
+/** Throws -32029 when the caller is over a rate limit for `method`. */
+export async function admitTaskOperation(method: string, context: RequestContext): Promise<void> {
+  if (!TASK_OPERATIONS.has(method)) return;
+  const { services, session, address } = context;
+  const verdict = await services.security.rates.admit(session.owner, address, { lookup: LOOKUPS.has(method) });
+  if (verdict.ok) return;
+  const { what, variable } = SCOPE_TEXT[verdict.scope];
+  const windowMs = services.security.rates.limits.windowMs;
+  audit(services.security.audit, AuditEvent.AccessRejected, {
+    reason: 'rate_limited',
+    scope: verdict.scope,
+    principal: session.owner,
+    sessionId: session.sessionId,
+    requestId: context.requestId,
+    address,
+    method,
+  });
+  throw new ProtocolError(
+    ErrorCode.LimitExceeded,
+    `Rate limit exceeded: more than ${verdict.limit} ${what} in ${windowMs} ms (${variable}); ` +
+      `retry after ${verdict.retryAfterMs} ms`,
+    { limit: verdict.scope, max: verdict.limit, windowMs, retryAfterMs: verdict.retryAfterMs },
+  );
+}
+
+/**
+ * After a lookup answered "not found" (unknown, expired or someone else's id: the same answer and the same work
+ * for each, T-SEC-1), counts it against the caller's failed-lookup budget and audits it.
+ */
+export async function noteFailedLookup(
+  method: string,
+  params: Record<string, unknown> | undefined,
+  error: ProtocolError,
+  context: RequestContext,
+): Promise<void> {
+  if (!LOOKUPS.has(method) || error.code !== ErrorCode.InvalidParams || error.message !== TASK_NOT_FOUND) return;
+  const { services, session, address } = context;
+  const taskId = params?.['taskId'];
+  audit(services.security.audit, AuditEvent.AccessRejected, {
+    reason: 'task_not_found',
+    principal: session.owner,
+    sessionId: session.sessionId,
+    requestId: context.requestId,
+    address,
+    method,
+    ...(typeof taskId === 'string' ? { taskId: taskId.slice(0, 128) } : {}),
+  });
+  await services.security.rates.recordFailedLookup(session.owner, address).catch((failure: unknown) => {
+    context.log.warn('could not count a failed lookup', { error: String(failure) });
+  });
+}

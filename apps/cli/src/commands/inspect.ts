@@ -1,0 +1,85 @@
+// `mcpt inspect <taskId>`: the record, its status history, its BullMQ job, and its result or error.
+import type { Command } from 'commander';
+import { operatorTask, type TaskInspection } from '@mcp-tasks/engine';
+import { isTerminal } from '@mcp-tasks/protocol';
+import { formatDuration } from '../duration.ts';
+import { iso, keyValues, table } from '../format.ts';
+import { emit, type CliIo } from '../io.ts';
+import { CliError, withOperator } from '../operator.ts';
+
+export function registerInspect(program: Command, io: CliIo): void {
+  program
+    .command('inspect')
+    .description(
+      'Show one task: record, status history with timestamps, job attempts and worker, progress, result or error',
+    )
+    .argument('<taskId>', 'the task id')
+    .option('--json', 'print JSON for scripts')
+    .action(async (taskId: string, options: { json?: boolean }) => {
+      const inspection = await withOperator(io.env, ({ admin }) => admin.inspect(taskId));
+      if (!inspection) throw new CliError(`Task ${taskId} not found (it never existed, expired or was purged)`);
+      emit(io, options.json === true, inspectionJson(inspection), () => inspectionText(inspection, Date.now()));
+    });
+}
+
+function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
+  const { record, job } = inspection;
+  const outcome = record.outcome;
+  return {
+    task: operatorTask(record),
+    arguments: inspection.arguments,
+    history: inspection.history.map((entry) => ({ ...entry, at: iso(entry.at) })),
+    job: job ?? null,
+    ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
+    ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
+    ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
+  };
+}
+
+function inspectionText(inspection: TaskInspection, now: number): string {
+  const { record, job } = inspection;
+  const end = isTerminal(record.status) ? record.lastUpdatedAt : now;
+  const pairs: [string, string][] = [
+    ['task', record.taskId],
+    ['status', record.status],
+    ['status message', record.statusMessage ?? ''],
+    ['kind', record.kind],
+    ['tool', record.tool],
+    ['owner', record.owner],
+    ['session', record.sessionId || '-'],
+    ['created', `${iso(record.createdAt)} (${formatDuration(now - record.createdAt)} ago)`],
+    ['last update', `${iso(record.lastUpdatedAt)} (${formatDuration(now - record.lastUpdatedAt)} ago)`],
+    ['expires', `${iso(record.createdAt + record.ttl)} (ttl ${formatDuration(record.ttl)})`],
+    [isTerminal(record.status) ? 'duration' : 'running for', formatDuration(end - record.createdAt)],
+    ['arguments', JSON.stringify(inspection.arguments)],
+  ];
+  if (job) {
+    pairs.push(
+      [
+        'job',
+        `${job.state} (${job.phase}), attempt ${job.attemptsStarted} of ${job.maxAttempts}, ${job.attemptsMade} failed`,
+      ],
+      ['worker', job.processedBy ?? '-'],
+      ['progress', job.progress === 0 || job.progress === undefined ? '-' : JSON.stringify(job.progress)],
+    );
+    if (job.stalledCounter > 0) pairs.push(['stalled', `${job.stalledCounter} time(s)`]);
+    if (job.failedReason) pairs.push(['last failure', job.failedReason]);
+  } else {
+    pairs.push(['job', 'none (finished jobs are removed; the record keeps the outcome)']);
+  }
+  if (inspection.inconsistency) pairs.push(['inconsistent', inspection.inconsistency]);
+  const parts = [
+    keyValues(pairs),
+    '',
+    table(
+      [{ title: 'at' }, { title: 'status' }, { title: 'status message', max: 100 }],
+      inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
+    ),
+  ];
+  const outcome = record.outcome;
+  if (outcome) {
+    parts.push('', 'result' in outcome ? 'Result:' : 'Error:');
+    parts.push(JSON.stringify('result' in outcome ? outcome.result : outcome.error, null, 2));
+  }
+  return parts.join('\n');
+}

@@ -1,0 +1,107 @@
+// What every command works with: one Redis connection and the engine objects built on it, opened only when a
+// command needs Redis (--help does not) and closed in reverse order, also when the command fails.
+import {
+  CleanupStack,
+  closeRedis,
+  createRedis,
+  createToolQueue,
+  KeySpace,
+  Subscriber,
+  TaskAdmin,
+  TaskService,
+  TaskStore,
+  type RedisClient,
+  type ToolJobData,
+} from '@mcp-tasks/engine';
+import type { TaskRecord } from '@mcp-tasks/protocol';
+import { toolRegistry } from '@mcp-tasks/tools';
+import type { Queue } from 'bullmq';
+import { loadCliConfig, redactedUrl, type CliConfig } from './config.ts';
+
+const CONNECT_TIMEOUT_MS = 5000;
+
+export interface Operator {
+  config: CliConfig;
+  redis: RedisClient;
+  store: TaskStore;
+  queue: Queue<ToolJobData>;
+  admin: TaskAdmin;
+  /** The TaskService for cancels and retries; a retry keeps the original task's ttl and pollInterval. */
+  service: (original?: TaskRecord) => TaskService;
+  /** Whether a tool of this build may run again after a worker crash (an unknown tool is refused). */
+  retrySafe: (tool: string) => boolean;
+}
+
+/** A failure to report to the operator: message on stderr, exit code 1 (usage errors are 2). */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+export async function withOperator<T>(env: NodeJS.ProcessEnv, use: (operator: Operator) => Promise<T>): Promise<T> {
+  const config = loadCliConfig(env);
+  const cleanup = new CleanupStack();
+  try {
+    const redis = cleanup.add('redis', createRedis(config, 'mcpt-cli'), closeRedis);
+    await reachable(redis, config);
+    const keys = new KeySpace(config.REDIS_PREFIX);
+    const store = new TaskStore(redis, keys);
+    const queue = cleanup.add('queue', createToolQueue(redis, config.REDIS_PREFIX), (q) => q.close());
+    // The CLI never waits for a task, so this subscriber never subscribes: it only satisfies TaskService.
+    const subscriber = new Subscriber(redis);
+    const operator: Operator = {
+      config,
+      redis,
+      store,
+      queue,
+      admin: new TaskAdmin(redis, store, queue),
+      service: (original) =>
+        new TaskService(store, queue, redis, subscriber, {
+          defaultTtlMs: original?.ttl ?? 3_600_000,
+          maxTtlMs: Number.MAX_SAFE_INTEGER,
+          minTtlMs: 1000,
+          pollIntervalMs: original?.pollInterval ?? 1000,
+          recheckMs: 1000,
+        }),
+      retrySafe: (tool) => {
+        if (!toolRegistry.names().includes(tool)) {
+          throw new CliError(`Tool '${tool}' is not registered in this build of the runner; it cannot be retried`);
+        }
+        return toolRegistry.get(tool).retrySafe ?? true;
+      },
+    };
+    return await use(operator);
+  } finally {
+    await cleanup.releaseAll();
+  }
+}
+
+/** Resolves once Redis answers PING; fails at the first connection error (an operator wants to know now). */
+async function reachable(redis: RedisClient, config: CliConfig): Promise<void> {
+  const target = config.REDIS_CLUSTER_NODES ?? redactedUrl(config.REDIS_URL);
+  const hint = 'set REDIS_URL (or REDIS_CLUSTER_NODES) and REDIS_PREFIX as for the api and the workers';
+  let timer: NodeJS.Timeout | undefined;
+  let onError: ((error: Error) => void) | undefined;
+  const failed = new Promise<never>((_, reject) => {
+    onError = (error) =>
+      reject(new CliError(`Cannot reach Redis at ${target}: ${error.message || String(error)}; ${hint}`));
+    redis.once('error', onError);
+    timer = setTimeout(
+      () => reject(new CliError(`Redis at ${target} did not answer within ${CONNECT_TIMEOUT_MS / 1000} s; ${hint}`)),
+      CONNECT_TIMEOUT_MS,
+    );
+  });
+  try {
+    await Promise.race([redis.ping(), failed]);
+  } finally {
+    clearTimeout(timer);
+    if (onError) redis.off('error', onError);
+    // Later errors (a reconnect while a command runs) must not crash the process as unhandled 'error' events.
+    redis.on('error', () => undefined);
+  }
+}

@@ -1,0 +1,42 @@
+// The worker's optional HTTP listener (WORKER_METRICS_PORT): /metrics for Prometheus and /healthz. Workers have no
+// other HTTP server; the counters they own (tasks finished, durations, queue wait) can only be scraped here.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RunnerMetrics } from '@mcp-tasks/engine';
+
+export async function startMetricsServer(metrics: RunnerMetrics, host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (path === '/healthz') {
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"status":"ok"}');
+      return;
+    }
+    if (path !== '/metrics') {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found: try /metrics or /healthz\n');
+      return;
+    }
+    metrics.text().then(
+      (text) => res.writeHead(200, { 'Content-Type': metrics.contentType }).end(text),
+      (error: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${error.message}\n`),
+    );
+  });
+  server.listen(port, host);
+  await once(server, 'listening');
+  return server;
+}
+
+export function metricsUrl(server: Server, host: string): string {
+  const { port } = server.address() as AddressInfo;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}/metrics`;
+}
+
+export async function stopMetricsServer(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+  await closed;
+}

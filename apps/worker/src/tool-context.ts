@@ -1,0 +1,121 @@
+// The context a running tool gets: cancellation, progress relayed to the client, and input requests
+// (elicitation, sampling) that put the task in input_required until the client answers.
+import type { Job } from 'bullmq';
+import {
+  type InputBroker,
+  type SessionEvents,
+  type SessionStore,
+  type Logger,
+  type ToolJobData,
+} from '@mcp-tasks/engine';
+import { LocalError, relatedTaskMeta, TaskKind, type TaskRecord, type ToolContext } from '@mcp-tasks/protocol';
+
+const PROGRESS_MIN_INTERVAL_MS = 250;
+
+export interface InputSettings {
+  timeoutMs: number;
+  recheckMs: number;
+}
+
+export interface ContextDeps {
+  events: SessionEvents;
+  inputs: InputBroker;
+  sessions: SessionStore;
+  input: InputSettings;
+  /** Called around a wait for the client, so the worker can lend the slot to another job meanwhile. */
+  waitBudget: { enter(): () => void };
+  workerName: string;
+}
+
+export function createToolContext(
+  deps: ContextDeps,
+  task: TaskRecord,
+  job: Job<ToolJobData>,
+  signal: AbortSignal,
+  log: Logger,
+): ToolContext {
+  const ask = async (method: string, capability: string, params: Record<string, unknown>) => {
+    const session = await deps.sessions.get(task.sessionId);
+    if (!session) {
+      throw new LocalError('session-ended', `Cannot send ${method}: the client's session has ended`, {
+        taskId: task.taskId,
+      });
+    }
+    if (!(capability in session.clientCapabilities)) {
+      throw new LocalError(
+        'capability-missing',
+        `The client did not declare the '${capability}' capability, so ${method} cannot be sent`,
+        {
+          taskId: task.taskId,
+        },
+      );
+    }
+    const release = deps.waitBudget.enter();
+    const options = {
+      signal,
+      timeoutMs: deps.input.timeoutMs,
+      recheckMs: deps.input.recheckMs,
+      resumeMessage: `Running on ${deps.workerName}.`,
+    };
+    try {
+      // A client that runs such requests as tasks of its own (T-CAP-3) gets them task-augmented: it answers at once
+      // with CreateTaskResult, and its tasks/result — blocking on the client until its task ends — gives the answer.
+      if (!clientRunsAsTask(session.clientCapabilities, method))
+        return await deps.inputs.ask(task, method, params, options);
+      const ttl = Math.max(1000, Math.min(deps.input.timeoutMs, task.createdAt + task.ttl - Date.now()));
+      const created = await deps.inputs.ask(task, method, { ...params, task: { ttl } }, options);
+      const clientTaskId = (created['task'] as { taskId?: unknown } | undefined)?.taskId;
+      if (typeof clientTaskId !== 'string') return created;
+      return await deps.inputs.ask(task, 'tasks/result', { taskId: clientTaskId }, { ...options, relatedTask: false });
+    } finally {
+      release();
+    }
+  };
+  return {
+    taskId: task.taskId,
+    attempt: job.attemptsStarted,
+    signal,
+    log,
+    progress: relayProgress(deps.events, task, job),
+    elicit: (params) => ask('elicitation/create', 'elicitation', { mode: 'form', ...params }),
+    sample: (params) => ask('sampling/createMessage', 'sampling', params),
+  };
+}
+
+/**
+ * Progress goes to the client as notifications/progress with the original progressToken (T-PROG-1), at most every
+ * 250 ms (the last step always), and onto the BullMQ job for operators.
+ */
+function relayProgress(events: SessionEvents, task: TaskRecord, job: Job<ToolJobData>): ToolContext['progress'] {
+  let last = 0;
+  return async (progress, total, message) => {
+    const now = Date.now();
+    if (now - last < PROGRESS_MIN_INTERVAL_MS && (total === undefined || progress < total)) return;
+    last = now;
+    const detail = { progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) };
+    const writes: Promise<unknown>[] = [job.updateProgress(detail)];
+    if (task.progressToken !== undefined) {
+      writes.push(
+        events.append(task.sessionId, task.taskId, {
+          jsonrpc: '2.0',
+          method: 'notifications/progress',
+          params: {
+            progressToken: task.progressToken,
+            ...detail,
+            ...(task.kind === TaskKind.Task ? { _meta: relatedTaskMeta(task.taskId) } : {}),
+          },
+        }),
+      );
+    }
+    // Progress is advisory: a failed write must not fail the tool.
+    await Promise.all(writes).catch(() => undefined);
+  };
+}
+
+/** Whether the client declared `tasks.requests.<category>.<action>` for this method (T-CAP-2: the list is exhaustive). */
+function clientRunsAsTask(capabilities: Record<string, unknown>, method: string): boolean {
+  const [category, action] =
+    method === 'elicitation/create' ? ['elicitation', 'create'] : ['sampling', 'createMessage'];
+  const tasks = capabilities['tasks'] as { requests?: Record<string, Record<string, unknown> | undefined> } | undefined;
+  return tasks?.requests?.[category]?.[action] !== undefined;
+}

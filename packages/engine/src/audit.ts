@@ -1,0 +1,57 @@
+// The audit trail (T-AUDIT-1): one structured record per task event and per refused access, on a child logger
+// marked `audit: true` so that a log pipeline can route these records apart. Records name the principal, the
+// task, the tool and the request; never arguments, results, tokens or keys.
+import type { Logger } from './logger.ts';
+import type { TaskObserver } from './task-store.ts';
+
+export const AuditEvent = {
+  TaskCreated: 'task.created',
+  TaskCompleted: 'task.completed',
+  TaskFailed: 'task.failed',
+  TaskCancelled: 'task.cancelled',
+  ResultRetrieved: 'task.result_retrieved',
+  AccessRejected: 'access.rejected',
+} as const;
+export type AuditEvent = (typeof AuditEvent)[keyof typeof AuditEvent];
+
+export interface AuditFields {
+  /** The task owner: `principal:<name>` with authentication, `session:<id>` without. */
+  principal?: string;
+  taskId?: string;
+  tool?: string;
+  requestId?: string | number;
+  sessionId?: string;
+  /** The client address (access rejections). */
+  address?: string;
+  /** Why an access was refused. */
+  reason?: string;
+  [extra: string]: unknown;
+}
+
+export function auditLogger(log: Logger): Logger {
+  return log.child({ audit: true });
+}
+
+export function audit(log: Logger, event: AuditEvent, fields: AuditFields): void {
+  log.info(event, { event, ...fields });
+}
+
+/** Audits every terminal transition won by this process (worker settle, api cancel, reconciliation). */
+export function auditObserver(log: Logger): TaskObserver {
+  const events = {
+    completed: AuditEvent.TaskCompleted,
+    failed: AuditEvent.TaskFailed,
+    cancelled: AuditEvent.TaskCancelled,
+  } as const;
+  return {
+    finished: (task, status) => {
+      if (!(status in events)) return;
+      audit(log, events[status as keyof typeof events], {
+        principal: task.owner,
+        taskId: task.taskId,
+        tool: task.tool,
+        kind: task.kind,
+      });
+    },
+  };
+}

@@ -1,0 +1,115 @@
+// The per-session event stream: every message the server has for a session's client (status notifications,
+// progress, elicitation and sampling requests) goes into one Redis stream. SSE event ids are stream ids, so a
+// client that reconnects to any api replica resumes exactly where it left off.
+import type { KeySpace } from './keys.ts';
+import type { RedisClient } from './redis.ts';
+import type { SessionStreamOptions } from './task-store.ts';
+
+export interface StreamEvent {
+  /** Redis stream id, e.g. "1733150000000-0". */
+  id: string;
+  /** The task the message relates to, if any. */
+  taskId: string | undefined;
+  message: Record<string, unknown>;
+}
+
+export interface PendingInput {
+  requestId: string;
+  taskId: string;
+  message: Record<string, unknown>;
+}
+
+const RESULT_STREAM_LEASE_MS = 30_000;
+
+const CLAIM_DELIVERY = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSETNX', KEYS[1], 'deliveredVia', ARGV[1])
+if redis.call('HGET', KEYS[1], 'deliveredVia') == ARGV[1] then return 1 end
+return 0`;
+
+export class SessionEvents {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: KeySpace,
+    private readonly streams: SessionStreamOptions,
+  ) {}
+
+  async append(sessionId: string, taskId: string | undefined, message: Record<string, unknown>): Promise<void> {
+    const key = this.keys.sessionEvents(sessionId);
+    await this.redis
+      .multi()
+      .xadd(key, 'MAXLEN', '~', this.streams.maxLength, '*', 'taskId', taskId ?? '', 'message', JSON.stringify(message))
+      .pexpire(key, this.streams.idleMs)
+      .publish(this.keys.sessionChannel(sessionId), '1')
+      .exec();
+  }
+
+  /** Events after `afterId` (exclusive), oldest first. */
+  async after(sessionId: string, afterId: string, count = 200): Promise<StreamEvent[]> {
+    const entries = await this.redis.xrange(this.keys.sessionEvents(sessionId), `(${afterId}`, '+', 'COUNT', count);
+    return entries.map(([id, fields]) => {
+      const record: Record<string, string> = {};
+      for (let i = 0; i + 1 < fields.length; i += 2) record[fields[i] as string] = fields[i + 1] as string;
+      return {
+        id,
+        taskId: record['taskId'] || undefined,
+        message: JSON.parse(record['message'] ?? '{}') as Record<string, unknown>,
+      };
+    });
+  }
+
+  /** The id of the newest event, or "0-0" for an empty stream: where a new reader starts. */
+  async lastId(sessionId: string): Promise<string> {
+    const [newest] = await this.redis.xrevrange(this.keys.sessionEvents(sessionId), '+', '-', 'COUNT', 1);
+    return newest?.[0] ?? '0-0';
+  }
+
+  /** Input requests still waiting for this session's client. */
+  async pendingInputs(sessionId: string): Promise<PendingInput[]> {
+    const all = await this.redis.hgetall(this.keys.sessionInputs(sessionId));
+    return Object.entries(all).map(([requestId, raw]) => {
+      const { taskId, message } = JSON.parse(raw) as { taskId: string; message: Record<string, unknown> };
+      return { requestId, taskId, message };
+    });
+  }
+
+  /**
+   * Marks a tasks/result stream of `taskId` as open, so that the session's GET stream leaves that task's messages
+   * to it (the transport sends each message on one stream only). Returns a function that renews the lease and
+   * one that ends it.
+   */
+  openResultStream(
+    sessionId: string,
+    taskId: string,
+    streamId: string,
+  ): { renew(): Promise<void>; close(): Promise<void> } {
+    const key = this.keys.resultStreams(sessionId);
+    const member = `${taskId}|${streamId}`;
+    const renew = async () => {
+      await this.redis
+        .multi()
+        .zadd(key, Date.now() + RESULT_STREAM_LEASE_MS, member)
+        .pexpire(key, RESULT_STREAM_LEASE_MS * 2)
+        .exec();
+    };
+    return { renew, close: async () => void (await this.redis.zrem(key, member)) };
+  }
+
+  /**
+   * Claims the delivery of an input request for one kind of stream, so the client gets it on one stream only: a
+   * request the GET stream delivered is not repeated by a tasks/result stream opened later, and vice versa. The
+   * same kind may deliver it again (a new tasks/result call, a resumed GET stream). False once it was answered.
+   */
+  async claimDelivery(requestId: string, via: 'get' | 'result'): Promise<boolean> {
+    const claimed = await this.redis.eval(CLAIM_DELIVERY, 1, this.keys.inputRequest(requestId), via);
+    return claimed === 1;
+  }
+
+  /** Tasks that have a tasks/result stream open now. */
+  async tasksWithResultStreams(sessionId: string): Promise<Set<string>> {
+    const members = await this.redis.zrangebyscore(this.keys.resultStreams(sessionId), Date.now(), '+inf');
+    return new Set(members.map((member) => member.slice(0, member.indexOf('|'))));
+  }
+
+  static readonly resultStreamLeaseMs = RESULT_STREAM_LEASE_MS;
+}

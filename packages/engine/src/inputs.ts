@@ -1,0 +1,144 @@
+// Server-to-client requests of a running tool (elicitation/create, sampling/createMessage): the worker asks, the
+// request waits in Redis for the client, and the client's response — POSTed to any api replica — is routed back
+// to the waiting worker through Redis (DESIGN: "the reply may arrive at any replica").
+import { randomUUID } from 'node:crypto';
+import {
+  isPlainObject,
+  LocalError,
+  relatedTaskMeta,
+  TaskKind,
+  TaskStatus,
+  type JsonRpcErrorObject,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import type { SessionEvents } from './events.ts';
+import type { KeySpace } from './keys.ts';
+import type { RedisClient } from './redis.ts';
+import type { Subscriber } from './subscriber.ts';
+import type { TaskStore } from './task-store.ts';
+
+export const INPUT_REQUEST_ID_PREFIX = 'mcpt-';
+
+export interface AskOptions {
+  signal: AbortSignal;
+  /** Give up after this long without an answer (also bounded by the task's ttl). */
+  timeoutMs: number;
+  /** Re-read the answer this often besides the pub/sub wake-up. */
+  recheckMs: number;
+  /** The statusMessage once the answer is in. */
+  resumeMessage: string;
+  /** Add the related-task `_meta` (default); tasks/result and friends must not carry it (T-META-2). */
+  relatedTask?: boolean;
+}
+
+export type InputAnswer = { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
+
+export type AnswerVerdict = 'accepted' | 'unknown' | 'already-answered';
+
+export class InputBroker {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: KeySpace,
+    private readonly store: TaskStore,
+    private readonly events: SessionEvents,
+    private readonly subscriber: Subscriber,
+  ) {}
+
+  /**
+   * Sends `method` to the task's client and resolves with its result. The task is `input_required` while any of
+   * its requests is outstanding (T-INPUT-1, T-INPUT-4); the request carries the related-task `_meta` (T-INPUT-2).
+   */
+  async ask(
+    task: TaskRecord,
+    method: string,
+    params: Record<string, unknown>,
+    options: AskOptions,
+  ): Promise<Record<string, unknown>> {
+    const requestId = `${INPUT_REQUEST_ID_PREFIX}${randomUUID()}`;
+    const meta = {
+      ...(isPlainObject(params['_meta']) ? params['_meta'] : {}),
+      ...(task.kind === TaskKind.Task && options.relatedTask !== false ? relatedTaskMeta(task.taskId) : {}),
+    };
+    const { _meta: _given, ...rest } = params;
+    const message = {
+      jsonrpc: '2.0',
+      id: requestId,
+      method,
+      params: Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest,
+    };
+    const requestKey = this.keys.inputRequest(requestId);
+    const deadline = Math.min(Date.now() + options.timeoutMs, task.createdAt + task.ttl);
+    await this.redis
+      .multi()
+      .hset(requestKey, { taskId: task.taskId, sessionId: task.sessionId, owner: task.owner, method })
+      .pexpireat(requestKey, deadline)
+      .hset(this.keys.sessionInputs(task.sessionId), requestId, JSON.stringify({ taskId: task.taskId, message }))
+      .pexpire(this.keys.sessionInputs(task.sessionId), this.store.streams.idleMs)
+      .exec();
+    const waiter = await this.subscriber.waiter(this.keys.inputChannel(requestId));
+    let answered = false;
+    try {
+      const moved = await this.store.transition(task, TaskStatus.InputRequired, {
+        statusMessage: `Waiting for the client to answer ${method}.`,
+        pendingDelta: 1,
+      });
+      if (!moved.ok)
+        throw new LocalError('task-ended', `The task is no longer running (${moved.reason})`, { taskId: task.taskId });
+      await this.events.append(task.sessionId, task.taskId, message);
+      for (;;) {
+        const raw = await this.redis.hget(requestKey, 'response');
+        if (raw) {
+          answered = true;
+          return unwrap(JSON.parse(raw) as InputAnswer, method);
+        }
+        options.signal.throwIfAborted();
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          throw new LocalError('input-timeout', `The client did not answer ${method} within ${options.timeoutMs} ms`, {
+            taskId: task.taskId,
+            requestId,
+          });
+        }
+        await waiter.next(Math.min(left, options.recheckMs), options.signal);
+      }
+    } finally {
+      await waiter.close();
+      await this.redis.multi().del(requestKey).hdel(this.keys.sessionInputs(task.sessionId), requestId).exec();
+      // Back to working once no request is outstanding; a cancelled or settled task stays as it is.
+      await this.store.transition(task, TaskStatus.Working, {
+        statusMessage: answered ? options.resumeMessage : `${options.resumeMessage} (an input request was abandoned)`,
+        pendingDelta: -1,
+      });
+    }
+  }
+
+  /**
+   * Routes a client's JSON-RPC response to the worker waiting for it. Only the session (or owner) the request was
+   * sent to may answer it; anything else is `unknown` and changes nothing.
+   */
+  async answer(
+    session: { sessionId: string; owner: string },
+    id: string | number,
+    answer: InputAnswer,
+  ): Promise<AnswerVerdict> {
+    if (typeof id !== 'string' || !id.startsWith(INPUT_REQUEST_ID_PREFIX)) return 'unknown';
+    const requestKey = this.keys.inputRequest(id);
+    const [sessionId, owner] = await this.redis.hmget(requestKey, 'sessionId', 'owner');
+    if (!sessionId || (sessionId !== session.sessionId && owner !== session.owner)) return 'unknown';
+    const stored = await this.redis.hsetnx(requestKey, 'response', JSON.stringify(answer));
+    if (stored === 0) return 'already-answered';
+    await this.redis.publish(this.keys.inputChannel(id), '1');
+    return 'accepted';
+  }
+}
+
+function unwrap(answer: InputAnswer, method: string): Record<string, unknown> {
+  if ('result' in answer) return answer.result;
+  throw new LocalError(
+    'input-error',
+    `The client answered ${method} with error ${answer.error.code}: ${answer.error.message}`,
+    {
+      error: answer.error,
+    },
+  );
+}

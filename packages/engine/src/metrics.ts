@@ -1,0 +1,219 @@
+// Prometheus metrics, one registry per process. Counters are counted where the event happens: a task's creation
+// by the api replica that created it, its terminal transition by the one process whose transition won (the
+// worker that settled it, the api that cancelled it, the worker whose maintenance reconciled it). Summing over
+// every scraped process therefore counts each task once. Queue depth, workers and live statuses are read from
+// Redis at scrape time: every api replica reports the same cluster-wide value (aggregate them with max()).
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
+import { TASK_STATUSES, TaskStatus } from '@mcp-tasks/protocol';
+import type { Queue } from 'bullmq';
+import type { ToolJobData } from './queue.ts';
+import type { TaskAdmin } from './task-admin.ts';
+import type { TaskObserver } from './task-store.ts';
+
+export const METRICS_PREFIX = 'mcpt_';
+
+const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 21600, 86400];
+const WAIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+
+/** Why a request was refused before or instead of being served, by JSON-RPC code or HTTP status. */
+export const REJECTION_REASONS: Readonly<Record<number, string>> = {
+  [-32700]: 'parse_error',
+  [-32600]: 'invalid_request',
+  [-32601]: 'method_not_found',
+  [-32602]: 'invalid_params',
+  [-32029]: 'limit_exceeded',
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'unknown_session',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'too_many_requests',
+};
+
+export class RunnerMetrics {
+  readonly registry = new Registry();
+  readonly tasksCreated: Counter<'tool' | 'kind'>;
+  readonly tasksFinished: Counter<'tool' | 'kind' | 'status'>;
+  readonly taskDuration: Histogram<'tool' | 'status'>;
+  readonly queueWait: Histogram<'tool'>;
+  readonly rejected: Counter<'reason'>;
+
+  constructor(service: 'api' | 'worker', options: { processMetrics?: boolean } = {}) {
+    this.registry.setDefaultLabels({ service });
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
+    const counter = <L extends string>(config: CounterConfiguration<L>) =>
+      new Counter<L>({ ...config, registers: [this.registry] });
+    this.tasksCreated = counter({
+      name: `${METRICS_PREFIX}tasks_created_total`,
+      help: 'Tasks (kind=task) and worker-run plain calls (kind=call) created by this process',
+      labelNames: ['tool', 'kind'],
+    });
+    this.tasksFinished = counter({
+      name: `${METRICS_PREFIX}tasks_finished_total`,
+      help: 'Terminal transitions won by this process, by tool, kind and status',
+      labelNames: ['tool', 'kind', 'status'],
+    });
+    this.taskDuration = new Histogram({
+      name: `${METRICS_PREFIX}task_duration_seconds`,
+      help: 'Time from creation to terminal status (what the client waits), for transitions won by this process',
+      labelNames: ['tool', 'status'],
+      buckets: DURATION_BUCKETS,
+      registers: [this.registry],
+    });
+    this.queueWait = new Histogram({
+      name: `${METRICS_PREFIX}task_queue_wait_seconds`,
+      help: 'Time from creation to the first start of the job on a worker of this process',
+      labelNames: ['tool'],
+      buckets: WAIT_BUCKETS,
+      registers: [this.registry],
+    });
+    this.rejected = counter({
+      name: `${METRICS_PREFIX}requests_rejected_total`,
+      help: 'Requests refused by this api process, by reason (HTTP-level or JSON-RPC error code)',
+      labelNames: ['reason'],
+    });
+  }
+
+  /** The TaskStore observer that feeds the task counters and the duration histogram. */
+  taskObserver(): TaskObserver {
+    return {
+      created: (record) => this.tasksCreated.inc({ tool: record.tool, kind: record.kind }),
+      finished: (task, status, at) => {
+        this.tasksFinished.inc({ tool: task.tool, kind: task.kind, status });
+        if (Number.isFinite(task.createdAt)) {
+          this.taskDuration.observe({ tool: task.tool, status }, Math.max(0, at - task.createdAt) / 1000);
+        }
+      },
+    };
+  }
+
+  /** A job started on a worker of this process (first attempt only: retries would count their first run). */
+  jobStarted(job: { data: ToolJobData; timestamp: number; processedOn?: number; attemptsStarted: number }): void {
+    if (job.attemptsStarted > 1) return;
+    const started = job.processedOn ?? Date.now();
+    this.queueWait.observe({ tool: job.data.tool }, Math.max(0, started - job.timestamp) / 1000);
+  }
+
+  /** Counts a refusal; codes and statuses that are not refusals (a tool's own error) are ignored. */
+  reject(codeOrStatus: number): void {
+    const reason = REJECTION_REASONS[codeOrStatus];
+    if (reason) this.rejected.inc({ reason });
+  }
+
+  /**
+   * Cluster-wide gauges read from Redis at scrape time (register them on api processes). While Redis is not
+   * connected, or does not answer within `timeoutMs`, they are left out of the scrape, so the process's own
+   * counters are still served during an outage.
+   */
+  addClusterGauges(
+    admin: TaskAdmin,
+    queue: Queue<ToolJobData>,
+    options: { redisReady: () => boolean; liveScanLimit?: number; timeoutMs?: number },
+  ): void {
+    const fromRedis = <L extends string>(gauge: Gauge<L>, read: () => Promise<void>, unlabelled = false) =>
+      collectFromRedis(gauge, read, { ...options, unlabelled });
+    new Gauge({
+      name: `${METRICS_PREFIX}queue_jobs`,
+      help: 'BullMQ jobs of the tool queue by state (cluster-wide)',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => {
+          const counts = await queue.getJobCounts();
+          for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+        });
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}workers`,
+      help: 'BullMQ worker connections on the tool queue (cluster-wide)',
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => this.set(await queue.getWorkersCount()), true);
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}tasks_live`,
+      help:
+        'Non-terminal tasks by status (cluster-wide); status="input_required" are the tasks waiting for the ' +
+        'client. Counted over at most the oldest-updated METRICS_LIVE_SCAN_LIMIT live tasks.',
+      labelNames: ['status'],
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => {
+          const live = await admin.liveCounts(options.liveScanLimit ?? 10_000);
+          for (const status of TASK_STATUSES) {
+            if (status === TaskStatus.Working || status === TaskStatus.InputRequired) {
+              this.set({ status }, live.counts[status]);
+            }
+          }
+        });
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}tasks_live_total`,
+      help: 'Non-terminal tasks (cluster-wide, exact)',
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => this.set((await admin.liveCounts(0)).total), true);
+      },
+    });
+  }
+
+  /** Per-worker gauges (register them on worker processes). */
+  addWorkerGauges(runningTasks: () => number, concurrency: number): void {
+    new Gauge({
+      name: `${METRICS_PREFIX}worker_running_tasks`,
+      help: 'Tools this worker process runs right now',
+      registers: [this.registry],
+      collect() {
+        this.set(runningTasks());
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}worker_concurrency`,
+      help: 'Tools this worker process may run at once (WORKER_CONCURRENCY)',
+      registers: [this.registry],
+    }).set(concurrency);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/**
+ * Runs a gauge's Redis read for a scrape. When Redis is not connected (`redisReady`), fails, or does not answer
+ * within `timeoutMs` (commands wait while it reconnects), the gauge is emptied instead of failing or hanging the
+ * scrape: the process's own counters stay visible during a Redis outage. Use it in every collect() that reads Redis.
+ */
+export async function collectFromRedis<L extends string>(
+  gauge: Gauge<L>,
+  read: () => Promise<void>,
+  options: { redisReady?: () => boolean; timeoutMs?: number; unlabelled?: boolean } = {},
+): Promise<void> {
+  // A gauge without labels would read 0 once reset: NaN says "unknown" instead of "none".
+  const unknown = () => (options.unlabelled ? gauge.set(Number.NaN) : gauge.reset());
+  if (options.redisReady && !options.redisReady()) {
+    unknown();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), options.timeoutMs ?? 2000);
+  });
+  try {
+    if ((await Promise.race([read().then(() => 'done' as const), timeout])) === 'timeout') unknown();
+  } catch {
+    unknown();
+  } finally {
+    clearTimeout(timer);
+  }
+}

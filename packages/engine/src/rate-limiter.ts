@@ -1,0 +1,132 @@
+// Rate limits on task operations, shared by every api replica through Redis (T-SEC-3), and the counters of
+// suspicious events that operators watch (T-AUDIT-1): failed task lookups, throttled requests, bad tokens.
+import { Gauge, type Registry } from 'prom-client';
+import type { KeySpace } from './keys.ts';
+import { collectFromRedis, METRICS_PREFIX } from './metrics.ts';
+import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
+
+export interface RateLimits {
+  /** Length of a fixed window, ms. */
+  windowMs: number;
+  /** Task operations per principal (the task owner) per window; 0: no limit. */
+  perPrincipal: number;
+  /** Task operations per client address per window; 0: no limit. */
+  perAddress: number;
+  /** Failed task lookups (unknown or foreign ids) per principal per window; 0: no limit. */
+  failedLookups: number;
+  /** Failed task lookups per client address per window (every principal behind it together); 0: no limit. */
+  failedLookupsPerAddress: number;
+}
+
+export const RateScope = {
+  Principal: 'principal',
+  Address: 'address',
+  FailedLookupsOfPrincipal: 'failed-lookups-principal',
+  FailedLookupsOfAddress: 'failed-lookups-address',
+} as const;
+export type RateScope = (typeof RateScope)[keyof typeof RateScope];
+
+/** The counters kept in Redis for monitoring; every api replica adds to the same ones. */
+export const SecurityEvent = {
+  FailedLookup: 'failed_lookups',
+  ThrottledRequest: 'throttled_requests',
+  ThrottledLookup: 'throttled_lookups',
+  AuthFailure: 'auth_failures',
+  ForeignSession: 'foreign_session_uses',
+  LimitExceeded: 'limits_exceeded',
+} as const;
+export type SecurityEvent = (typeof SecurityEvent)[keyof typeof SecurityEvent];
+
+export type RateVerdict = { ok: true } | { ok: false; scope: RateScope; limit: number; retryAfterMs: number };
+
+const SCOPES: readonly RateScope[] = [
+  RateScope.Principal,
+  RateScope.Address,
+  RateScope.FailedLookupsOfPrincipal,
+  RateScope.FailedLookupsOfAddress,
+];
+
+export class RateLimiter {
+  readonly #redis: RedisClient & RunnerScripts;
+
+  constructor(
+    redis: RedisClient,
+    private readonly keys: KeySpace,
+    readonly limits: RateLimits,
+  ) {
+    this.#redis = withScripts(redis);
+  }
+
+  /**
+   * Counts one task operation of `principal` from `address` and says whether it may go on. A lookup of a task by
+   * id (`lookup`) is also refused while the principal or the address is over its failed-lookup budget.
+   */
+  async admit(principal: string, address: string, options: { lookup: boolean }): Promise<RateVerdict> {
+    const { windowMs, perPrincipal, perAddress } = this.limits;
+    const failedOfPrincipal = options.lookup ? this.limits.failedLookups : 0;
+    const failedOfAddress = options.lookup ? this.limits.failedLookupsPerAddress : 0;
+    if (perPrincipal + perAddress + failedOfPrincipal + failedOfAddress === 0) return { ok: true };
+    const now = Date.now();
+    const window = Math.floor(now / windowMs);
+    const subjects = [principal, address, principal, address];
+    const limits = [perPrincipal, perAddress, failedOfPrincipal, failedOfAddress];
+    const refused = await this.#redis.rateLimit(
+      ...SCOPES.map((scope, i) => this.keys.rateBucket(scope, subjects[i] as string, window)),
+      this.keys.securityCounters(),
+      String(windowMs),
+      ...limits.flatMap((limit, i) => [String(limit), i < 2 ? 'hit' : 'check']),
+      SecurityEvent.ThrottledRequest,
+      SecurityEvent.ThrottledLookup,
+    );
+    if (refused === 0) return { ok: true };
+    return {
+      ok: false,
+      scope: SCOPES[refused - 1] as RateScope,
+      limit: limits[refused - 1] as number,
+      retryAfterMs: (window + 1) * windowMs - now,
+    };
+  }
+
+  /** Counts a lookup of an unknown, expired or foreign task id against the caller's failed-lookup budgets. */
+  async recordFailedLookup(principal: string, address: string): Promise<void> {
+    const window = Math.floor(Date.now() / this.limits.windowMs);
+    await this.#redis.recordLookupFailure(
+      this.keys.rateBucket(RateScope.FailedLookupsOfPrincipal, principal, window),
+      this.keys.rateBucket(RateScope.FailedLookupsOfAddress, address, window),
+      this.keys.securityCounters(),
+      String(this.limits.windowMs),
+      SecurityEvent.FailedLookup,
+    );
+  }
+
+  /** Adds one to a security counter. */
+  async count(event: SecurityEvent): Promise<void> {
+    await this.#redis.hincrby(this.keys.securityCounters(), event, 1);
+  }
+
+  /** Every security counter (zero for those never incremented), summed over all replicas since the prefix began. */
+  async counters(): Promise<Record<SecurityEvent, number>> {
+    const stored = await this.#redis.hgetall(this.keys.securityCounters());
+    return Object.fromEntries(
+      Object.values(SecurityEvent).map((event) => [event, Number(stored[event] ?? 0)]),
+    ) as Record<SecurityEvent, number>;
+  }
+}
+
+/** Exposes the security counters on /metrics, read from Redis at scrape time (the same value on every replica). */
+export function registerSecurityGauges(registry: Registry, rates: RateLimiter): void {
+  new Gauge({
+    name: `${METRICS_PREFIX}security_events`,
+    help:
+      'Suspicious or refused requests since the key prefix was first used, cluster-wide (aggregate with max()): ' +
+      'failed task lookups, throttled requests and lookups, bad tokens, foreign session use, limits hit',
+    labelNames: ['event'],
+    registers: [registry],
+    collect() {
+      // Bounded, so that a Redis outage cannot hang the scrape (see collectFromRedis).
+      return collectFromRedis(this, async () => {
+        for (const [event, count] of Object.entries(await rates.counters())) this.set({ event }, count);
+      });
+    },
+  });
+}

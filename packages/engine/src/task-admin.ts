@@ -1,0 +1,435 @@
+// The operators' view of every task, across owners: counts, filtered listing, inspection with status history and
+// job details, purge and retry. Used by the CLI, the admin dashboard and the metrics; it reads the same records,
+// indexes and BullMQ jobs as the api and the workers, through the same KeySpace and TaskStore.
+import {
+  isTaskStatus,
+  isTerminal,
+  JOB_PHASE,
+  reconcile,
+  TASK_STATUSES,
+  TaskKind,
+  TaskStatus,
+  toWireTask,
+  type JobPhase,
+  type ObservedJobState,
+  type Task,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import type { Queue } from 'bullmq';
+import { decodeCursor, encodeCursor } from './list-cursor.ts';
+import type { ToolJobData } from './queue.ts';
+import type { RedisClient } from './redis.ts';
+import type { TaskService } from './task-service.ts';
+import { recordFromHash, type TaskStore } from './task-store.ts';
+
+/** A task as operators see it: the MCP `Task` plus who owns it, what it runs and when it expires. */
+export interface OperatorTask extends Task {
+  kind: TaskKind;
+  tool: string;
+  owner: string;
+  sessionId: string;
+  expiresAt: string;
+}
+
+export function operatorTask(record: TaskRecord): OperatorTask {
+  return {
+    ...toWireTask(record),
+    kind: record.kind,
+    tool: record.tool,
+    owner: record.owner,
+    sessionId: record.sessionId,
+    expiresAt: new Date(record.createdAt + record.ttl).toISOString(),
+  };
+}
+
+export interface TaskFilter {
+  statuses?: readonly TaskStatus[];
+  tool?: string;
+  owner?: string;
+  kind?: TaskKind;
+  /** Epoch ms: only tasks created at or before. */
+  createdBefore?: number;
+  /** Epoch ms: only tasks created at or after. */
+  createdAfter?: number;
+}
+
+export interface AdminPage {
+  tasks: TaskRecord[];
+  /** Where the next page starts; present whenever index entries are left to examine. */
+  nextCursor?: string;
+}
+
+export interface HistoryEntry {
+  at: number;
+  status: TaskStatus;
+  statusMessage?: string;
+}
+
+export interface JobView {
+  state: ObservedJobState;
+  /** Our reading of the state (queued, running, ...), the same mapping the reconciler uses. */
+  phase: JobPhase;
+  attemptsStarted: number;
+  attemptsMade: number;
+  maxAttempts: number;
+  stalledCounter: number;
+  /** Name of the worker that took the job last. */
+  processedBy?: string;
+  addedAt: number;
+  processedOn?: number;
+  finishedOn?: number;
+  progress: unknown;
+  failedReason?: string;
+}
+
+export interface TaskInspection {
+  record: TaskRecord;
+  arguments: unknown;
+  history: HistoryEntry[];
+  /** Undefined once the job is gone: finished jobs are removed, the record keeps the outcome. */
+  job?: JobView;
+  /** Set when the record and the job disagree so that the reconciler will fail the task. */
+  inconsistency?: string;
+}
+
+export interface Overview {
+  at: number;
+  tasks: { total: number; byStatus: Record<TaskStatus, number>; byKind: Record<TaskKind, number> };
+  /** BullMQ job counts by state. */
+  jobs: Record<string, number>;
+  workers: { name: string; addr: string; age: number }[];
+  oldestWaiting?: { taskId: string; tool: string; owner: string; waitingMs: number; createdAt: number };
+}
+
+export interface PurgeResult {
+  /** Terminal tasks that finished before the cutoff (deleted unless dryRun). */
+  taskIds: string[];
+  dryRun: boolean;
+}
+
+/** Fields read to filter without loading arguments and outcomes. */
+const FILTER_FIELDS = ['status', 'tool', 'owner', 'kind', 'createdAt', 'ttl', 'lastUpdatedAt'] as const;
+type FilterFields = Record<(typeof FILTER_FIELDS)[number], string | null>;
+
+const SCAN_BATCH = 500;
+/** Counting reads fewer fields per task, so it takes bigger batches. */
+const COUNT_BATCH = 2000;
+const COUNT_FIELDS = ['status', 'kind', 'createdAt', 'ttl'] as const;
+
+export class AdminError extends Error {
+  override readonly name = 'AdminError';
+  constructor(
+    readonly code: 'not_found' | 'not_allowed',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class TaskAdmin {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly store: TaskStore,
+    private readonly queue: Queue<ToolJobData>,
+  ) {}
+
+  /**
+   * One page of tasks matching `filter`, newest first. Members are examined in batches; at most `scanLimit` per
+   * call, so a filter that matches little answers a short page with a cursor rather than scanning everything.
+   */
+  async list(filter: TaskFilter, options: { cursor?: string; limit: number; scanLimit?: number }): Promise<AdminPage> {
+    const keys = this.store.keys;
+    // Owner indexes hold tasks only, the global index plain calls too.
+    const index = filter.owner && filter.kind !== TaskKind.PlainCall ? keys.ownerIndex(filter.owner) : keys.allTasks();
+    const scanLimit = options.scanLimit ?? 10_000;
+    let upper =
+      options.cursor !== undefined
+        ? `(${decodeCursor(options.cursor)}`
+        : filter.createdBefore !== undefined
+          ? `(${timeBound(filter.createdBefore + 1)}`
+          : '+';
+    const lower = filter.createdAfter !== undefined ? `[${timeBound(filter.createdAfter)}` : '-';
+    const matches: string[] = [];
+    let scanned = 0;
+    let last: string | undefined;
+    let exhausted = false;
+    while (matches.length < options.limit && scanned < scanLimit) {
+      const batch = Math.min(SCAN_BATCH, scanLimit - scanned);
+      const members = await this.#range(index, upper, lower, batch, true);
+      if (members.length < batch) exhausted = true;
+      const fields = await this.#fields(members.map(taskIdOf));
+      for (let i = 0; i < members.length && matches.length < options.limit; i++) {
+        const member = members[i] as string;
+        scanned++;
+        last = member;
+        if (matchesFilter(fields[i], filter)) matches.push(taskIdOf(member));
+      }
+      if (exhausted || last === undefined) break;
+      upper = `(${last}`;
+    }
+    const records = await this.#records(matches);
+    const more = last !== undefined && (await this.#range(index, `(${last}`, lower, 1, true)).length > 0;
+    return more && last !== undefined ? { tasks: records, nextCursor: encodeCursor(last) } : { tasks: records };
+  }
+
+  /** Everything known about one task, or undefined when it does not exist (never did, expired, purged). */
+  async inspect(taskId: string): Promise<TaskInspection | undefined> {
+    const hash = await this.redis.hgetall(this.store.keys.task(taskId));
+    const record = recordFromHash(hash);
+    if (!record) return undefined;
+    const job = await this.queue.getJob(taskId);
+    let view: JobView | undefined;
+    let state: ObservedJobState = 'unknown';
+    if (job) {
+      state = await job.getState();
+      view = {
+        state,
+        phase: JOB_PHASE[state],
+        attemptsStarted: job.attemptsStarted,
+        attemptsMade: job.attemptsMade,
+        maxAttempts: job.opts.attempts ?? 1,
+        stalledCounter: job.stalledCounter,
+        addedAt: job.timestamp,
+        progress: job.progress,
+        ...(job.processedBy ? { processedBy: job.processedBy } : {}),
+        ...(job.processedOn ? { processedOn: job.processedOn } : {}),
+        ...(job.finishedOn ? { finishedOn: job.finishedOn } : {}),
+        ...(job.failedReason ? { failedReason: job.failedReason } : {}),
+      };
+    }
+    const verdict = reconcile(record, state, job?.failedReason);
+    return {
+      record,
+      arguments: JSON.parse(hash['arguments'] ?? '{}') as unknown,
+      history: parseHistory(hash['history']),
+      ...(view ? { job: view } : {}),
+      ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
+    };
+  }
+
+  /** Counts by status and kind (reads every record's status: O(tasks), batched), queue state, workers. */
+  async overview(now = Date.now()): Promise<Overview> {
+    const byStatus = Object.fromEntries(TASK_STATUSES.map((status) => [status, 0])) as Record<TaskStatus, number>;
+    const byKind: Record<TaskKind, number> = { task: 0, call: 0 };
+    let total = 0;
+    let upper = '+';
+    for (;;) {
+      const members = await this.#range(this.store.keys.allTasks(), upper, '-', COUNT_BATCH, true);
+      const fields = await this.#fields(members.map(taskIdOf), COUNT_FIELDS);
+      for (const entry of fields) {
+        if (!entry || !isTaskStatus(entry.status) || expired(entry, now)) continue;
+        total++;
+        byStatus[entry.status]++;
+        byKind[entry.kind === TaskKind.PlainCall ? TaskKind.PlainCall : TaskKind.Task]++;
+      }
+      const last = members[members.length - 1];
+      if (members.length < COUNT_BATCH || last === undefined) break;
+      upper = `(${last}`;
+    }
+    const [jobs, workers, oldest] = await Promise.all([
+      this.queue.getJobCounts(),
+      this.queue.getWorkers(),
+      this.queue.getJobs(['waiting'], 0, 0, true),
+    ]);
+    const overview: Overview = {
+      at: now,
+      tasks: { total, byStatus, byKind },
+      jobs,
+      workers: workers.map((client) => ({
+        // BullMQ names a worker's connection "<prefix>:<queue, base64>:w:<worker name>".
+        name: workerName(client['rawname'] ?? ''),
+        addr: client['addr'] ?? '',
+        age: Number(client['age'] ?? 0),
+      })),
+    };
+    const job = oldest[0];
+    if (job?.id) {
+      const record = await this.store.get(job.id);
+      const createdAt = record?.createdAt ?? job.timestamp;
+      overview.oldestWaiting = {
+        taskId: job.id,
+        tool: record?.tool ?? job.data.tool,
+        owner: record?.owner ?? '',
+        createdAt,
+        waitingMs: Math.max(0, now - createdAt),
+      };
+    }
+    return overview;
+  }
+
+  /**
+   * How many live (non-terminal) tasks are in each status, from the `live` set; at most `limit` are read, so the
+   * cost per call stays bounded whatever the backlog (the answer says whether it is complete).
+   */
+  async liveCounts(limit = 10_000): Promise<{ counts: Record<TaskStatus, number>; total: number; complete: boolean }> {
+    const keys = this.store.keys;
+    const counts = Object.fromEntries(TASK_STATUSES.map((status) => [status, 0])) as Record<TaskStatus, number>;
+    const [total, ids] = await Promise.all([
+      this.redis.zcard(keys.live()),
+      limit > 0 ? this.redis.zrange(keys.live(), '0', String(limit - 1)) : Promise.resolve([] as string[]),
+    ]);
+    for (let i = 0; i < ids.length; i += SCAN_BATCH) {
+      const statuses = await this.store.statuses(ids.slice(i, i + SCAN_BATCH));
+      for (const status of statuses) if (status && !isTerminal(status)) counts[status]++;
+    }
+    return { counts, total, complete: ids.length >= total };
+  }
+
+  /** Cancels a task on behalf of an operator, with the same transition and work stop as tasks/cancel. */
+  async cancel(service: TaskService, taskId: string, statusMessage = 'The task was cancelled by an operator.') {
+    const record = await this.store.get(taskId);
+    if (!record)
+      throw new AdminError('not_found', `Task ${taskId} not found (it never existed, expired or was purged)`);
+    if (isTerminal(record.status)) {
+      throw new AdminError(
+        'not_allowed',
+        `Task ${taskId} is already ${record.status}; only working or input_required tasks can be cancelled`,
+      );
+    }
+    return service.cancel(record, statusMessage);
+  }
+
+  /**
+   * Runs a failed task again as a new task: same tool, arguments, owner and session, the same ttl; the old task
+   * stays as it is. `service` gives the TaskService that creates it (its timing decides the new task's ttl bounds
+   * and pollInterval), `retrySafe` whether the tool may run again after a worker crash.
+   */
+  async retry(
+    taskId: string,
+    options: { service: (original: TaskRecord) => TaskService; retrySafe: (tool: string) => boolean },
+  ): Promise<TaskRecord> {
+    const record = await this.store.get(taskId);
+    if (!record)
+      throw new AdminError('not_found', `Task ${taskId} not found (it never existed, expired or was purged)`);
+    if (record.status !== TaskStatus.Failed || record.kind !== TaskKind.Task) {
+      throw new AdminError(
+        'not_allowed',
+        `Task ${taskId} is ${record.kind === TaskKind.Task ? record.status : 'a plain call'}; only failed tasks can be retried`,
+      );
+    }
+    const details = await this.store.details(taskId);
+    return options.service(record).create({
+      kind: TaskKind.Task,
+      owner: record.owner,
+      sessionId: record.sessionId,
+      tool: record.tool,
+      arguments: details?.arguments ?? {},
+      retrySafe: options.retrySafe(record.tool),
+      requestedTtl: record.ttl,
+      statusMessage: `Retry of task ${taskId}, queued for a worker.`,
+    });
+  }
+
+  /** Deletes terminal tasks whose last change is older than `finishedBefore` (epoch ms), oldest first. */
+  async purge(finishedBefore: number, options: { dryRun?: boolean } = {}): Promise<PurgeResult> {
+    const taskIds: string[] = [];
+    // lastUpdatedAt >= createdAt, so only members created before the cutoff can qualify.
+    let lower = '-';
+    const upper = `(${timeBound(finishedBefore)}`;
+    for (;;) {
+      const members = await this.#range(this.store.keys.allTasks(), lower, upper, SCAN_BATCH, false);
+      const fields = await this.#fields(members.map(taskIdOf));
+      for (let i = 0; i < members.length; i++) {
+        const entry = fields[i];
+        const member = members[i] as string;
+        if (!entry || !isTaskStatus(entry.status) || !isTerminal(entry.status)) continue;
+        if (Number(entry.lastUpdatedAt) >= finishedBefore) continue;
+        const taskId = taskIdOf(member);
+        taskIds.push(taskId);
+        if (options.dryRun) continue;
+        await this.store.delete({
+          taskId,
+          owner: entry.owner ?? '',
+          createdAt: Number(entry.createdAt),
+          kind: entry.kind === TaskKind.PlainCall ? TaskKind.PlainCall : TaskKind.Task,
+        });
+        // A finished job is normally gone already; remove any leftover so nothing refers to the task.
+        await this.queue.remove(taskId).catch(() => 0);
+      }
+      const last = members[members.length - 1];
+      if (members.length < SCAN_BATCH || last === undefined) break;
+      lower = `(${last}`;
+    }
+    return { taskIds, dryRun: options.dryRun === true };
+  }
+
+  async #range(index: string, from: string, to: string, count: number, reverse: boolean): Promise<string[]> {
+    const args = [index, from, to, 'BYLEX', ...(reverse ? ['REV'] : []), 'LIMIT', '0', String(count)];
+    return (await this.redis.call('ZRANGE', ...args)) as string[];
+  }
+
+  /** Some fields of many records in one round trip (undefined where the record is gone); unread fields are null. */
+  async #fields(
+    taskIds: readonly string[],
+    names: readonly (keyof FilterFields)[] = FILTER_FIELDS,
+  ): Promise<(FilterFields | undefined)[]> {
+    if (taskIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of taskIds) pipeline.hmget(this.store.keys.task(id), ...names);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, values]) => {
+      const list = values as (string | null)[] | undefined;
+      if (error || !list || list[0] === null) return undefined;
+      const entry = Object.fromEntries(FILTER_FIELDS.map((name) => [name, null])) as FilterFields;
+      names.forEach((name, i) => (entry[name] = list[i] ?? null));
+      return entry;
+    });
+  }
+
+  async #records(taskIds: readonly string[]): Promise<TaskRecord[]> {
+    if (taskIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of taskIds) pipeline.hgetall(this.store.keys.task(id));
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.flatMap(([, hash]) => {
+      const record = recordFromHash(hash as Record<string, string>);
+      return record ? [record] : [];
+    });
+  }
+}
+
+/** Index members start with the zero-padded creation time: a bound on it is a lexical bound. */
+function timeBound(epochMs: number): string {
+  return String(Math.max(0, epochMs)).padStart(13, '0');
+}
+
+function workerName(clientName: string): string {
+  const marker = clientName.indexOf(':w:');
+  return marker === -1 ? clientName : clientName.slice(marker + 3);
+}
+
+function taskIdOf(member: string): string {
+  return member.slice(member.indexOf(':') + 1);
+}
+
+function expired(entry: FilterFields, now: number): boolean {
+  return Number(entry.createdAt) + Number(entry.ttl) <= now;
+}
+
+function matchesFilter(entry: FilterFields | undefined, filter: TaskFilter): boolean {
+  if (!entry || !isTaskStatus(entry.status) || expired(entry, Date.now())) return false;
+  if (filter.statuses && filter.statuses.length > 0 && !filter.statuses.includes(entry.status)) return false;
+  if (filter.tool !== undefined && entry.tool !== filter.tool) return false;
+  if (filter.owner !== undefined && entry.owner !== filter.owner) return false;
+  if (filter.kind !== undefined && (entry.kind ?? TaskKind.Task) !== filter.kind) return false;
+  return true;
+}
+
+function parseHistory(raw: string | undefined): HistoryEntry[] {
+  if (!raw) return [];
+  try {
+    const entries = JSON.parse(raw) as unknown;
+    if (!Array.isArray(entries)) return [];
+    return entries.flatMap((entry) => {
+      if (!Array.isArray(entry) || !isTaskStatus(entry[1])) return [];
+      const [at, status, statusMessage] = entry as [number, TaskStatus, unknown];
+      return [
+        typeof statusMessage === 'string' && statusMessage !== ''
+          ? { at: Number(at), status, statusMessage }
+          : { at: Number(at), status },
+      ];
+    });
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,96 @@
+// What a bench run measured, per workload and repetition: the input of the report (and of --json).
+import type { LatencySummary } from './stats.ts';
+
+export interface Machine {
+  cores: number;
+  cpu: string;
+  node: string;
+  redis: string;
+  bullmq: string;
+  platform: string;
+}
+
+/** CPU milliseconds per task, by process role (NaN where it could not be read). */
+export interface CpuPerTask {
+  api: number;
+  worker: number;
+  redis: number;
+  /** The bench process itself: HTTP clients or the raw BullMQ producer. */
+  client: number;
+}
+
+export interface ThroughputSample {
+  tasksPerSecond: number;
+  tasks: number;
+  /** Redis commands per task (INFO commandstats delta; commands inside Lua scripts count too). */
+  commandsPerTask: number;
+  commands: Record<string, number>;
+  cpu: CpuPerTask;
+}
+
+export interface Sides<T> {
+  ours: T[];
+  raw: T[];
+}
+
+export interface ReadSample {
+  /** Sequential request latency p50, ms. */
+  get: number;
+  listFirst: number;
+  listMiddle: number;
+}
+
+export interface ReadsResult {
+  small: number;
+  large: number;
+  pageSize: number;
+  atSmall: ReadSample[];
+  atLarge: ReadSample[];
+  /** Seconds it took to store the large set. */
+  seedSeconds: number;
+}
+
+export interface FootprintResult {
+  tasks: number;
+  /** Bytes of the stored result's JSON (what a tool returned). */
+  resultBytes: number;
+  /**
+   * Bytes per task: `ours`/`raw` are Redis used_memory deltas (event streams and allocator overhead included);
+   * `*Stored` sums MEMORY USAGE deltas of the keys that grow with the number of tasks (event streams, capped, left
+   * out); `oursRecord`/`rawJob` are the task record hash and the BullMQ job hash alone.
+   */
+  finished: { ours: number; raw: number; oursStored: number; rawStored: number; oursRecord: number; rawJob: number };
+  waiting: { ours: number; raw: number; oursStored: number; rawStored: number };
+  /** MEMORY USAGE delta per task by key kind (prefix removed, ids as `*`). */
+  byKind: {
+    oursFinished: Record<string, number>;
+    oursWaiting: Record<string, number>;
+    rawFinished: Record<string, number>;
+    rawWaiting: Record<string, number>;
+  };
+}
+
+export interface ScaleOutPoint {
+  workers: number;
+  ours: number[];
+  raw: number[];
+}
+
+export interface ScaleOutResult {
+  primesBelow: number;
+  tasks: number;
+  points: ScaleOutPoint[];
+}
+
+export interface BenchResults {
+  machine: Machine;
+  options: Record<string, unknown>;
+  durationSeconds: number;
+  throughput?: Sides<ThroughputSample>;
+  latency?: Sides<LatencySummary>;
+  reads?: ReadsResult;
+  footprint?: FootprintResult;
+  scaleout?: ScaleOutResult;
+  /** Measurements cut short by --timeout-seconds, by name. */
+  truncated: string[];
+}

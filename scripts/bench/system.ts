@@ -1,0 +1,182 @@
+// Everything one bench run measures, started once: Redis, our api and workers on one key prefix, raw BullMQ
+// workers on another prefix of the same Redis, MCP clients with their sessions, and the raw producer's queues.
+import { randomUUID } from 'node:crypto';
+import type { Agent } from 'node:http';
+import { CleanupStack, closeRedis, createRedis, createToolQueue, KeySpace, type ToolJobData } from '@mcp-tasks/engine';
+import { Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { BenchClient, benchAgent } from './mcp.ts';
+import type { BenchOptions } from './options.ts';
+import {
+  runDir,
+  startApi,
+  startRawWorker,
+  startRedis,
+  startWorker,
+  type ApiHandle,
+  type Child,
+  type RedisHandle,
+} from './processes.ts';
+import type { Progress } from './progress.ts';
+
+/** Raw BullMQ queues: no-op jobs (throughput, latency), CPU jobs (scale-out), and one no worker ever serves. */
+export const RawQueue = { Noop: 'noop', Primes: 'primes', Idle: 'idle' } as const;
+export type RawQueue = (typeof RawQueue)[keyof typeof RawQueue];
+
+export interface RawJobData {
+  taskId: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+export class BenchSystem {
+  readonly cleanup = new CleanupStack();
+  dir = '';
+  redisServer!: RedisHandle;
+  /** A plain connection for INFO, MEMORY USAGE and seeding. */
+  redis!: Redis;
+  readonly prefix = `bench-${randomUUID().slice(0, 8)}`;
+  readonly rawPrefix = `bench-raw-${randomUUID().slice(0, 8)}`;
+  api!: ApiHandle;
+  readonly workers: Child[] = [];
+  readonly rawWorkers: Record<RawQueue, Child[]> = { noop: [], primes: [], idle: [] };
+  agent!: Agent;
+  /** One MCP client (own session) per concurrent stream of requests. */
+  clients: BenchClient[] = [];
+  /** Our tool queue, read to see when it is drained. */
+  ourQueue!: Queue<ToolJobData>;
+  rawQueues!: Record<RawQueue, Queue<RawJobData>>;
+  rawEvents!: Record<'noop' | 'primes', QueueEvents>;
+  #workerIndex = 0;
+
+  constructor(
+    readonly options: Readonly<BenchOptions>,
+    readonly progress: Progress,
+  ) {}
+
+  get keys(): KeySpace {
+    return new KeySpace(this.prefix);
+  }
+
+  get env(): Record<string, string> {
+    return {
+      REDIS_URL: this.redisServer.url,
+      REDIS_PREFIX: this.prefix,
+      LOG_LEVEL: this.options.logLevel,
+      WORKER_CONCURRENCY: String(this.options.concurrency),
+      // Every bench client comes from 127.0.0.1: the per-address limit (on by default) would throttle the run.
+      // A huge limit keeps the check (and its cost) without ever refusing.
+      RATE_LIMIT_PER_ADDRESS: '1000000000',
+      RATE_LIMIT_PER_PRINCIPAL: '1000000000',
+    };
+  }
+
+  async start(): Promise<void> {
+    this.dir = runDir(this.cleanup);
+    this.progress.phase('starting redis-server');
+    this.redisServer = await startRedis(this.cleanup, this.dir);
+    this.redis = this.cleanup.add('inspection redis', createRedis(this.redisServer.url, 'bench'), closeRedis);
+    const producer = this.cleanup.add('raw producer redis', createRedis(this.redisServer.url, 'bench-raw'), closeRedis);
+    this.ourQueue = this.cleanup.add('our queue', createToolQueue(producer, this.prefix), (queue) => queue.close());
+    this.progress.phase('starting api, worker and raw BullMQ worker');
+    const [api] = await Promise.all([
+      startApi(this.cleanup, this.dir, this.env),
+      this.setWorkers(1),
+      this.setRawWorkers(RawQueue.Noop, 1),
+    ]);
+    this.api = api;
+    this.agent = this.cleanup.add('http agent', benchAgent(this.options.clients), (agent) => agent.destroy());
+    this.clients = await Promise.all(
+      Array.from({ length: this.options.clients }, () =>
+        BenchClient.connect(this.api.url, this.agent, this.options.jsonOnly),
+      ),
+    );
+
+    const queue = (name: RawQueue) =>
+      this.cleanup.add(
+        `raw queue ${name}`,
+        new Queue<RawJobData>(name, { connection: producer, prefix: this.rawPrefix }),
+        (q) => q.close(),
+      );
+    this.rawQueues = { noop: queue(RawQueue.Noop), primes: queue(RawQueue.Primes), idle: queue(RawQueue.Idle) };
+    // Every concurrent job.waitUntilFinished listens on its queue.
+    for (const q of Object.values(this.rawQueues)) q.setMaxListeners(this.options.clients + 10);
+    const events = (name: RawQueue) => {
+      // QueueEvents blocks on its connection: it gets one of its own, closed after it.
+      const connection = this.cleanup.add(
+        `raw queue events ${name} redis`,
+        createRedis(this.redisServer.url, 'bench-raw-events'),
+        closeRedis,
+      );
+      return this.cleanup.add(
+        `raw queue events ${name}`,
+        new QueueEvents(name, { connection, prefix: this.rawPrefix }),
+        (e) => e.close(),
+      );
+    };
+    this.rawEvents = { noop: events(RawQueue.Noop), primes: events(RawQueue.Primes) };
+    await Promise.all(Object.values(this.rawEvents).map((e) => e.waitUntilReady()));
+  }
+
+  /** One more MCP client with a session of its own. */
+  newClient(): Promise<BenchClient> {
+    return BenchClient.connect(this.api.url, this.agent, this.options.jsonOnly);
+  }
+
+  /** Starts or stops our worker processes until `count` run. */
+  async setWorkers(count: number): Promise<void> {
+    const starting: Promise<Child>[] = [];
+    // A worker is ready once BullMQ lists it among the queue's workers.
+    const expected = count;
+    const ready = async () => (await this.ourQueue.getWorkersCount()) >= expected;
+    while (this.workers.length + starting.length < count) {
+      starting.push(startWorker(this.cleanup, this.dir, this.env, this.#workerIndex++, ready));
+    }
+    this.workers.push(...(await Promise.all(starting)));
+    const surplus = this.workers.splice(count);
+    await Promise.all(surplus.map((worker) => worker.stop()));
+  }
+
+  async setRawWorkers(queue: RawQueue, count: number): Promise<void> {
+    const list = this.rawWorkers[queue];
+    const starting: Promise<Child>[] = [];
+    while (list.length + starting.length < count) {
+      const index = list.length + starting.length;
+      const spec = {
+        redisUrl: this.redisServer.url,
+        prefix: this.rawPrefix,
+        queue,
+        concurrency: this.options.concurrency,
+      };
+      starting.push(startRawWorker(this.cleanup, this.dir, spec, index));
+    }
+    list.push(...(await Promise.all(starting)));
+    const surplus = list.splice(count);
+    await Promise.all(surplus.map((worker) => worker.stop()));
+  }
+
+  /** Waits until our queue holds no waiting or active job (e.g. tasks created while no worker ran). */
+  async drainOurQueue(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const counts = await this.ourQueue.getJobCounts('active', 'wait', 'prioritized', 'delayed');
+      const left = Object.values(counts).reduce((a, b) => a + b, 0);
+      if (left === 0) return;
+      if (Date.now() > deadline) throw new Error(`our queue still holds ${left} jobs after ${timeoutMs / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Every process of the system under test, for CPU accounting. */
+  processes(): { api: Child; workers: Child[]; rawWorkers: Child[] } {
+    return {
+      api: this.api,
+      workers: [...this.workers],
+      rawWorkers: [...this.rawWorkers.noop, ...this.rawWorkers.primes],
+    };
+  }
+
+  stop(): Promise<void> {
+    return this.cleanup.releaseAll((step, error) => console.error(`bench: stopping ${step} failed: ${String(error)}`));
+  }
+}

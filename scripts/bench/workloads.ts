@@ -1,0 +1,414 @@
+// The five workloads, each run against our system and against raw BullMQ on the same Redis, repetitions
+// interleaved (ours, raw, ours, raw, ...) so that a noisy neighbour hurts both sides alike.
+import { randomUUID } from 'node:crypto';
+import { encodeCursor, indexMember, TaskStore } from '@mcp-tasks/engine';
+import type { TaskRecord } from '@mcp-tasks/protocol';
+import type { Job } from 'bullmq';
+import { drive, type DriveResult } from './drive.ts';
+import { SCALE_OUT_MAX_REPS } from './options.ts';
+import type { BenchClient } from './mcp.ts';
+import { commandStats, memoryUsage, redisCpuSeconds, storedPerTask, usageByKind, usedMemory } from './redis-info.ts';
+import type {
+  CpuPerTask,
+  FootprintResult,
+  ReadSample,
+  ReadsResult,
+  ScaleOutResult,
+  Sides,
+  ThroughputSample,
+} from './results.ts';
+import { counterDelta, perSecond, percentile, sum, summarizeLatency, type LatencySummary } from './stats.ts';
+import { RawQueue, type BenchSystem } from './system.ts';
+
+const NOOP_ARGS = { seconds: 0 };
+/** What `wait` with seconds 0 answers (the raw worker answers the same). */
+export const NOOP_RESULT = { content: [{ type: 'text', text: 'Waited 0s' }] };
+
+type Side = 'ours' | 'raw';
+
+export class Workloads {
+  /** Names of measurements the deadline cut short. */
+  readonly truncated: string[] = [];
+
+  constructor(private readonly system: BenchSystem) {}
+
+  private get options() {
+    return this.system.options;
+  }
+
+  /** One create -> tasks/result round trip of a no-op task for `client`. */
+  private async oursNoop(client: BenchClient): Promise<void> {
+    await client.result(await client.createTask('wait', NOOP_ARGS));
+  }
+
+  private async rawJob(queue: 'noop' | 'primes', name: string, args: Record<string, unknown>): Promise<Job> {
+    const job = await this.system.rawQueues[queue].add(name, { taskId: randomUUID(), tool: name, arguments: args });
+    await job.waitUntilFinished(this.system.rawEvents[queue], this.options.measureTimeoutMs + 30_000);
+    return job;
+  }
+
+  private rawNoop(): Promise<Job> {
+    return this.rawJob(RawQueue.Noop, 'wait', NOOP_ARGS);
+  }
+
+  private note(name: string, result: DriveResult): void {
+    if (result.timedOut) this.truncated.push(name);
+  }
+
+  async warmUp(): Promise<void> {
+    const { clients } = this.system;
+    const count = Math.min(300, this.options.tasks);
+    this.system.progress.phase('warming up (JIT, connections)');
+    await drive(count, clients.length, 30_000, (_, lane) => this.oursNoop(clients[lane] as BenchClient));
+    await drive(count, clients.length, 30_000, () => this.rawNoop().then(() => undefined));
+  }
+
+  /** Workload 1: N no-op tasks from C clients, each fetching its result; raw: add + wait for completion. */
+  async throughput(): Promise<Sides<ThroughputSample>> {
+    const { clients, progress } = this.system;
+    const { reps, tasks, measureTimeoutMs } = this.options;
+    const samples: Sides<ThroughputSample> = { ours: [], raw: [] };
+    for (let rep = 1; rep <= reps; rep++) {
+      progress.phase(`throughput ${rep}/${reps}: ours`);
+      samples.ours.push(
+        await this.accounted('ours', async () => {
+          const result = await drive(
+            tasks,
+            clients.length,
+            measureTimeoutMs,
+            (_, lane) => this.oursNoop(clients[lane] as BenchClient),
+            (done, total) => progress.tick(done, total),
+          );
+          this.note(`throughput ours #${rep}`, result);
+          return result;
+        }),
+      );
+      progress.phase(`throughput ${rep}/${reps}: raw BullMQ`);
+      samples.raw.push(
+        await this.accounted('raw', async () => {
+          const result = await drive(
+            tasks,
+            clients.length,
+            measureTimeoutMs,
+            () => this.rawNoop().then(() => undefined),
+            (done, total) => progress.tick(done, total),
+          );
+          this.note(`throughput raw #${rep}`, result);
+          return result;
+        }),
+      );
+    }
+    return samples;
+  }
+
+  /** Runs `body` and charges Redis commands and CPU time of every process to the tasks it finished. */
+  private async accounted(side: Side, body: () => Promise<DriveResult>): Promise<ThroughputSample> {
+    const { redis } = this.system;
+    const processes = this.system.processes();
+    const workers = side === 'ours' ? processes.workers : processes.rawWorkers;
+    const cpu = () => ({
+      api: side === 'ours' ? processes.api.cpuSeconds() : Number.NaN,
+      worker: sum(workers.map((worker) => worker.cpuSeconds())),
+      client: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
+    });
+    const commandsBefore = await commandStats(redis);
+    const redisCpuBefore = await redisCpuSeconds(redis);
+    const cpuBefore = cpu();
+    const result = await body();
+    const cpuAfter = cpu();
+    const redisCpuAfter = await redisCpuSeconds(redis);
+    const commands = counterDelta(commandsBefore, await commandStats(redis));
+    // The INFO calls of this accounting are not the workload's.
+    delete commands['info'];
+    const perTaskMs = (seconds: number) => (seconds * 1000) / result.done;
+    const cpuPerTask: CpuPerTask = {
+      api: perTaskMs(cpuAfter.api - cpuBefore.api),
+      worker: perTaskMs(cpuAfter.worker - cpuBefore.worker),
+      redis: perTaskMs(redisCpuAfter - redisCpuBefore),
+      client: perTaskMs(cpuAfter.client - cpuBefore.client),
+    };
+    return {
+      tasksPerSecond: perSecond(result.done, result.elapsedMs),
+      tasks: result.done,
+      commandsPerTask: sum(Object.values(commands)) / result.done,
+      commands,
+      cpu: cpuPerTask,
+    };
+  }
+
+  /** Workload 2: one client, sequential create -> tasks/result; raw: add -> waitUntilFinished. */
+  async latency(): Promise<Sides<LatencySummary>> {
+    const { progress } = this.system;
+    const client = this.system.clients[0] as BenchClient;
+    const { reps, latencySamples, measureTimeoutMs } = this.options;
+    const sides: Sides<LatencySummary> = { ours: [], raw: [] };
+    const sample = async (name: string, once: () => Promise<unknown>): Promise<LatencySummary> => {
+      const times: number[] = [];
+      const result = await drive(
+        latencySamples,
+        1,
+        measureTimeoutMs,
+        async () => {
+          const started = performance.now();
+          await once();
+          times.push(performance.now() - started);
+        },
+        (done, total) => progress.tick(done, total),
+      );
+      this.note(name, result);
+      return summarizeLatency(times);
+    };
+    for (let rep = 1; rep <= reps; rep++) {
+      progress.phase(`latency ${rep}/${reps}: ours`);
+      sides.ours.push(await sample(`latency ours #${rep}`, () => this.oursNoop(client)));
+      progress.phase(`latency ${rep}/${reps}: raw BullMQ`);
+      sides.raw.push(await sample(`latency raw #${rep}`, () => this.rawNoop()));
+    }
+    return sides;
+  }
+
+  /** Workload 3: tasks/get and tasks/list pages of one owner holding `small`, then `large` stored tasks. */
+  async reads(): Promise<ReadsResult> {
+    const { progress } = this.system;
+    const { reps, reads, small, large, measureTimeoutMs } = this.options;
+    const owners = await Promise.all([small, large].map(() => this.system.newClient()));
+    const [smallOwner, largeOwner] = owners as [BenchClient, BenchClient];
+    progress.phase(`reads: storing ${small} tasks`);
+    const smallSet = await this.seed(smallOwner, small);
+    progress.phase(`reads: storing ${large} tasks`);
+    const seedStarted = performance.now();
+    const largeSet = await this.seed(largeOwner, large);
+    const seedSeconds = (performance.now() - seedStarted) / 1000;
+
+    const measure = async (owner: BenchClient, set: SeededSet, name: string): Promise<ReadSample> => {
+      const timed = async (operation: () => Promise<unknown>): Promise<number> => {
+        const times: number[] = [];
+        const result = await drive(reads, 1, measureTimeoutMs, async () => {
+          const started = performance.now();
+          await operation();
+          times.push(performance.now() - started);
+        });
+        this.note(name, result);
+        return percentile(times, 50);
+      };
+      const randomId = () => set.ids[Math.floor(Math.random() * set.ids.length)] as string;
+      return {
+        get: await timed(() => owner.call('tasks/get', { taskId: randomId() })),
+        listFirst: await timed(() => owner.call('tasks/list', {})),
+        listMiddle: await timed(() => owner.call('tasks/list', { cursor: set.middleCursor })),
+      };
+    };
+    const atSmall: ReadSample[] = [];
+    const atLarge: ReadSample[] = [];
+    for (let rep = 1; rep <= reps; rep++) {
+      progress.phase(`reads ${rep}/${reps}: ${small} tasks stored`);
+      atSmall.push(await measure(smallOwner, smallSet, `reads at ${small} #${rep}`));
+      progress.phase(`reads ${rep}/${reps}: ${large} tasks stored`);
+      atLarge.push(await measure(largeOwner, largeSet, `reads at ${large} #${rep}`));
+    }
+    return { small, large, pageSize: 50, atSmall, atLarge, seedSeconds };
+  }
+
+  /**
+   * Stores `count` finished tasks of `owner` directly through the engine's TaskStore (pipelined, much faster than
+   * running them), as the api and a worker would have left them.
+   */
+  private async seed(owner: BenchClient, count: number): Promise<SeededSet> {
+    const { progress, redis, keys } = this.system;
+    const store = new TaskStore(redis, keys);
+    const now = Date.now();
+    const ids: string[] = [];
+    const members: string[] = [];
+    const batch = 1000;
+    for (let start = 0; start < count; start += batch) {
+      const writes: Promise<void>[] = [];
+      for (let i = start; i < Math.min(count, start + batch); i++) {
+        const taskId = randomUUID();
+        const createdAt = now - count + i;
+        // Cast: the record shape grows with the engine (e.g. sessionId); extra fields are harmless here.
+        const record = {
+          taskId,
+          kind: 'task',
+          status: 'completed',
+          statusMessage: 'The operation completed.',
+          createdAt,
+          lastUpdatedAt: createdAt + 1,
+          ttl: 3_600_000,
+          pollInterval: 1000,
+          owner: owner.owner,
+          sessionId: owner.sessionId,
+          tool: 'wait',
+          outcome: { result: NOOP_RESULT },
+        } as TaskRecord;
+        ids.push(taskId);
+        members.push(indexMember(createdAt, taskId));
+        writes.push(store.create({ record, arguments: NOOP_ARGS }));
+      }
+      await Promise.all(writes);
+      progress.tick(Math.min(count, start + batch), count);
+    }
+    // A finished task is not live (the settling transition removes it); the reconciler need not look at these.
+    for (let start = 0; start < ids.length; start += batch) {
+      await redis.zrem(keys.live(), ...ids.slice(start, start + batch));
+    }
+    const middle = members[Math.floor(members.length / 2)] as string;
+    return { ids, middleCursor: encodeCursor(middle) };
+  }
+
+  /** Workload 4: Redis memory per finished task and per waiting task (no worker running), vs raw jobs. */
+  async footprint(): Promise<FootprintResult> {
+    const { progress, redis, keys, prefix, rawPrefix } = this.system;
+    const { footprint: count, measureTimeoutMs } = this.options;
+    // Fresh sessions: their event streams (capped per session) start empty, so what they hold shows per task.
+    const clients = await Promise.all(this.system.clients.map(() => this.system.newClient()));
+    const lanes = clients.length;
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+    /** used_memory and MEMORY USAGE by key kind around `body`, per finished operation. */
+    const measure = async (name: string, keyPrefix: string, body: () => Promise<DriveResult>) => {
+      const kindsBefore = await usageByKind(redis, keyPrefix);
+      const before = await usedMemory(redis);
+      const result = await body();
+      this.note(name, result);
+      await settle();
+      const perTask = ((await usedMemory(redis)) - before) / result.done;
+      const kindsAfter = await usageByKind(redis, keyPrefix);
+      const byKind: Record<string, number> = {};
+      for (const kind of new Set([...kindsBefore.keys(), ...kindsAfter.keys()])) {
+        const delta = ((kindsAfter.get(kind) ?? 0) - (kindsBefore.get(kind) ?? 0)) / result.done;
+        if (Math.abs(delta) >= 1) byKind[kind.replace(keyPrefix, '')] = delta;
+      }
+      return { perTask, byKind };
+    };
+
+    progress.phase(`footprint: ${count} finished tasks, ours`);
+    const ourIds: string[] = [];
+    const oursFinished = await measure('footprint finished ours', `${prefix}:`, async () => {
+      const result = await drive(count, lanes, measureTimeoutMs, async (_, lane) => {
+        const client = clients[lane] as BenchClient;
+        const taskId = await client.createTask('wait', NOOP_ARGS);
+        ourIds.push(taskId);
+        await client.result(taskId);
+      });
+      await this.system.drainOurQueue();
+      return result;
+    });
+    const sampleIds = ourIds.slice(0, 200);
+    const oursRecord =
+      (await memoryUsage(
+        redis,
+        sampleIds.map((id) => keys.task(id)),
+      )) / sampleIds.length;
+
+    progress.phase(`footprint: ${count} finished jobs, raw BullMQ`);
+    const rawIds: string[] = [];
+    const rawFinished = await measure('footprint finished raw', `${rawPrefix}:`, () =>
+      drive(count, lanes, measureTimeoutMs, async () => {
+        const job = await this.rawNoop();
+        rawIds.push(String(job.id));
+      }),
+    );
+    const rawSample = rawIds.slice(0, 200);
+    const rawJob =
+      (await memoryUsage(
+        redis,
+        rawSample.map((id) => `${rawPrefix}:${RawQueue.Noop}:${id}`),
+      )) / rawSample.length;
+
+    progress.phase(`footprint: ${count} waiting tasks (no worker running), ours`);
+    await this.system.setWorkers(0);
+    const oursWaiting = await measure('footprint waiting ours', `${prefix}:`, () =>
+      drive(count, lanes, measureTimeoutMs, async (_, lane) => {
+        await (clients[lane] as BenchClient).createTask('wait', NOOP_ARGS);
+      }),
+    );
+
+    progress.phase(`footprint: ${count} waiting jobs, raw BullMQ`);
+    const idle = this.system.rawQueues.idle;
+    const rawWaiting = await measure('footprint waiting raw', `${rawPrefix}:`, () =>
+      drive(count, lanes, measureTimeoutMs, async () => {
+        await idle.add('wait', { taskId: randomUUID(), tool: 'wait', arguments: NOOP_ARGS });
+      }),
+    );
+    await idle.obliterate({ force: true });
+
+    // Leave the system as found: a worker runs the waiting tasks off.
+    progress.phase('footprint: draining the waiting tasks');
+    await this.system.setWorkers(1);
+    await this.system.drainOurQueue();
+    return {
+      tasks: count,
+      resultBytes: Buffer.byteLength(JSON.stringify(NOOP_RESULT)),
+      finished: {
+        ours: oursFinished.perTask,
+        raw: rawFinished.perTask,
+        oursStored: storedPerTask(oursFinished.byKind),
+        rawStored: storedPerTask(rawFinished.byKind),
+        oursRecord,
+        rawJob,
+      },
+      waiting: {
+        ours: oursWaiting.perTask,
+        raw: rawWaiting.perTask,
+        oursStored: storedPerTask(oursWaiting.byKind),
+        rawStored: storedPerTask(rawWaiting.byKind),
+      },
+      byKind: {
+        oursFinished: oursFinished.byKind,
+        oursWaiting: oursWaiting.byKind,
+        rawFinished: rawFinished.byKind,
+        rawWaiting: rawWaiting.byKind,
+      },
+    };
+  }
+
+  /** Workload 5: count_primes tasks with 1, 2, 4 ... worker processes, ours and raw. */
+  async scaleOut(): Promise<ScaleOutResult> {
+    const { progress, clients } = this.system;
+    const { primesBelow, primesTasks, workers, measureTimeoutMs } = this.options;
+    const reps = Math.min(this.options.reps, SCALE_OUT_MAX_REPS);
+    const args = { below: primesBelow };
+    const oursOnce = async (client: BenchClient) => {
+      await client.result(await client.createTask('count_primes', args));
+    };
+    const rawOnce = () => this.rawJob(RawQueue.Primes, 'count_primes', args).then(() => undefined);
+    const lanes = clients.length;
+    const points: ScaleOutResult['points'] = [];
+    for (const count of workers) {
+      progress.phase(`scale-out: starting ${count} worker processes of each kind`);
+      await Promise.all([this.system.setWorkers(count), this.system.setRawWorkers(RawQueue.Primes, count)]);
+      await this.system.drainOurQueue();
+      // Fresh processes: let the sieve get compiled before timing.
+      const warm = Math.min(primesTasks, 4 * count);
+      await drive(warm, lanes, measureTimeoutMs, (_, lane) => oursOnce(clients[lane] as BenchClient));
+      await drive(warm, lanes, measureTimeoutMs, rawOnce);
+      const point = { workers: count, ours: [] as number[], raw: [] as number[] };
+      for (let rep = 1; rep <= reps; rep++) {
+        progress.phase(`scale-out ${rep}/${reps}: ${count} workers, ours`);
+        let result = await drive(
+          primesTasks,
+          lanes,
+          measureTimeoutMs,
+          (_, lane) => oursOnce(clients[lane] as BenchClient),
+          (done, total) => progress.tick(done, total),
+        );
+        this.note(`scale-out ${count} ours #${rep}`, result);
+        point.ours.push(perSecond(result.done, result.elapsedMs));
+        progress.phase(`scale-out ${rep}/${reps}: ${count} workers, raw BullMQ`);
+        result = await drive(primesTasks, lanes, measureTimeoutMs, rawOnce, (done, total) =>
+          progress.tick(done, total),
+        );
+        this.note(`scale-out ${count} raw #${rep}`, result);
+        point.raw.push(perSecond(result.done, result.elapsedMs));
+      }
+      points.push(point);
+    }
+    await Promise.all([this.system.setWorkers(1), this.system.setRawWorkers(RawQueue.Primes, 0)]);
+    return { primesBelow, tasks: primesTasks, points };
+  }
+}
+
+interface SeededSet {
+  ids: string[];
+  /** A tasks/list cursor pointing at the middle of the owner's tasks. */
+  middleCursor: string;
+}

@@ -1,0 +1,57 @@
+// `pnpm bench` end to end at toy sizes, so that the script does not rot: it starts its own redis-server, api,
+// workers and raw BullMQ workers, runs every workload, prints its tables and writes its JSON.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import type { BenchResults } from '../../scripts/bench/results.ts';
+import { repoRoot } from '../support/processes.ts';
+import { track } from '../support/resources.ts';
+
+describe('scripts/bench', function () {
+  this.timeout(240_000);
+
+  it('runs every workload at toy sizes and prints its tables', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcpt-bench-test-'));
+    const json = join(dir, 'results.json');
+    const args = [
+      '--import',
+      'tsx',
+      'scripts/bench/main.ts',
+      ...['--reps', '1', '--clients', '4', '--tasks', '40', '--latency-samples', '10', '--reads', '5'],
+      ...['--small', '20', '--large', '200', '--footprint', '20', '--workers', '1,2'],
+      ...['--primes-below', '20000', '--primes-tasks', '4', '--timeout-seconds', '60', '--json', json],
+    ];
+    const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const release = track(`bench (pid ${child.pid})`, () => {
+      child.kill('SIGKILL');
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code, `bench failed:\n${stderr}`).to.equal(0);
+      for (const title of ['Ours vs raw BullMQ', 'Reads with 20 and 200 tasks', 'Scale-out', 'CPU per no-op task']) {
+        expect(stdout).to.include(title);
+      }
+      // Progress went to stderr, one line per phase when not in a terminal.
+      expect(stderr).to.match(/\[bench +\d+ s\] throughput 1\/1: ours/);
+      const results = JSON.parse(readFileSync(json, 'utf8')) as BenchResults;
+      expect(results.machine.cores).to.be.above(0);
+      expect(results.throughput?.ours[0]?.tasks).to.equal(40);
+      expect(results.throughput?.raw[0]?.commandsPerTask).to.be.above(0);
+      expect(results.latency?.ours[0]?.samples).to.equal(10);
+      expect(results.reads?.atLarge).to.have.length(1);
+      expect(results.footprint?.finished.oursRecord).to.be.above(0);
+      expect(results.scaleout?.points.map((point) => point.workers)).to.deep.equal([1, 2]);
+      expect(results.truncated).to.deep.equal([]);
+    } finally {
+      await release();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

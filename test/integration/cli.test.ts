@@ -1,0 +1,401 @@
+// The operator CLI against a real system (api + worker processes, real Redis) holding tasks in every status:
+// each command's table output and its --json, filters and pagination, errors and exit statuses.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { runCli } from '@mcp-tasks/cli';
+import { KeySpace, TaskStore } from '@mcp-tasks/engine';
+import { TaskStatus } from '@mcp-tasks/protocol';
+import { eventually, McpTestClient, sleep, type RpcError } from '../support/mcp-client.ts';
+import { repoRoot, startSystem, type System } from '../support/processes.ts';
+
+interface CliRun {
+  code: number;
+  out: string;
+  err: string;
+}
+
+interface JsonTask {
+  taskId: string;
+  status: string;
+  statusMessage?: string;
+  tool: string;
+  owner: string;
+  kind: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+}
+
+describe('operator CLI (mcpt) against tasks in every status', function () {
+  this.timeout(60_000);
+  let system: System;
+  let client: McpTestClient;
+  let other: McpTestClient;
+  const ids = {
+    completed: '',
+    failedResult: '',
+    crashed: '',
+    cancelled: '',
+    running: '',
+    inputRequired: '',
+    waiting: '',
+    foreign: '',
+  };
+
+  async function cli(...args: string[]): Promise<CliRun> {
+    let out = '';
+    let err = '';
+    const code = await runCli(args, {
+      out: (text) => (out += text),
+      err: (text) => (err += text),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    return { code, out, err };
+  }
+
+  async function cliJson<T>(...args: string[]): Promise<T> {
+    const run = await cli(...args, '--json');
+    expect(run.code, run.err).to.equal(0);
+    return JSON.parse(run.out) as T;
+  }
+
+  async function statusOf(taskId: string): Promise<string> {
+    return String((await client.call('tasks/get', { taskId }))['status']);
+  }
+
+  async function running(taskId: string): Promise<void> {
+    await eventually(async () => {
+      const task = await client.call('tasks/get', { taskId });
+      return String(task['statusMessage']).startsWith('Running') ? true : undefined;
+    });
+  }
+
+  before(async () => {
+    system = await startSystem({ env: { WORKER_CONCURRENCY: '2', WORKER_SHUTDOWN_GRACE_MS: '500' } });
+    client = await McpTestClient.connect(system.apiUrl);
+    other = await McpTestClient.connect(system.apiUrl);
+    const create = async (tool: string, args: Record<string, unknown>, by = client) => {
+      await sleep(3); // distinct creation times keep the expected newest-first order exact
+      return String((await by.createTask(tool, args))['taskId']);
+    };
+
+    ids.completed = await create('wait', { seconds: 0 });
+    await client.call('tasks/result', { taskId: ids.completed });
+    ids.failedResult = await create('wait', { seconds: 0, fail: true });
+    await client.call('tasks/result', { taskId: ids.failedResult });
+    ids.crashed = await create('crash', { message: 'disk on fire' });
+    await client.rpc('tasks/result', { taskId: ids.crashed });
+    ids.foreign = await create('wait', { seconds: 0 }, other);
+    await other.call('tasks/result', { taskId: ids.foreign });
+    ids.cancelled = await create('wait', { seconds: 30 });
+    await client.call('tasks/cancel', { taskId: ids.cancelled });
+    await eventually(async () => ((await system.redis.llen(`${system.prefix}:tools:active`)) === 0 ? true : undefined));
+
+    // Two long tasks fill the worker's two slots; the third waits in the queue.
+    ids.running = await create('wait', { seconds: 30 });
+    ids.inputRequired = await create('wait', { seconds: 30 });
+    await running(ids.running);
+    await running(ids.inputRequired);
+    ids.waiting = await create('wait', { seconds: 1 });
+    // No tool of this build asks for input yet: move the task the way the worker would, through the store.
+    const store = new TaskStore(system.redis, new KeySpace(system.prefix));
+    const moved = await store.transition(
+      { taskId: ids.inputRequired, sessionId: String(client.sessionId) },
+      'input_required',
+      {
+        statusMessage: 'Waiting for the client to answer.',
+      },
+    );
+    expect(moved.ok).to.equal(true);
+  });
+
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('answers --help for the program and for every command, without Redis', async () => {
+    const top = await runCli(['--help'], { out: () => undefined, err: () => undefined, env: {} });
+    expect(top).to.equal(0);
+    for (const command of ['overview', 'list', 'inspect', 'cancel', 'retry', 'purge']) {
+      let out = '';
+      const code = await runCli([command, '--help'], {
+        out: (text) => (out += text),
+        err: () => undefined,
+        env: { REDIS_URL: 'redis://127.0.0.1:1' },
+      });
+      expect(code, command).to.equal(0);
+      expect(out).to.include(`Usage: mcpt ${command}`);
+      expect(out).to.include('--json');
+    }
+  });
+
+  it('overview: counts per MCP status and BullMQ state, workers, the oldest waiting task', async () => {
+    const overview = await cliJson<{
+      tasks: { total: number; byStatus: Record<string, number>; byKind: Record<string, number> };
+      jobs: Record<string, number>;
+      workers: { name: string }[];
+      oldestWaiting?: { taskId: string; tool: string; waitingMs: number };
+    }>('overview');
+    expect(overview.tasks.byStatus).to.deep.equal({
+      working: 2,
+      input_required: 1,
+      completed: 2,
+      failed: 2,
+      cancelled: 1,
+    });
+    expect(overview.tasks.total).to.equal(8);
+    expect(overview.tasks.byKind).to.deep.equal({ task: 8, call: 0 });
+    expect(overview.jobs['active']).to.equal(2);
+    expect(overview.jobs['waiting']).to.equal(1);
+    expect(overview.workers.length).to.be.at.least(1);
+    expect(overview.oldestWaiting?.taskId).to.equal(ids.waiting);
+    expect(overview.oldestWaiting?.tool).to.equal('wait');
+
+    const table = await cli('overview');
+    expect(table.code).to.equal(0);
+    expect(table.out).to.match(/^Tasks: 8 \(tasks 8, plain calls 0\)$/m);
+    expect(table.out).to.match(/^input_required\s+1$/m);
+    expect(table.out).to.match(/^failed\s+2$/m);
+    expect(table.out).to.match(/^active\s+2$/m);
+    expect(table.out).to.match(/^Workers connected: [1-9]/m);
+    expect(table.out).to.include(`Oldest waiting task: ${ids.waiting} (tool wait`);
+  });
+
+  it('list: every owner, newest first, with statuses; filters by status, tool, owner and age', async () => {
+    const all = await cliJson<{ tasks: JsonTask[]; nextCursor?: string }>('list');
+    expect(all.nextCursor).to.equal(undefined);
+    const created = [
+      ids.completed,
+      ids.failedResult,
+      ids.crashed,
+      ids.foreign,
+      ids.cancelled,
+      ids.running,
+      ids.inputRequired,
+      ids.waiting,
+    ];
+    expect(all.tasks.map((task) => task.taskId)).to.deep.equal([...created].reverse());
+    const status = Object.fromEntries(all.tasks.map((task) => [task.taskId, task.status]));
+    expect(status[ids.inputRequired]).to.equal('input_required');
+    expect(status[ids.cancelled]).to.equal('cancelled');
+    expect(status[ids.crashed]).to.equal('failed');
+    expect(all.tasks[0]).to.include.keys('createdAt', 'lastUpdatedAt', 'ttl', 'owner', 'tool', 'kind', 'expiresAt');
+
+    const failed = await cliJson<{ tasks: JsonTask[] }>('list', '--status', 'failed');
+    expect(failed.tasks.map((task) => task.taskId)).to.have.members([ids.failedResult, ids.crashed]);
+    const live = await cliJson<{ tasks: JsonTask[] }>('list', '-s', 'working,input_required');
+    expect(live.tasks.map((task) => task.taskId)).to.have.members([ids.running, ids.inputRequired, ids.waiting]);
+    const crash = await cliJson<{ tasks: JsonTask[] }>('list', '--tool', 'crash');
+    expect(crash.tasks.map((task) => task.taskId)).to.deep.equal([ids.crashed]);
+    const foreign = await cliJson<{ tasks: JsonTask[] }>('list', '--owner', `session:${String(other.sessionId)}`);
+    expect(foreign.tasks.map((task) => task.taskId)).to.deep.equal([ids.foreign]);
+    expect((await cliJson<{ tasks: JsonTask[] }>('list', '--older-than', '1h')).tasks).to.deep.equal([]);
+    expect((await cliJson<{ tasks: JsonTask[] }>('list', '--newer-than', '1h')).tasks).to.have.length(8);
+
+    const table = await cli('list', '--status', 'input_required');
+    expect(table.code).to.equal(0);
+    expect(table.out).to.match(/^TASK\s+STATUS\s+TOOL\s+OWNER\s+CREATED\s+UPDATED\s+STATUS MESSAGE$/m);
+    expect(table.out).to.match(new RegExp(`^${ids.inputRequired}\\s+input_required\\s+wait\\s+session:`, 'm'));
+    expect(table.out).to.include('Waiting for the client to answer.');
+    expect((await cli('list', '--tool', 'nope')).out).to.equal('No tasks match.\n');
+  });
+
+  it('list: pages with --limit and --cursor cover every task once, in order', async () => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await cliJson<{ tasks: JsonTask[]; nextCursor?: string }>(
+        'list',
+        '--limit',
+        '3',
+        ...(cursor ? ['--cursor', cursor] : []),
+      );
+      expect(page.tasks.length).to.be.at.most(3);
+      seen.push(...page.tasks.map((task) => task.taskId));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor);
+    expect(pages).to.equal(3);
+    expect(new Set(seen).size).to.equal(8);
+    const first = await cli('list', '--limit', '3');
+    expect(first.out).to.match(/^More: add --cursor c1\.\S+$/m);
+  });
+
+  it('inspect: record, status history with timestamps, job, result or error', async () => {
+    type Inspection = {
+      task: JsonTask;
+      arguments: unknown;
+      history: { at: string; status: string; statusMessage?: string }[];
+      job: { state: string; attemptsStarted: number; maxAttempts: number; processedBy?: string } | null;
+      result?: Record<string, unknown>;
+      error?: { code: number; message: string };
+    };
+    const done = await cliJson<Inspection>('inspect', ids.completed);
+    expect(done.task.status).to.equal('completed');
+    expect(done.arguments).to.deep.equal({ seconds: 0 });
+    expect(done.history.map((entry) => entry.status)).to.deep.equal(['working', 'working', 'completed']);
+    expect(done.history[0]?.statusMessage).to.equal('The task is queued for a worker.');
+    expect(done.history[1]?.statusMessage).to.match(/^Running on worker-/);
+    const times = done.history.map((entry) => Date.parse(entry.at));
+    expect(times).to.deep.equal([...times].sort((a, b) => a - b));
+    expect(done.history[0]?.at).to.equal(done.task.createdAt);
+    expect(done.history[2]?.at).to.equal(done.task.lastUpdatedAt);
+    expect(done.job).to.equal(null);
+    expect(done.result?.['content']).to.deep.equal([{ type: 'text', text: 'Waited 0s' }]);
+
+    const crashed = await cliJson<Inspection>('inspect', ids.crashed);
+    expect(crashed.error).to.deep.include({ code: -32603, message: "Tool 'crash' failed: disk on fire" });
+
+    const active = await cliJson<Inspection>('inspect', ids.running);
+    expect(active.job?.state).to.equal('active');
+    expect(active.job?.attemptsStarted).to.equal(1);
+    expect(active.job?.maxAttempts).to.equal(3);
+    expect(active.job?.processedBy).to.match(/^worker-/);
+
+    const input = await cliJson<Inspection>('inspect', ids.inputRequired);
+    expect(input.history.map((entry) => entry.status)).to.deep.equal(['working', 'working', 'input_required']);
+
+    const text = await cli('inspect', ids.crashed);
+    expect(text.code).to.equal(0);
+    expect(text.out).to.match(new RegExp(`^task\\s+${ids.crashed}$`, 'm'));
+    expect(text.out).to.match(/^status\s+failed$/m);
+    expect(text.out).to.match(/^arguments\s+\{"message":"disk on fire"\}$/m);
+    expect(text.out).to.match(/^AT\s+STATUS\s+STATUS MESSAGE$/m);
+    expect(text.out).to.match(/^\d{4}-\d\d-\d\dT\S+Z\s+failed\s+Tool 'crash' failed: disk on fire$/m);
+    expect(text.out).to.include('Error:\n{\n  "code": -32603');
+
+    const running = await cli('inspect', ids.running);
+    expect(running.out).to.match(/^job\s+active \(running\), attempt 1 of 3, 0 failed$/m);
+    expect(running.out).to.match(/^worker\s+worker-/m);
+
+    const missing = await cli('inspect', '00000000-0000-4000-8000-000000000000');
+    expect(missing.code).to.equal(1);
+    expect(missing.err).to.match(/^error: Task 00000000-0000-4000-8000-000000000000 not found/);
+  });
+
+  it('cancel: moves a task of any owner to cancelled and stops its tool; a terminal one is refused', async () => {
+    const run = await cli('cancel', ids.running);
+    expect(run.code, run.err).to.equal(0);
+    expect(run.out).to.equal(`Cancelled task ${ids.running} (tool wait).\n`);
+    const task = await client.call('tasks/get', { taskId: ids.running });
+    expect(task['status']).to.equal('cancelled');
+    expect(task['statusMessage']).to.equal('The task was cancelled by an operator.');
+    await eventually(() =>
+      system.workers[0]?.records().some((line) => line['taskId'] === ids.running && line['message'] === 'tool stopped')
+        ? true
+        : undefined,
+    );
+    const again = await cli('cancel', ids.running);
+    expect(again.code).to.equal(1);
+    expect(again.err).to.include('is already cancelled');
+
+    const json = await cliJson<JsonTask>('cancel', ids.inputRequired, '--message', 'Stopped for maintenance.');
+    expect(json).to.deep.include({
+      taskId: ids.inputRequired,
+      status: 'cancelled',
+      statusMessage: 'Stopped for maintenance.',
+    });
+    expect(await statusOf(ids.inputRequired)).to.equal('cancelled');
+  });
+
+  it('retry: a failed task runs again as a new task of the same owner, tool and arguments', async () => {
+    const retried = await cliJson<{ retriedFrom: string; task: JsonTask }>('retry', ids.failedResult);
+    expect(retried.retriedFrom).to.equal(ids.failedResult);
+    const fresh = retried.task;
+    expect(fresh.taskId).to.not.equal(ids.failedResult);
+    expect(fresh).to.deep.include({ tool: 'wait', owner: `session:${String(client.sessionId)}`, kind: 'task' });
+    expect(fresh.statusMessage).to.equal(`Retry of task ${ids.failedResult}, queued for a worker.`);
+    // The owner sees it, and it runs with the same arguments (it fails again, on purpose).
+    const page = await client.call('tasks/list');
+    expect((page['tasks'] as JsonTask[]).map((task) => task.taskId)).to.include(fresh.taskId);
+    const result = await client.call('tasks/result', { taskId: fresh.taskId });
+    expect(result['isError']).to.equal(true);
+    const inspected = await cliJson<{ arguments: unknown }>('inspect', fresh.taskId);
+    expect(inspected.arguments).to.deep.equal({ seconds: 0, fail: true });
+    expect(await statusOf(ids.failedResult)).to.equal('failed');
+
+    const text = await cli('retry', ids.crashed);
+    expect(text.code).to.equal(0);
+    expect(text.out).to.match(
+      new RegExp(`^Retried task ${ids.crashed} as new task [0-9a-f-]{36} \\(tool crash, owner session:`),
+    );
+
+    const refused = await cli('retry', ids.completed);
+    expect(refused.code).to.equal(1);
+    expect(refused.err).to.include('is completed; only failed tasks can be retried');
+  });
+
+  it('purge: deletes terminal tasks finished before the cutoff, never live ones; --dry-run only lists', async () => {
+    await eventually(async () => ((await statusOf(ids.waiting)) === 'completed' ? true : undefined));
+    expect((await cliJson<{ purged: number }>('purge', '--older-than', '1h')).purged).to.equal(0);
+    const live = String((await client.createTask('wait', { seconds: 30 }))['taskId']);
+    const dry = await cliJson<{ purged: number; taskIds: string[]; dryRun: boolean }>(
+      'purge',
+      '--older-than',
+      '1ms',
+      '--dry-run',
+    );
+    expect(dry.dryRun).to.equal(true);
+    expect(dry.taskIds).to.include.members([ids.completed, ids.crashed, ids.cancelled, ids.foreign, ids.waiting]);
+    expect(dry.taskIds).to.not.include(live);
+    expect(await statusOf(ids.completed)).to.equal('completed');
+
+    const text = await cli('purge', '--older-than', '1ms');
+    expect(text.code).to.equal(0);
+    expect(text.out).to.equal(`Purged ${dry.taskIds.length} terminal task(s) finished more than 1ms ago.\n`);
+    for (const taskId of dry.taskIds) expect((await cli('inspect', taskId)).code, taskId).to.equal(1);
+    try {
+      await client.call('tasks/get', { taskId: ids.completed });
+      expect.fail('a purged task must be gone');
+    } catch (error) {
+      expect((error as RpcError).code).to.equal(-32602);
+    }
+    const rest = await cliJson<{ tasks: JsonTask[] }>('list');
+    expect(rest.tasks.map((task) => task.taskId)).to.deep.equal([live]);
+    expect(await system.redis.zcard(`${system.prefix}:all-tasks`)).to.equal(1);
+    await client.call('tasks/cancel', { taskId: live });
+  });
+
+  it('usage errors exit 2 and say what is accepted; an unreachable Redis exits 1 and says so', async () => {
+    const badStatus = await cli('list', '--status', 'done');
+    expect(badStatus.code).to.equal(2);
+    expect(badStatus.err).to.include(
+      "unknown status 'done'; use working, input_required, completed, failed, cancelled",
+    );
+    const noCutoff = await cli('purge');
+    expect(noCutoff.code).to.equal(2);
+    expect(noCutoff.err).to.include("required option '--older-than <duration>' not specified");
+    const badDuration = await cli('purge', '--older-than', 'soon');
+    expect(badDuration.code).to.equal(2);
+    expect(badDuration.err).to.include("'soon' is not a duration");
+    const unknown = await cli('frobnicate');
+    expect(unknown.code).to.equal(2);
+
+    let err = '';
+    const code = await runCli(['overview'], {
+      out: () => undefined,
+      err: (text) => (err += text),
+      env: { REDIS_URL: 'redis://:secret@127.0.0.1:1' },
+    });
+    expect(code).to.equal(1);
+    expect(err).to.match(/^error: Cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1: .*ECONNREFUSED/);
+  });
+
+  it('runs as the mcpt binary with the environment of the other processes', async () => {
+    const child = spawn(join(repoRoot, 'node_modules', '.bin', 'mcpt'), ['list', '--json', '--limit', '1'], {
+      cwd: repoRoot,
+      env: { ...process.env, REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code, err).to.equal(0);
+    const page = JSON.parse(out) as { tasks: JsonTask[] };
+    expect(page.tasks).to.have.length(1);
+    expect(page.tasks[0]?.status).to.be.oneOf(Object.values(TaskStatus));
+  });
+});

@@ -1,0 +1,140 @@
+// Prometheus metrics of the api (/metrics) and of a worker (WORKER_METRICS_PORT): scraped before and after real
+// tasks, the counters each process owns move, and the cluster-wide gauges read Redis.
+import { expect } from 'chai';
+import { KeySpace, TaskStore } from '@mcp-tasks/engine';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { freePort } from '../support/ports.ts';
+import { startSystem, type System } from '../support/processes.ts';
+import { rawRequest } from '../support/raw-http.ts';
+import { scrape } from '../support/prometheus.ts';
+
+describe('metrics: /metrics on the api and on a worker (real processes, real Redis)', function () {
+  this.timeout(30_000);
+  let system: System;
+  let client: McpTestClient;
+  let apiMetrics: string;
+  let workerMetrics: string;
+
+  before(async () => {
+    const workerPort = await freePort();
+    system = await startSystem({ env: { WORKER_METRICS_PORT: String(workerPort), WORKER_SHUTDOWN_GRACE_MS: '500' } });
+    client = await McpTestClient.connect(system.apiUrl);
+    apiMetrics = system.apiUrl.replace(/\/mcp$/, '/metrics');
+    workerMetrics = `http://127.0.0.1:${workerPort}/metrics`;
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('serves the Prometheus text format with every metric documented, on both processes', async () => {
+    const api = await scrape(apiMetrics);
+    expect(api.contentType).to.match(/^text\/plain; version=0\.0\.4/);
+    for (const name of [
+      'mcpt_tasks_created_total',
+      'mcpt_tasks_finished_total',
+      'mcpt_task_duration_seconds',
+      'mcpt_task_queue_wait_seconds',
+      'mcpt_requests_rejected_total',
+      'mcpt_queue_jobs',
+      'mcpt_workers',
+      'mcpt_tasks_live',
+      'mcpt_tasks_live_total',
+      'mcpt_process_cpu_user_seconds_total',
+    ]) {
+      expect(api.text, name).to.match(new RegExp(`^# HELP ${name} \\S`, 'm'));
+    }
+    expect(api.samples.every((sample) => sample.labels['service'] === 'api')).to.equal(true);
+    const worker = await scrape(workerMetrics);
+    expect(worker.text).to.match(/^# HELP mcpt_worker_running_tasks /m);
+    expect(worker.value('mcpt_worker_concurrency')).to.equal(16);
+    expect(worker.samples.every((sample) => sample.labels['service'] === 'worker')).to.equal(true);
+    const health = await fetch(workerMetrics.replace(/\/metrics$/, '/healthz'));
+    expect(await health.json()).to.deep.equal({ status: 'ok' });
+  });
+
+  it('counters move with a task: created on the api; finished, duration and queue wait on the worker', async () => {
+    const [apiBefore, workerBefore] = await Promise.all([scrape(apiMetrics), scrape(workerMetrics)]);
+    const task = await client.createTask('wait', { seconds: 0.2 });
+    await client.call('tasks/result', { taskId: task['taskId'] });
+    const [apiAfter, workerAfter] = await Promise.all([scrape(apiMetrics), scrape(workerMetrics)]);
+
+    const created = { tool: 'wait', kind: 'task' };
+    expect(apiAfter.value('mcpt_tasks_created_total', created)).to.equal(
+      apiBefore.value('mcpt_tasks_created_total', created) + 1,
+    );
+    const done = { tool: 'wait', kind: 'task', status: 'completed' };
+    expect(workerAfter.value('mcpt_tasks_finished_total', done)).to.equal(
+      workerBefore.value('mcpt_tasks_finished_total', done) + 1,
+    );
+    // The transition happened on the worker: the api does not count it too (sums over processes stay exact).
+    expect(apiAfter.value('mcpt_tasks_finished_total', done)).to.equal(0);
+    const duration = { tool: 'wait', status: 'completed' };
+    expect(workerAfter.value('mcpt_task_duration_seconds_count', duration)).to.equal(
+      workerBefore.value('mcpt_task_duration_seconds_count', duration) + 1,
+    );
+    const added =
+      workerAfter.value('mcpt_task_duration_seconds_sum', duration) -
+      workerBefore.value('mcpt_task_duration_seconds_sum', duration);
+    expect(added).to.be.within(0.2, 5);
+    const wait = { tool: 'wait' };
+    expect(workerAfter.value('mcpt_task_queue_wait_seconds_count', wait)).to.equal(
+      workerBefore.value('mcpt_task_queue_wait_seconds_count', wait) + 1,
+    );
+    expect(workerAfter.value('mcpt_task_queue_wait_seconds_bucket', { ...wait, le: '+Inf' })).to.equal(
+      workerAfter.value('mcpt_task_queue_wait_seconds_count', wait),
+    );
+  });
+
+  it('a cancel is counted by the api that made it; live gauges show working and input_required tasks', async () => {
+    const task = await client.createTask('wait', { seconds: 30 });
+    const taskId = String(task['taskId']);
+    await eventually(async () => {
+      const current = await client.call('tasks/get', { taskId });
+      return String(current['statusMessage']).startsWith('Running') ? true : undefined;
+    });
+    const running = await scrape(apiMetrics);
+    expect(running.value('mcpt_queue_jobs', { state: 'active' })).to.equal(1);
+    expect(running.value('mcpt_workers')).to.equal(1);
+    expect(running.value('mcpt_tasks_live', { status: 'working' })).to.equal(1);
+    expect(running.value('mcpt_tasks_live_total')).to.equal(1);
+    expect((await scrape(workerMetrics)).value('mcpt_worker_running_tasks')).to.equal(1);
+
+    const store = new TaskStore(system.redis, new KeySpace(system.prefix));
+    await store.transition({ taskId, sessionId: String(client.sessionId) }, 'input_required');
+    const waiting = await scrape(apiMetrics);
+    expect(waiting.value('mcpt_tasks_live', { status: 'input_required' })).to.equal(1);
+    expect(waiting.value('mcpt_tasks_live', { status: 'working' })).to.equal(0);
+
+    const cancelled = { tool: 'wait', kind: 'task', status: 'cancelled' };
+    const before = waiting.value('mcpt_tasks_finished_total', cancelled);
+    await client.call('tasks/cancel', { taskId });
+    const after = await eventually(async () => {
+      const now = await scrape(apiMetrics);
+      return now.value('mcpt_tasks_finished_total', cancelled) === before + 1 ? now : undefined;
+    }, 2000);
+    expect(after.value('mcpt_task_duration_seconds_count', { tool: 'wait', status: 'cancelled' })).to.equal(1);
+    expect(after.value('mcpt_tasks_live_total')).to.equal(0);
+  });
+
+  it('rejected requests are counted by reason', async () => {
+    const before = await scrape(apiMetrics);
+    await rawRequest(system.apiUrl, { headers: { 'content-type': 'text/plain' }, body: '{}' });
+    await rawRequest(system.apiUrl, {
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: '{not json',
+    });
+    await client.rpc('no/such/method');
+    await client.rpc('tasks/get', { taskId: 'nope' });
+    const after = await scrape(apiMetrics);
+    for (const reason of ['unsupported_media_type', 'parse_error', 'method_not_found', 'invalid_params']) {
+      expect(after.value('mcpt_requests_rejected_total', { reason }), reason).to.equal(
+        before.value('mcpt_requests_rejected_total', { reason }) + 1,
+      );
+    }
+  });
+
+  it('has no admin dashboard when ADMIN_TOKEN is unset', async () => {
+    const response = await fetch(system.apiUrl.replace(/\/mcp$/, '/admin'));
+    expect(response.status).to.equal(404);
+  });
+});

@@ -1,0 +1,509 @@
+// Security end to end through real api and worker processes: bearer authentication (API keys, HS256 JWTs), tasks
+// bound to principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { SignJWT } from 'jose';
+import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
+import { startSystem, type System } from '../support/processes.ts';
+import { SseConnection } from '../support/sse-client.ts';
+
+const ALICE_KEY = `alice-${randomUUID()}`;
+const BOB_KEY = `bob-${randomUUID()}`;
+const CAROL_KEY = `carol-${randomUUID()}`;
+const JWT_SECRET = `jwt-secret-${randomUUID()}-${randomUUID()}`;
+const CLIENT_CAPABILITIES = { elicitation: { form: {} } };
+
+async function connectAs(url: string, token: string, capabilities: Record<string, unknown> = {}) {
+  const client = new McpTestClient(url);
+  client.headers = { authorization: `Bearer ${token}` };
+  await client.initialize('2025-11-25', capabilities);
+  return client;
+}
+
+async function rpcError(promise: Promise<unknown>): Promise<RpcError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).to.be.instanceOf(RpcError);
+    return error as RpcError;
+  }
+  throw new Error('expected a JSON-RPC error');
+}
+
+function rawPost(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown = { jsonrpc: '2.0', id: 1, method: 'ping' },
+) {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+function sessionHeaders(client: McpTestClient, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-session-id': String(client.sessionId),
+    'mcp-protocol-version': '2025-11-25',
+    ...client.headers,
+    ...extra,
+  };
+}
+
+function hs256(claims: Record<string, unknown>, options: { secret?: string; expiresIn?: string } = {}) {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuedAt()
+    .setIssuer('https://issuer.test')
+    .setAudience('mcp-task-runner')
+    .setExpirationTime(options.expiresIn ?? '5m')
+    .sign(new TextEncoder().encode(options.secret ?? JWT_SECRET));
+}
+
+/** Retries a request whose connection dropped (a keep-alive socket closed under load); JSON-RPC errors are answers. */
+async function withRetry<T>(send: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (error) {
+      if (!(error instanceof TypeError) || attempt >= attempts) throw error;
+    }
+  }
+}
+
+const auditRecords = (system: System) =>
+  [...system.apis, ...system.workers].flatMap((child) => child.records()).filter((record) => record['audit'] === true);
+
+describe('security with bearer tokens (2 api replicas, 1 worker, API keys + HS256 JWTs)', function () {
+  this.timeout(60_000);
+  let system: System;
+  let alice: McpTestClient;
+  let bob: McpTestClient;
+
+  before(async () => {
+    system = await startSystem({
+      apis: 2,
+      env: {
+        AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY},carol:${CAROL_KEY}`,
+        AUTH_JWT_SECRET: JWT_SECRET,
+        AUTH_JWT_ISSUER: 'https://issuer.test',
+        AUTH_JWT_AUDIENCE: 'mcp-task-runner',
+        MAX_TASKS_PER_OWNER: '3',
+        MAX_ARGUMENTS_BYTES: '1024',
+        MAX_STREAMS_PER_SESSION: '2',
+        RATE_LIMIT_FAILED_LOOKUPS: '1000',
+        RESULT_RECHECK_MS: '1000',
+        INPUT_RECHECK_MS: '1000',
+      },
+    });
+    alice = await connectAs(system.apiUrl, ALICE_KEY, CLIENT_CAPABILITIES);
+    bob = await connectAs(String(system.apis[1]?.url), BOB_KEY, CLIENT_CAPABILITIES);
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  describe('authentication', () => {
+    it('T-SEC-1: a request without a token gets 401, a Bearer challenge and a JSON-RPC error body', async () => {
+      for (const method of ['POST', 'GET', 'DELETE']) {
+        const response = await fetch(system.apiUrl, {
+          method,
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          ...(method === 'POST' ? { body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) } : {}),
+        });
+        expect(response.status, method).to.equal(401);
+        expect(response.headers.get('www-authenticate')).to.equal('Bearer realm="mcp-task-runner"');
+        const body = (await response.json()) as RpcReply;
+        expect(body).to.deep.include({ jsonrpc: '2.0', id: null });
+        expect(body.error?.code).to.equal(-32600);
+        expect(body.error?.message).to.match(/^Unauthorized: .*bearer token/);
+      }
+    });
+
+    it('T-SEC-1: a wrong key, a forged, expired or foreign-audience JWT get 401 with error="invalid_token"', async () => {
+      const bad = [
+        'not-a-key-of-ours-at-all',
+        await hs256({ sub: 'mallory' }, { secret: `wrong-${JWT_SECRET}` }),
+        await hs256({ sub: 'alice' }, { expiresIn: '-1m' }),
+        await new SignJWT({ sub: 'alice' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer('https://issuer.test')
+          .setAudience('someone-else')
+          .setExpirationTime('5m')
+          .sign(new TextEncoder().encode(JWT_SECRET)),
+      ];
+      for (const token of bad) {
+        const response = await rawPost(system.apiUrl, { authorization: `Bearer ${token}` });
+        expect(response.status).to.equal(401);
+        expect(response.headers.get('www-authenticate')).to.match(
+          /^Bearer realm="mcp-task-runner", error="invalid_token"/,
+        );
+        expect(((await response.json()) as RpcReply).error?.code).to.equal(-32600);
+      }
+    });
+
+    it('T-SEC-1: an HS256 JWT signed with AUTH_JWT_SECRET is accepted; its sub is the principal', async () => {
+      const dave = await connectAs(system.apiUrl, await hs256({ sub: 'dave' }));
+      const task = await dave.createTask('wait', { seconds: 0 });
+      const owner = await system.redis.hget(`${system.prefix}:task:${String(task['taskId'])}`, 'owner');
+      expect(owner).to.equal('principal:dave');
+      // A JWT for alice is the same principal as alice's API key: her tasks, from a new session.
+      const aliceByJwt = await connectAs(system.apiUrl, await hs256({ sub: 'alice' }));
+      const mine = await alice.createTask('wait', { seconds: 0 });
+      expect((await aliceByJwt.call('tasks/get', { taskId: mine['taskId'] }))['taskId']).to.equal(mine['taskId']);
+      expect(await rpcError(dave.call('tasks/get', { taskId: mine['taskId'] }))).to.include({ code: -32602 });
+    });
+  });
+
+  describe('binding to the principal', () => {
+    it('T-SEC-1: a session used with another principal token is answered like an unknown session (404)', async () => {
+      const foreign = await rawPost(system.apiUrl, {
+        authorization: `Bearer ${BOB_KEY}`,
+        'mcp-session-id': String(alice.sessionId),
+      });
+      const unknown = await rawPost(system.apiUrl, {
+        authorization: `Bearer ${BOB_KEY}`,
+        'mcp-session-id': randomUUID(),
+      });
+      expect(foreign.status).to.equal(404);
+      expect(await foreign.text()).to.equal(await unknown.text());
+      const deleted = await fetch(system.apiUrl, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${BOB_KEY}`, 'mcp-session-id': String(alice.sessionId) },
+      });
+      expect(deleted.status).to.equal(404);
+      expect(await alice.call('ping')).to.deep.equal({});
+    });
+
+    it('T-SEC-1, T-ERR-1: get, result and cancel of another principal task answer exactly like an unknown id', async () => {
+      const task = await alice.createTask('wait', { seconds: 3 });
+      const taskId = task['taskId'];
+      for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+        const foreign = await bob.rpc(method, { taskId }, { id: 7 });
+        const unknown = await bob.rpc(method, { taskId: randomUUID() }, { id: 7 });
+        expect(foreign, method).to.deep.equal(unknown);
+        expect(foreign.error).to.deep.equal({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+      }
+      const still = await alice.call('tasks/get', { taskId });
+      expect(still['status']).to.equal('working');
+      await alice.call('tasks/cancel', { taskId });
+    });
+
+    it('T-SEC-1: a foreign id costs the same time as an unknown one (same work on both paths)', async () => {
+      const task = await alice.createTask('wait', { seconds: 0 });
+      await eventually(async () =>
+        (await alice.call('tasks/get', { taskId: task['taskId'] }))['status'] === 'completed' ? true : undefined,
+      );
+      const timings: Record<'foreign' | 'unknown', number[]> = { foreign: [], unknown: [] };
+      for (let i = 0; i < 40; i++) {
+        for (const kind of ['foreign', 'unknown'] as const) {
+          const started = process.hrtime.bigint();
+          await bob.rpc('tasks/get', { taskId: kind === 'foreign' ? task['taskId'] : randomUUID() });
+          timings[kind].push(Number(process.hrtime.bigint() - started) / 1e6);
+        }
+      }
+      const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+      // Loose bound: the machine may be busy; a record read and sent back on one path would show as much more.
+      const gap = Math.abs(median(timings.foreign) - median(timings.unknown));
+      expect(gap).to.be.below(Math.max(5, 0.5 * median(timings.unknown)));
+    });
+
+    it('T-SEC-1: tasks/list returns only the caller tasks, from any of the principal sessions', async () => {
+      const mine = await alice.createTask('wait', { seconds: 0 });
+      const theirs = await bob.createTask('wait', { seconds: 0 });
+      const ids = async (client: McpTestClient) => {
+        const found: unknown[] = [];
+        let cursor: unknown;
+        do {
+          const page = await client.call('tasks/list', cursor ? { cursor } : {});
+          found.push(...(page['tasks'] as { taskId: unknown }[]).map((task) => task.taskId));
+          cursor = page['nextCursor'];
+        } while (cursor);
+        return found;
+      };
+      const aliceAgain = await connectAs(String(system.apis[1]?.url), ALICE_KEY);
+      expect(await ids(alice))
+        .to.include(mine['taskId'])
+        .and.not.include(theirs['taskId']);
+      expect(await ids(aliceAgain))
+        .to.include(mine['taskId'])
+        .and.not.include(theirs['taskId']);
+      expect(await ids(bob))
+        .to.include(theirs['taskId'])
+        .and.not.include(mine['taskId']);
+    });
+
+    it('T-SEC-1, T-INPUT-1: another principal cannot answer a task elicitation; the owner can', async () => {
+      const task = await alice.createTask('ask_user', { question: 'Who are you?' });
+      const stream = await SseConnection.open(alice.url, {
+        method: 'POST',
+        headers: sessionHeaders(alice),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 42, method: 'tasks/result', params: { taskId: task['taskId'] } }),
+      });
+      const request = await stream.next((event) => event.message['method'] === 'elicitation/create');
+      const answer = {
+        jsonrpc: '2.0',
+        id: request.message['id'],
+        result: { action: 'accept', content: { answer: 'bob' } },
+      };
+      const hijack = await bob.post(answer);
+      expect(hijack.status).to.equal(400);
+      expect((await alice.call('tasks/get', { taskId: task['taskId'] }))['status']).to.equal('input_required');
+      expect(
+        (await alice.post({ ...answer, result: { action: 'accept', content: { answer: 'alice' } } })).status,
+      ).to.equal(202);
+      const final = await stream.next((event) => event.message['id'] === 42);
+      expect(final.message['result']).to.deep.include({ content: [{ type: 'text', text: 'alice' }] });
+      await stream.finished();
+    });
+  });
+
+  describe('limits', () => {
+    it('T-RSRC-1: at most MAX_TASKS_PER_OWNER unfinished tasks per principal (-32029); a finished one frees its slot', async () => {
+      const carol = await connectAs(system.apiUrl, CAROL_KEY);
+      const tasks = [];
+      for (let i = 0; i < 3; i++) tasks.push(await carol.createTask('wait', { seconds: 30 }));
+      const refused = await rpcError(carol.createTask('wait', { seconds: 30 }));
+      expect(refused.code).to.equal(-32029);
+      expect(refused.message).to.match(/Too many unfinished tasks: at most 3 .*MAX_TASKS_PER_OWNER/);
+      expect(refused.data).to.deep.include({ limit: 'tasks_per_owner', max: 3 });
+      // Another session of carol is the same requestor; another principal is not limited by carol's tasks.
+      const carolAgain = await connectAs(String(system.apis[1]?.url), CAROL_KEY);
+      expect((await rpcError(carolAgain.createTask('wait', { seconds: 0 }))).code).to.equal(-32029);
+      await carol.call('tasks/cancel', { taskId: tasks[0]?.['taskId'] });
+      const next = await carolAgain.createTask('wait', { seconds: 30 });
+      expect(next['status']).to.equal('working');
+      for (const task of [...tasks.slice(1), next]) await carol.call('tasks/cancel', { taskId: task['taskId'] });
+    });
+
+    it('T-RSRC-1: arguments larger than MAX_ARGUMENTS_BYTES are refused with -32029 before anything is queued', async () => {
+      const refused = await rpcError(alice.createTask('crash', { message: 'x'.repeat(2000) }));
+      expect(refused.code).to.equal(-32029);
+      expect(refused.message).to.match(/^-32029: Arguments too large: \d+ bytes .* at most 1024 .*MAX_ARGUMENTS_BYTES/);
+    });
+
+    it('T-RSRC-1: at most MAX_STREAMS_PER_SESSION SSE streams per session, across replicas', async () => {
+      const client = await connectAs(system.apiUrl, ALICE_KEY);
+      const open = (url: string) =>
+        SseConnection.open(url, { method: 'GET', headers: sessionHeaders(client, { accept: 'text/event-stream' }) });
+      const first = await open(String(system.apis[0]?.url));
+      const second = await open(String(system.apis[1]?.url));
+      const third = await fetch(system.apiUrl, {
+        method: 'GET',
+        headers: sessionHeaders(client, { accept: 'text/event-stream' }),
+      });
+      expect(third.status).to.equal(429);
+      const body = (await third.json()) as RpcReply;
+      expect(body.error?.code).to.equal(-32029);
+      expect(body.error?.message).to.match(/Too many open streams: .* 2 SSE streams .*MAX_STREAMS_PER_SESSION/);
+      // An SSE answer stream counts too: tasks/result of a running task is refused with a JSON-RPC error.
+      const task = await client.createTask('wait', { seconds: 5 });
+      const refused = await client.rpc('tasks/result', { taskId: task['taskId'] });
+      expect(refused.error?.code).to.equal(-32029);
+      await first.close();
+      await eventually(async () => {
+        const again = await fetch(system.apiUrl, {
+          method: 'GET',
+          headers: sessionHeaders(client, { accept: 'text/event-stream' }),
+          signal: AbortSignal.timeout(500),
+        }).catch(() => undefined);
+        if (again?.status !== 200) return undefined;
+        await again.body?.cancel();
+        return true;
+      });
+      await second.close();
+      await client.call('tasks/cancel', { taskId: task['taskId'] });
+    });
+  });
+
+  describe('audit trail', () => {
+    it('T-AUDIT-1: creation, completion, result retrieval and rejected access are audited, with no secret or argument', async () => {
+      const marker = `private-argument-${randomUUID()}`;
+      const created = await alice.call(
+        'tools/call',
+        { name: 'wait', arguments: { seconds: 0 }, task: {} },
+        { id: 'audit-create' },
+      );
+      // A plain call carrying a private argument through api, Redis and worker.
+      expect((await alice.call('tools/call', { name: 'echo', arguments: { text: marker } }))['content']).to.deep.equal([
+        { type: 'text', text: marker },
+      ]);
+      const taskId = String((created['task'] as Record<string, unknown>)['taskId']);
+      await alice.call('tasks/result', { taskId }, { id: 'audit-result', headers: { accept: 'application/json' } });
+      await bob.rpc('tasks/get', { taskId });
+      await rawPost(system.apiUrl, { authorization: `Bearer ${BOB_KEY}x` });
+      const records = await eventually(() => {
+        const all = auditRecords(system);
+        return all.some((r) => r['taskId'] === taskId && /^task\.(completed|failed)$/.test(String(r['event'])))
+          ? all
+          : undefined;
+      });
+      const about = records.filter((record) => record['taskId'] === taskId);
+      expect(about.find((r) => r['event'] === 'task.created')).to.deep.include({
+        principal: 'principal:alice',
+        requestId: 'audit-create',
+        sessionId: alice.sessionId,
+      });
+      expect(about.find((r) => r['event'] === 'task.result_retrieved')).to.deep.include({
+        principal: 'principal:alice',
+        requestId: 'audit-result',
+      });
+      expect(about.find((r) => /^task\.(completed|failed)$/.test(String(r['event'])))).to.include({
+        principal: 'principal:alice',
+      });
+      expect(about.find((r) => r['event'] === 'access.rejected')).to.deep.include({
+        principal: 'principal:bob',
+        reason: 'task_not_found',
+        method: 'tasks/get',
+      });
+      expect(records.some((r) => r['event'] === 'access.rejected' && r['reason'] === 'invalid_token')).to.equal(true);
+      for (const record of about.filter((r) => String(r['event']).startsWith('task.'))) {
+        expect(record['tool']).to.equal('wait');
+      }
+      // Nothing secret anywhere in any process's log: keys, the JWT secret, arguments.
+      const everything = [...system.apis, ...system.workers].flatMap((child) => child.logs).join('\n');
+      for (const secret of [ALICE_KEY, BOB_KEY, CAROL_KEY, JWT_SECRET, marker]) {
+        expect(everything.includes(secret), 'a secret or an argument reached the log').to.equal(false);
+      }
+    });
+  });
+});
+
+describe('rate limits and enumeration (API keys, short failed-lookup budget)', function () {
+  this.timeout(60_000);
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({
+      env: {
+        AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY}`,
+        RATE_LIMIT_WINDOW_MS: '60000',
+        RATE_LIMIT_FAILED_LOOKUPS: '20',
+        RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS: '1000',
+        RATE_LIMIT_PER_PRINCIPAL: '200',
+        RATE_LIMIT_PER_ADDRESS: '100000',
+      },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('T-SEC-3, T-ID-2: guessing thousands of task ids finds nothing and is throttled; the victim is unaffected', async () => {
+    const alice = await connectAs(system.apiUrl, ALICE_KEY);
+    const bob = await connectAs(system.apiUrl, BOB_KEY);
+    const secret = await alice.createTask('wait', { seconds: 0 });
+    // 2000 random ids (uuid v4, as ours are), 50 at a time, from 127.0.0.1 only.
+    const codes = new Map<number, number>();
+    const messages = new Set<string>();
+    let found = 0;
+    const guesses = 2000;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        while (next < guesses) {
+          next++;
+          const reply = await withRetry(() => bob.rpc('tasks/get', { taskId: randomUUID() }));
+          if (reply.result) found++;
+          const code = reply.error?.code ?? 0;
+          codes.set(code, (codes.get(code) ?? 0) + 1);
+          if (code === -32029) messages.add(String(reply.error?.message).replace(/\d+ ms$/, 'N ms'));
+        }
+      }),
+    );
+    expect(found).to.equal(0);
+    // The window is 60 s: at most two windows' worth of lookups were even tried.
+    expect(codes.get(-32602) ?? 0).to.be.at.most(2 * 20 + 50);
+    expect(codes.get(-32029) ?? 0).to.be.at.least(guesses - (2 * 20 + 50));
+    expect([...messages].join('\n')).to.match(
+      /lookups of unknown task ids by this requestor .*RATE_LIMIT_FAILED_LOOKUPS/,
+    );
+    const throttled = await rpcError(bob.call('tasks/get', { taskId: secret['taskId'] }));
+    expect(throttled.code).to.equal(-32029);
+    expect(throttled.data).to.include.keys('retryAfterMs', 'limit', 'max', 'windowMs');
+    // The same address, another principal: alice still reads her task (the per-address budget is larger).
+    expect((await alice.call('tasks/get', { taskId: secret['taskId'] }))['taskId']).to.equal(secret['taskId']);
+  });
+
+  it('T-SEC-3, T-AUDIT-1: counters of failed lookups and throttled requests are in Redis and on /metrics', async () => {
+    const counters = await system.redis.hgetall(`${system.prefix}:security-counters`);
+    expect(Number(counters['failed_lookups'])).to.be.at.least(20);
+    expect(Number(counters['throttled_lookups'])).to.be.greaterThan(0);
+    const metrics = await (await fetch(system.apiUrl.replace(/\/mcp$/, '/metrics'))).text();
+    const line = metrics
+      .split('\n')
+      .find((l) => l.startsWith('mcpt_security_events{') && l.includes('event="failed_lookups"'));
+    expect(Number(line?.split(' ').pop())).to.be.at.least(20);
+  });
+
+  it('T-SEC-3: task operations per principal are capped (RATE_LIMIT_PER_PRINCIPAL) with -32029', async () => {
+    const alice = await connectAs(system.apiUrl, ALICE_KEY);
+    let refused: RpcReply | undefined;
+    // At most two windows' worth (the fixed window may end during the loop).
+    for (let i = 0; i < 2 * 200 + 10 && !refused; i++) {
+      const reply = await alice.rpc('tasks/list', {});
+      if (reply.error) refused = reply;
+    }
+    expect(refused?.error?.code).to.equal(-32029);
+    expect(refused?.error?.message).to.match(
+      /task operations by this requestor .*RATE_LIMIT_PER_PRINCIPAL.*retry after \d+ ms/,
+    );
+  });
+});
+
+describe('without authentication (session binding, tasks/list off, per-address limit across 2 replicas)', function () {
+  this.timeout(60_000);
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({
+      apis: 2,
+      env: { TASKS_LIST_ENABLED: 'false', RATE_LIMIT_PER_ADDRESS: '60', RATE_LIMIT_WINDOW_MS: '60000' },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('T-SEC-2: the api warns loudly at start-up that authentication is off', () => {
+    const warning = system.apis[0]?.records().find((r) => String(r['message']).includes('AUTHENTICATION IS OFF'));
+    expect(warning?.['level']).to.equal('warn');
+  });
+
+  it('T-SEC-2: with TASKS_LIST_ENABLED=false, tasks.list is not declared and tasks/list is -32601 like any unknown method', async () => {
+    const client = new McpTestClient(system.apiUrl);
+    const result = await client.initialize('2025-11-25');
+    const tasks = (result['capabilities'] as Record<string, Record<string, unknown>>)['tasks'];
+    expect(tasks).to.not.have.property('list');
+    expect(tasks).to.have.property('cancel');
+    const list = await client.rpc('tasks/list', {}, { id: 3 });
+    expect(list.error).to.deep.equal({ code: -32601, message: "Method not found: 'tasks/list'" });
+  });
+
+  it('T-SEC-2, T-ID-2: without auth a task is bound to its session; another session gets the unknown-id answer', async () => {
+    const a = await McpTestClient.connect(system.apiUrl);
+    const b = await McpTestClient.connect(String(system.apis[1]?.url));
+    const task = await a.createTask('wait', { seconds: 0 });
+    expect(String(task['taskId'])).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const foreign = await b.rpc('tasks/get', { taskId: task['taskId'] }, { id: 1 });
+    const unknown = await b.rpc('tasks/get', { taskId: randomUUID() }, { id: 1 });
+    expect(foreign).to.deep.equal(unknown);
+  });
+
+  it('T-SEC-3: the per-address limit is shared by every session and every replica', async () => {
+    const clients = [
+      await McpTestClient.connect(system.apiUrl),
+      await McpTestClient.connect(String(system.apis[1]?.url)),
+    ];
+    let refused: RpcReply | undefined;
+    for (let i = 0; i < 80 && !refused; i++) {
+      const reply = await (clients[i % 2] as McpTestClient).rpc('tasks/get', { taskId: randomUUID() });
+      if (reply.error?.code === -32029) refused = reply;
+    }
+    expect(refused?.error?.message).to.match(/task operations from this address .*RATE_LIMIT_PER_ADDRESS/);
+    await sleep(0);
+  });
+});
