@@ -8,7 +8,7 @@ import {
   settleWithJobReturn,
   type Settlement,
 } from '@mcp-tasks/protocol';
-import { Queue, QueueEvents, type JobsOptions } from 'bullmq';
+import { Queue, QueueEvents } from 'bullmq';
 import type { ExternalTasks } from './external.ts';
 import type { KeySpace } from './keys.ts';
 import type { Logger } from './logger.ts';
@@ -39,20 +39,6 @@ export class ExternalQueues {
     await Promise.all([...this.#queues.values()].map((queue) => queue.close()));
     this.#queues.clear();
   }
-}
-
-/**
- * Options of an external job: as our own jobs (job id = task id, removed once finished — the task record keeps the
- * outcome, so the listener reads the return value from the `completed` event).
- */
-export function externalJobOptions(taskId: string, retrySafe: boolean): JobsOptions {
-  return {
-    jobId: taskId,
-    attempts: retrySafe ? 3 : 1,
-    backoff: { type: 'exponential', delay: 1000 },
-    removeOnComplete: true,
-    removeOnFail: true,
-  };
 }
 
 const EVENT_CLAIM_MS = 10 * 60_000;

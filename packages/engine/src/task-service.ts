@@ -14,7 +14,7 @@ import {
 import type { Queue } from 'bullmq';
 import { stopTaskWork } from './control.ts';
 import { forwardCancel } from './external.ts';
-import { externalJobOptions, type ExternalQueues } from './external-queues.ts';
+import type { ExternalQueues } from './external-queues.ts';
 import type { ToolJobData } from './queue.ts';
 import { toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
@@ -117,15 +117,9 @@ export class TaskService {
     }
     try {
       const data = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
-      if (input.queue === undefined) {
-        await this.queue.add(input.tool, data, toolJobOptions(record.taskId, input.retrySafe));
-      } else {
-        await this.#externalQueue(input.queue).add(
-          input.tool,
-          data,
-          externalJobOptions(record.taskId, input.retrySafe),
-        );
-      }
+      // External tools get their own queue (ext-<tool>) but the same job options as ours.
+      const queue = input.queue === undefined ? this.queue : this.#externalQueue(input.queue);
+      await queue.add(input.tool, data, toolJobOptions(record.taskId, input.retrySafe));
     } catch (error) {
       await this.store.delete(record).catch(() => undefined);
       throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);
