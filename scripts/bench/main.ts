@@ -66,8 +66,10 @@ async function main(): Promise<number> {
     return 0;
   } catch (error) {
     progress.done();
-    if (!interrupted)
+    if (!interrupted) {
       console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      console.error(system.logTails());
+    }
     await system.stop();
     return 1;
   }

@@ -74,12 +74,11 @@ export class BenchClient {
   /** POSTs a message and resolves with the whole body and the headers once the response ended. */
   #post(message: unknown): Promise<{ body: string; headers: Record<string, string | string[] | undefined> }> {
     return new Promise((resolve, reject) => {
-      const req = this.#send(message, reject, (res) => {
+      this.#send(message, reject, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => resolve({ body: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
       });
-      req.on('error', reject);
     });
   }
 
@@ -89,7 +88,7 @@ export class BenchClient {
    */
   #request(message: unknown, id: number): Promise<Reply> {
     return new Promise((resolve, reject) => {
-      const req = this.#send(message, reject, (res) => {
+      this.#send(message, reject, (res) => {
         let text = '';
         let settled = false;
         const sse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
@@ -116,11 +115,20 @@ export class BenchClient {
           }
         });
       });
-      req.on('error', reject);
     });
   }
 
-  #send(message: unknown, reject: (error: Error) => void, onResponse: (res: IncomingMessage) => void): ClientRequest {
+  /**
+   * Sends one POST. A request that fails at once on a reused keep-alive socket is sent again on a new one: the
+   * server may close an idle socket just as we reuse it (the race Node's documentation describes for
+   * `request.reusedSocket`), most likely on a busy machine whose timers run late.
+   */
+  #send(
+    message: unknown,
+    reject: (error: Error) => void,
+    onResponse: (res: IncomingMessage) => void,
+    retried = false,
+  ): ClientRequest {
     const payload = JSON.stringify(message);
     const req = request(
       {
@@ -150,6 +158,11 @@ export class BenchClient {
         onResponse(res);
       },
     );
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      const reset = error.code === 'ECONNRESET' || error.message === 'socket hang up';
+      if (reset && req.reusedSocket && !retried) this.#send(message, reject, onResponse, true);
+      else reject(error);
+    });
     req.end(payload);
     return req;
   }

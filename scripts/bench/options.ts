@@ -48,7 +48,7 @@ const FULL = {
   large: 100_000,
   footprint: 2000,
   workers: [1, 2, 4],
-  // About 35 ms of CPU per task: the tool, not our per-task overhead (a few ms), should dominate scale-out.
+  // About 20 ms of CPU per task: the tool, not our per-task overhead (a few ms), should dominate scale-out.
   primesBelow: 5_000_000,
   primesTasks: 80,
   concurrency: 16,

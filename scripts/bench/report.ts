@@ -126,6 +126,17 @@ function comparisonTable(results: BenchResults, reps: number): Table {
             )
           : '',
       ]);
+      if (key === 'p50') {
+        const oursCreate = medianOf(results.latency.ours, (s) => s.createP50 ?? Number.NaN);
+        const rawCreate = medianOf(results.latency.raw, (s) => s.createP50 ?? Number.NaN);
+        rows.push([
+          'latency p50 of the create alone: tools/call / queue.add (ms)',
+          fmt(oursCreate, 2),
+          fmt(rawCreate, 2),
+          fmtSigned(oursCreate - rawCreate, 'ms'),
+          '',
+        ]);
+      }
     }
   }
   if (results.throughput) {
@@ -137,7 +148,7 @@ function comparisonTable(results: BenchResults, reps: number): Table {
     const { finished, waiting, resultBytes } = results.footprint;
     const beyond = finished.oursStored - resultBytes;
     rows.push([
-      `Redis memory per finished task (bytes; result is ${resultBytes})`,
+      `Redis memory per finished task, keys growing with tasks (bytes; result is ${resultBytes})`,
       fmt(finished.oursStored),
       fmt(finished.rawStored),
       fmtRatio(ratio(finished.oursStored, finished.rawStored)),
@@ -147,28 +158,28 @@ function comparisonTable(results: BenchResults, reps: number): Table {
       ),
     ]);
     rows.push([
-      '  of which the task record / the job hash',
+      'memory of the task record / the job hash alone (bytes)',
       fmt(finished.oursRecord),
       fmt(finished.rawJob),
       fmtRatio(ratio(finished.oursRecord, finished.rawJob)),
       '',
     ]);
     rows.push([
-      '  used_memory delta, event streams included',
+      'memory per finished task incl. event streams, used_memory delta (bytes)',
       fmt(finished.ours),
       fmt(finished.raw),
       fmtRatio(ratio(finished.ours, finished.raw)),
       '',
     ]);
     rows.push([
-      'Redis memory per waiting task, no worker (bytes)',
+      'Redis memory per waiting task (no worker), keys growing with tasks (bytes)',
       fmt(waiting.oursStored),
       fmt(waiting.rawStored),
       fmtRatio(ratio(waiting.oursStored, waiting.rawStored)),
       '',
     ]);
     rows.push([
-      '  used_memory delta, event streams included',
+      'memory per waiting task incl. event streams, used_memory delta (bytes)',
       fmt(waiting.ours),
       fmt(waiting.raw),
       fmtRatio(ratio(waiting.ours, waiting.raw)),
@@ -190,7 +201,7 @@ function memoryByKindTable(footprint: NonNullable<BenchResults['footprint']>, to
     [...new Set([...Object.keys(finished), ...Object.keys(waiting)])]
       .sort((a, b) => Math.max(finished[b] ?? 0, waiting[b] ?? 0) - Math.max(finished[a] ?? 0, waiting[a] ?? 0))
       .slice(0, top)
-      .map((kind) => [side, kind, fmt(finished[kind] ?? 0), fmt(waiting[kind] ?? 0)]);
+      .map((kind) => [side, `\`${kind}\``, fmt(finished[kind] ?? 0), fmt(waiting[kind] ?? 0)]);
   return {
     title: 'Redis memory per task by key (MEMORY USAGE deltas, bytes)',
     columns: ['side', 'key (prefix removed)', 'finished', 'waiting'],

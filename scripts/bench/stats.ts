@@ -38,6 +38,8 @@ export interface LatencySummary {
   p50: number;
   p99: number;
   samples: number;
+  /** p50 of the first step alone (the create: tools/call, or queue.add), ms. */
+  createP50?: number;
 }
 
 export function summarizeLatency(samplesMs: readonly number[]): LatencySummary {

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { BenchClient, benchAgent } from './mcp.ts';
 import type { BenchOptions } from './options.ts';
 import {
+  logTail,
   runDir,
   startApi,
   startRawWorker,
@@ -174,6 +175,12 @@ export class BenchSystem {
       workers: [...this.workers],
       rawWorkers: [...this.rawWorkers.noop, ...this.rawWorkers.primes],
     };
+  }
+
+  /** The last log lines of our processes, for a failed run's error message (the run's temp dir goes away). */
+  logTails(lines = 15): string {
+    const children = [this.api as Child | undefined, ...this.workers].filter((child) => child !== undefined);
+    return children.map((child) => `--- ${child.name} (${child.logFile}):\n${logTail(child, lines)}`).join('\n');
   }
 
   stop(): Promise<void> {

@@ -36,19 +36,27 @@ export class Workloads {
     return this.system.options;
   }
 
-  /** One create -> tasks/result round trip of a no-op task for `client`. */
-  private async oursNoop(client: BenchClient): Promise<void> {
-    await client.result(await client.createTask('wait', NOOP_ARGS));
+  /** One create -> tasks/result round trip of a no-op task for `client`; `created` is called in between. */
+  private async oursNoop(client: BenchClient, created: () => void = () => undefined): Promise<void> {
+    const taskId = await client.createTask('wait', NOOP_ARGS);
+    created();
+    await client.result(taskId);
   }
 
-  private async rawJob(queue: 'noop' | 'primes', name: string, args: Record<string, unknown>): Promise<Job> {
+  private async rawJob(
+    queue: 'noop' | 'primes',
+    name: string,
+    args: Record<string, unknown>,
+    created: () => void = () => undefined,
+  ): Promise<Job> {
     const job = await this.system.rawQueues[queue].add(name, { taskId: randomUUID(), tool: name, arguments: args });
+    created();
     await job.waitUntilFinished(this.system.rawEvents[queue], this.options.measureTimeoutMs + 30_000);
     return job;
   }
 
-  private rawNoop(): Promise<Job> {
-    return this.rawJob(RawQueue.Noop, 'wait', NOOP_ARGS);
+  private rawNoop(created?: () => void): Promise<Job> {
+    return this.rawJob(RawQueue.Noop, 'wait', NOOP_ARGS, created);
   }
 
   private note(name: string, result: DriveResult): void {
@@ -142,27 +150,28 @@ export class Workloads {
     const client = this.system.clients[0] as BenchClient;
     const { reps, latencySamples, measureTimeoutMs } = this.options;
     const sides: Sides<LatencySummary> = { ours: [], raw: [] };
-    const sample = async (name: string, once: () => Promise<unknown>): Promise<LatencySummary> => {
+    const sample = async (name: string, once: (created: () => void) => Promise<unknown>): Promise<LatencySummary> => {
       const times: number[] = [];
+      const creates: number[] = [];
       const result = await drive(
         latencySamples,
         1,
         measureTimeoutMs,
         async () => {
           const started = performance.now();
-          await once();
+          await once(() => creates.push(performance.now() - started));
           times.push(performance.now() - started);
         },
         (done, total) => progress.tick(done, total),
       );
       this.note(name, result);
-      return summarizeLatency(times);
+      return { ...summarizeLatency(times), createP50: percentile(creates, 50) };
     };
     for (let rep = 1; rep <= reps; rep++) {
       progress.phase(`latency ${rep}/${reps}: ours`);
-      sides.ours.push(await sample(`latency ours #${rep}`, () => this.oursNoop(client)));
+      sides.ours.push(await sample(`latency ours #${rep}`, (created) => this.oursNoop(client, created)));
       progress.phase(`latency ${rep}/${reps}: raw BullMQ`);
-      sides.raw.push(await sample(`latency raw #${rep}`, () => this.rawNoop()));
+      sides.raw.push(await sample(`latency raw #${rep}`, (created) => this.rawNoop(created)));
     }
     return sides;
   }

@@ -155,8 +155,8 @@ describe('bench: report', () => {
         raw: [sample(1000, 10), sample(1200, 10), sample(1100, 10)],
       },
       latency: {
-        ours: [{ p50: 3, p99: 9, samples: 10 }],
-        raw: [{ p50: 1, p99: 4, samples: 10 }],
+        ours: [{ p50: 3, p99: 9, samples: 10, createP50: 1.5 }],
+        raw: [{ p50: 1, p99: 4, samples: 10, createP50: 0.25 }],
       },
       reads: {
         small: 1000,
@@ -200,6 +200,7 @@ describe('bench: report', () => {
       '>= 0.50x: ok',
     ]);
     expect(comparison?.rows[1]?.slice(3)).to.deep.equal(['+2.00 ms', '<= +3 ms: ok']);
+    expect(comparison?.rows[2]?.slice(1, 4)).to.deep.equal(['1.50', '0.25', '+1.25 ms']);
     expect(comparison?.rows.find((row) => row[0]?.startsWith('Redis memory per finished'))?.[4]).to.equal(
       '<= 2 KiB + result: ok',
     );

@@ -46,15 +46,11 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
   const cleanup = new CleanupStack();
   try {
     const keys = new KeySpace(config.REDIS_PREFIX);
-    const redis = cleanup.add('redis', createRedis(config, 'mcpt-api', { autoPipelining: true }), closeRedis);
+    const redis = cleanup.add('redis', createRedis(config, 'mcpt-api'), closeRedis);
     const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-api-sub'), closeRedis);
     // BullMQ's queues get a connection of their own: ioredis copies every script defined on a connection (BullMQ
     // defines 60-odd) into each pipeline and MULTI made on it, which made each of ours cost ~40 us more.
-    const queueRedis = cleanup.add(
-      'redis-queue',
-      createRedis(config, 'mcpt-api-queue', { autoPipelining: true }),
-      closeRedis,
-    );
+    const queueRedis = cleanup.add('redis-queue', createRedis(config, 'mcpt-api-queue'), closeRedis);
     for (const connection of [redis, subscriberRedis, queueRedis]) {
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }

@@ -47,7 +47,7 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
   const cleanup = new CleanupStack();
   try {
     const keys = new KeySpace(config.REDIS_PREFIX);
-    const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker', { autoPipelining: true }), closeRedis);
+    const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
     const workerRedis = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
     const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
     for (const connection of [redis, workerRedis, subscriberRedis]) {

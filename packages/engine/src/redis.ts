@@ -14,42 +14,28 @@ const reconnectDelay = (times: number) => Math.min(times * 100, 2000);
  * A connection usable by BullMQ workers too (`maxRetriesPerRequest: null`): it waits out Redis restarts. Given a
  * URL, a connection to that server; given the configuration, a `Cluster` when REDIS_CLUSTER_NODES is set.
  */
-export function createRedis(url: string, connectionName: string, options?: ConnectionOptions): Redis;
+export function createRedis(url: string, connectionName: string): Redis;
 export function createRedis(
   env: Pick<RedisEnv, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>,
   connectionName: string,
-  options?: ConnectionOptions,
 ): RedisClient;
 export function createRedis(
   target: string | Pick<RedisEnv, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>,
   connectionName: string,
-  options: ConnectionOptions = {},
 ): RedisClient {
-  const enableAutoPipelining = options.autoPipelining === true;
   if (typeof target !== 'string' && target.REDIS_CLUSTER_NODES !== undefined) {
-    return createCluster(target.REDIS_CLUSTER_NODES, connectionName, enableAutoPipelining);
+    return createCluster(target.REDIS_CLUSTER_NODES, connectionName);
   }
   return new Redis(typeof target === 'string' ? target : target.REDIS_URL, {
     maxRetriesPerRequest: null,
     connectionName,
     retryStrategy: reconnectDelay,
-    enableAutoPipelining,
   });
 }
 
-export interface ConnectionOptions {
-  /**
-   * Sends the commands issued in one turn of the event loop, by all concurrent requests, in one socket write
-   * (ioredis `enableAutoPipelining`): under load a process makes a few writes where it made one per command, and
-   * socket writes were the largest cost of a task (docs/benchmarks.md). For command connections only: never for
-   * a subscriber or a connection that runs blocking commands, which would hold up everything queued behind them.
-   */
-  autoPipelining?: boolean;
-}
-
-function createCluster(nodesValue: string, connectionName: string, enableAutoPipelining: boolean): Cluster {
+function createCluster(nodesValue: string, connectionName: string): Cluster {
   const seeds = parseClusterNodes(nodesValue);
-  return new Cluster(seeds.nodes, { ...clusterOptions(seeds, connectionName), enableAutoPipelining });
+  return new Cluster(seeds.nodes, clusterOptions(seeds, connectionName));
 }
 
 /** Closes a connection, waiting for pending replies when it is healthy, at once when it is not. */
