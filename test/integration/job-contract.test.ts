@@ -79,8 +79,28 @@ describe('job contract v1: an external consumer of ext-<tool> (plain bullmq, non
     expect(result['structuredContent']).to.deep.equal({ shouted: 'HELLO' });
     const task = await getTask(waitingTaskId);
     expect(task['status']).to.equal('completed');
-    // The job was removed on completion: the listener took the return value from the `completed` event.
-    expect(await system.redis.exists(`${system.prefix}:ext-shout:${waitingTaskId}`)).to.equal(0);
+    // The finished job is kept a while (EXTERNAL_JOB_RETENTION), so reconciliation can read its outcome too.
+    expect(await system.redis.zscore(`${system.prefix}:ext-shout:completed`, waitingTaskId)).to.not.equal(null);
+  });
+
+  it('a completion whose queue event was missed is settled from the kept job by reconciliation, not called lost', async () => {
+    const [worker] = system.workers;
+    await worker?.stop();
+    const task = await client.createTask('shout', { text: 'missed' });
+    const taskId = String(task['taskId']);
+    await eventually(() => system.redis.zscore(`${system.prefix}:ext-shout:completed`, taskId), 20_000);
+    // As if the capped event stream had dropped the event before any listener read it.
+    await system.redis.del(`${system.prefix}:ext-shout:events`);
+    const restarted = await system.addWorker();
+    const done = await finished(taskId);
+    expect(done['status']).to.equal('completed');
+    const result = await client.call('tasks/result', { taskId });
+    expect(result['content']).to.deep.equal([{ type: 'text', text: 'MISSED' }]);
+    // The log line follows the settlement, so it may reach stdout just after the client saw the status.
+    await eventually(
+      () => restarted.records().some((line) => line['message'] === 'task settled by reconciliation') || undefined,
+      5_000,
+    );
   });
 
   it('a plain (non-task) call is answered with the consumer result too', async () => {

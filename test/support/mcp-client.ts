@@ -7,16 +7,16 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+/** Polls `check` until it returns a value, or fails after `timeoutMs`; `undefined` and `null` (Redis's "no such key") mean "not yet". */
 export async function eventually<T>(
-  check: () => Promise<T | undefined> | T | undefined,
+  check: () => Promise<T | undefined | null> | T | undefined | null,
   timeoutMs = 10_000,
   everyMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
-    if (value !== undefined) return value;
+    if (value !== undefined && value !== null) return value;
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await sleep(everyMs);
   }

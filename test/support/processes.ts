@@ -61,7 +61,7 @@ export async function spawnService(
   const timeout = new Promise<never>((_, reject) =>
     setTimeout(
       () => reject(new Error(`${name} did not become ready within 60 s:\n${logs.join('\n')}`)),
-      30_000,
+      60_000,
     ).unref(),
   );
   const died = exited.then(([code]) => {

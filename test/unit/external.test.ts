@@ -51,6 +51,16 @@ describe('external tools (pure parts)', () => {
       expect(reconcile(record, 'failed', 'boom').action).to.equal('fail');
     });
 
+    it("adopts the outcome of a queue tool's finished job, and fails it only when the job is gone", () => {
+      const record = { status: TaskStatus.Working, external: { mode: 'queue' as const, queue: 'ext-shout' } };
+      expect(reconcile(record, 'completed').action).to.equal('adopt');
+      expect(reconcile(record, 'failed', 'boom').action).to.equal('adopt');
+      expect(reconcile(record, 'waiting').action).to.equal('none');
+      expect(reconcile(record, 'active').action).to.equal('none');
+      expect(reconcile(record, 'unknown').action).to.equal('fail');
+      expect(reconcile({ ...record, status: TaskStatus.Completed }, 'completed').action).to.equal('none');
+    });
+
     it('still fails a polled task whose job vanished (nobody polls it any more)', () => {
       expect(reconcile({ status: TaskStatus.Working, external: { mode: 'poll' } }, 'unknown').action).to.equal('fail');
       expect(reconcile({ status: TaskStatus.Working, external: { mode: 'poll' } }, 'delayed').action).to.equal('none');

@@ -2,7 +2,14 @@
 // can no longer settle them (crash between record and job, BullMQ giving up on a stalled job). Every step is
 // idempotent or claimed atomically, so several workers can run it at once.
 import { stopTaskWork } from './control.ts';
-import { lostSettlement, reconcile, type ObservedJobState } from '@mcp-tasks/protocol';
+import {
+  lostSettlement,
+  reconcile,
+  settleWithJobFailure,
+  settleWithJobReturn,
+  type ObservedJobState,
+  type Settlement,
+} from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import type { ExternalQueues } from './external-queues.ts';
 import type { Logger } from './logger.ts';
@@ -124,8 +131,14 @@ export class Maintenance {
       const job = await queue.getJob(taskId);
       const state: ObservedJobState = job ? await job.getState() : 'unknown';
       const verdict = reconcile(record, state, job?.failedReason);
-      if (verdict.action === 'fail') {
-        const moved = await this.store.settle(record, lostSettlement(verdict.statusMessage));
+      if (verdict.action !== 'none') {
+        const outcome: Settlement =
+          verdict.action === 'fail'
+            ? lostSettlement(verdict.statusMessage)
+            : state === 'completed'
+              ? settleWithJobReturn(record.tool, job?.returnvalue)
+              : settleWithJobFailure(record.tool, job?.failedReason);
+        const moved = await this.store.settle(record, outcome);
         if (moved.ok) {
           settled++;
           this.log.warn('task settled by reconciliation', {
@@ -133,7 +146,7 @@ export class Maintenance {
             tool: record.tool,
             owner: record.owner,
             jobState: state,
-            reason: verdict.statusMessage,
+            ...(verdict.action === 'fail' ? { reason: verdict.statusMessage } : { from: 'the finished job' }),
           });
         }
       } else {

@@ -28,3 +28,19 @@ export function toolJobOptions(taskId: string, retrySafe: boolean): JobsOptions 
     removeOnFail: true,
   };
 }
+
+/** How long an external consumer's finished job stays readable (contract v1): see externalJobOptions. */
+export const EXTERNAL_JOB_RETENTION = { age: 24 * 60 * 60, count: 10_000 } as const;
+
+/**
+ * An external tool's job, in its own queue (ext-<tool>): the same options as ours, except that it is kept for a
+ * while after it finishes. Its outcome reaches us as a queue event; should the event be missed or still be on its
+ * way when the reconciler looks, the reconciler settles the task from the kept job instead of calling it lost.
+ */
+export function externalJobOptions(taskId: string, retrySafe: boolean): JobsOptions {
+  return {
+    ...toolJobOptions(taskId, retrySafe),
+    removeOnComplete: EXTERNAL_JOB_RETENTION,
+    removeOnFail: EXTERNAL_JOB_RETENTION,
+  };
+}

@@ -16,7 +16,7 @@ import { stopTaskWork } from './control.ts';
 import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { ToolJobData } from './queue.ts';
-import { toolJobOptions } from './queue.ts';
+import { externalJobOptions, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { Subscriber } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './task-store.ts';
@@ -117,9 +117,14 @@ export class TaskService {
     }
     try {
       const data = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
-      // External tools get their own queue (ext-<tool>) but the same job options as ours.
-      const queue = input.queue === undefined ? this.queue : this.#externalQueue(input.queue);
-      await queue.add(input.tool, data, toolJobOptions(record.taskId, input.retrySafe));
+      if (input.queue === undefined)
+        await this.queue.add(input.tool, data, toolJobOptions(record.taskId, input.retrySafe));
+      else
+        await this.#externalQueue(input.queue).add(
+          input.tool,
+          data,
+          externalJobOptions(record.taskId, input.retrySafe),
+        );
     } catch (error) {
       await this.store.delete(record).catch(() => undefined);
       throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);

@@ -31,11 +31,15 @@ export const JOB_PHASE: Record<ObservedJobState, JobPhase> = {
 };
 
 export type Reconciliation =
-  { action: 'none'; status: TaskStatus } | { action: 'fail'; status: typeof TaskStatus.Failed; statusMessage: string };
+  | { action: 'none'; status: TaskStatus }
+  | { action: 'fail'; status: typeof TaskStatus.Failed; statusMessage: string }
+  | { action: 'adopt'; status: TaskStatus };
 
 /**
  * What the task's status must be given its record and its job. `fail` means the record is stuck non-terminal
- * while its job can no longer settle it; the caller applies that through the atomic transition.
+ * while its job can no longer settle it; `adopt` means the job finished with an outcome the record has not taken
+ * yet (an external consumer's job whose event is still on its way, or was missed), so the caller settles the task
+ * from the job itself. Either is applied through the atomic transition.
  */
 export function reconcile(
   record: Pick<TaskRecord, 'status' | 'external'>,
@@ -46,6 +50,10 @@ export function reconcile(
   // Waiting for an external system's callback: its job finished on purpose after the submission (the api settles
   // the task when the callback comes, or the ttl ends it), so a finished or missing job says nothing.
   if (record.external?.mode === 'callback' && jobState !== 'failed') return { action: 'none', status: record.status };
+  // An external consumer finishing its job is the normal end; its jobs are kept a while after they finish
+  // (externalJobOptions), so the outcome can still be read there.
+  if (record.external?.mode === 'queue' && (jobState === 'completed' || jobState === 'failed'))
+    return { action: 'adopt', status: record.status };
   switch (JOB_PHASE[jobState]) {
     case JobPhase.Queued:
     case JobPhase.Running:
