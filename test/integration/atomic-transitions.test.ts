@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { KeySpace, TaskStore } from '@mcp-tasks/engine';
+import { DEFAULT_SESSION_STREAM, InputBroker, KeySpace, SessionEvents, Subscriber, TaskStore } from '@mcp-tasks/engine';
 import { cancelledSettlement, settleWithResult, TASK_STATUSES, type TaskRecord } from '@mcp-tasks/protocol';
 import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
@@ -11,12 +11,14 @@ import { track } from '../support/resources.ts';
 describe('atomic transitions in Redis', () => {
   let redis: Redis;
   let store: TaskStore;
+  let keys: KeySpace;
   let release: () => Promise<void>;
 
   before(async () => {
     redis = new Redis(await sharedRedisUrl());
     release = track('atomic-transitions redis', () => redis.disconnect());
-    store = new TaskStore(redis, new KeySpace(uniquePrefix()));
+    keys = new KeySpace(uniquePrefix());
+    store = new TaskStore(redis, keys);
   });
   after(() => release());
 
@@ -52,6 +54,35 @@ describe('atomic transitions in Redis', () => {
       expect(record?.status).to.equal(complete.ok ? 'completed' : 'cancelled');
       expect(record?.outcome).to.deep.equal(complete.ok ? completed.outcome : cancelledSettlement().outcome);
     }
+  });
+
+  it('T-INPUT-1: an answer racing the removal of its request never re-creates it; a second answer is refused', async () => {
+    // The broker's subscriber is not used by answer(); the main connection stands in for it.
+    const broker = new InputBroker(
+      redis,
+      keys,
+      store,
+      new SessionEvents(redis, keys, DEFAULT_SESSION_STREAM),
+      new Subscriber(redis),
+    );
+    const session = { sessionId: 'race', owner: 'session:race' };
+    const answer = { result: { action: 'accept' } };
+    for (let round = 0; round < 100; round++) {
+      const requestId = `mcpt-${randomUUID()}`;
+      const key = keys.inputRequest(requestId);
+      await redis.hset(key, { taskId: 't', sessionId: 'race', owner: 'session:race', method: 'elicitation/create' });
+      await redis.pexpire(key, 60_000);
+      // The worker takes the answer and deletes the request while the client answers.
+      const [verdict] = await Promise.all([broker.answer(session, requestId, answer), redis.del(key)]);
+      expect(['accepted', 'unknown'], `round ${round}`).to.include(verdict);
+      expect(await redis.exists(key), `round ${round}`).to.equal(0);
+    }
+    const requestId = `mcpt-${randomUUID()}`;
+    await redis.hset(keys.inputRequest(requestId), { sessionId: 'race', owner: 'session:race' });
+    expect(await broker.answer(session, requestId, answer)).to.equal('accepted');
+    expect(await broker.answer(session, requestId, answer)).to.equal('already-answered');
+    expect(await broker.answer({ sessionId: 'other', owner: 'session:other' }, requestId, answer)).to.equal('unknown');
+    await redis.del(keys.inputRequest(requestId));
   });
 
   it('T-LIFE-2, T-LIFE-3: no transition leaves a terminal status, and a rejected move says the current status', async () => {

@@ -178,6 +178,52 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
     expect((reply.json as { result: { status: string } }).result.status).to.equal('working');
   });
 
+  it('T-RES-2, T-INPUT-3: tasks/result answers JSON when the task ends within RESULT_STREAM_AFTER_MS, else streams from the request on', async () => {
+    const { spawnApi } = await import('../support/processes.ts');
+    const patient = await spawnApi({ ...system.env, RESULT_STREAM_AFTER_MS: '1500' });
+    try {
+      const client = new McpTestClient(patient.url);
+      client.sessionId = a.sessionId;
+      const quick = await a.createTask('wait', { seconds: 0 });
+      const reply = await client.post({ jsonrpc: '2.0', id: 7, method: 'tasks/result', params: quick });
+      expect(reply.headers.get('content-type')).to.match(/^application\/json/);
+      expect((reply.json as { result: { content: unknown } }).result.content).to.deep.equal([
+        { type: 'text', text: 'Waited 0s' },
+      ]);
+
+      // Progress at 1 s comes during the wait, progress at 2 s and the end after the stream began: all arrive.
+      const created = await a.call('tools/call', {
+        name: 'wait',
+        arguments: { seconds: 2.2 },
+        task: {},
+        _meta: { progressToken: 'since' },
+      });
+      const taskId = (created['task'] as { taskId: string }).taskId;
+      const stream = await openResultStream(client, taskId, 'slow');
+      await stream.finished(10_000);
+      const steps = stream.events
+        .filter((event) => event.message['method'] === 'notifications/progress')
+        .map((event) => (event.message['params'] as { progress: number }).progress);
+      expect(steps).to.deep.equal([1, 2]);
+      expect(stream.events.at(-1)?.message['id']).to.equal('slow');
+
+      // A task that needs its client streams at once, with the request, however long the wait would be.
+      const asking = await a.createTask('ask_user', { question: 'Now?' });
+      const started = Date.now();
+      const withRequest = await openResultStream(client, asking['taskId']);
+      const request = await withRequest.next(isRequest('elicitation/create'));
+      expect(Date.now() - started).to.be.below(1500);
+      await b.post({
+        jsonrpc: '2.0',
+        id: request.message['id'],
+        result: { action: 'accept', content: { answer: 'y' } },
+      });
+      await withRequest.finished();
+    } finally {
+      await patient.stop();
+    }
+  });
+
   it('T-META-1: messages related to a task carry the related-task _meta: its requests, its progress and the tasks/result answer', async () => {
     const created = await a.call('tools/call', {
       name: 'ask_user',

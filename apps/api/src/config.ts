@@ -62,6 +62,7 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     TASK_TTL_MAX_MS: intFromEnv(24 * HOUR, { min: 1000 }),
     TASK_POLL_INTERVAL_MS: intFromEnv(1000, { min: 100 }),
     RESULT_RECHECK_MS: intFromEnv(5000, { min: 50 }),
+    RESULT_STREAM_AFTER_MS: intFromEnv(250, { max: 60_000 }),
     LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),
     MAX_BODY_BYTES: intFromEnv(1024 * 1024, { min: 1024 }),
     /** Enables /admin (dashboard, bull-board); unset: no admin routes at all. */

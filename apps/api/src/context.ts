@@ -56,8 +56,16 @@ export interface RequestContext {
 /** A handler's answer: a result, or a task whose messages and final answer the transport streams. */
 export type HandlerReply = Record<string, unknown> | StreamReply;
 
+/**
+ * The answer goes on an SSE stream of the task's messages. `since` is the session-stream position the request
+ * began at: the stream starts there, so a handler that waited a while before streaming loses none of the task's
+ * messages meanwhile.
+ */
 export class StreamReply {
-  constructor(readonly task: Pick<TaskRecord, 'taskId' | 'kind'>) {}
+  constructor(
+    readonly task: Pick<TaskRecord, 'taskId' | 'kind' | 'sessionId'>,
+    readonly since?: string,
+  ) {}
 }
 
 export type MethodHandler = (

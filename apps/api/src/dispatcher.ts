@@ -18,7 +18,7 @@ const methods: Record<string, MethodHandler> = {
 };
 
 export type DispatchOutcome =
-  { result: Record<string, unknown> } | { error: JsonRpcErrorObject } | { stream: StreamReply['task'] };
+  { result: Record<string, unknown> } | { error: JsonRpcErrorObject } | { stream: StreamReply };
 
 export async function dispatch(
   method: string,
@@ -35,7 +35,7 @@ export async function dispatch(
   try {
     await admitTaskOperation(method, context);
     const reply = await handler(params, context);
-    return reply instanceof StreamReply ? { stream: reply.task } : { result: reply };
+    return reply instanceof StreamReply ? { stream: reply } : { result: reply };
   } catch (error) {
     if (error instanceof ProtocolError) {
       await noteFailedLookup(method, params, error, context);

@@ -25,6 +25,10 @@ export interface AnswerStream {
   requestId: JsonRpcId;
   /** Resume after this stream id; absent for a new stream. */
   after?: string;
+  /** A new stream: the task's session, when the caller has already read the task (saves reading it again). */
+  sessionId?: string;
+  /** A new stream: start after this session-stream id rather than at the stream's end. */
+  since?: string;
 }
 
 /** Streams one task's messages until it is terminal, then the request's answer. */
@@ -36,8 +40,7 @@ export async function streamAnswer(
   signal: AbortSignal,
 ): Promise<void> {
   const read = () => readTask(services, session, spec);
-  const first = await read();
-  const { sessionId } = first;
+  const sessionId = spec.sessionId ?? (await read()).sessionId;
   const lease = services.events.openResultStream(sessionId, spec.taskId, randomUUID());
   await lease.renew();
   const renewal = setInterval(() => void lease.renew().catch(() => undefined), 10_000);
@@ -47,7 +50,7 @@ export async function streamAnswer(
   );
   const id = (after: string) => eventIdOf({ kind: 'task', ...spec, after });
   try {
-    let cursor = spec.after ?? (await services.events.lastId(sessionId));
+    let cursor = spec.after ?? spec.since ?? (await services.events.lastId(sessionId));
     const sentRequests = new Set<string>();
     if (spec.after === undefined) {
       // Requests queued before this stream opened are delivered here (T-INPUT-3).

@@ -150,7 +150,7 @@ async function answerRequest(
   if ('stream' in outcome) {
     const slot = await services.security.streams.acquire(session.sessionId);
     if (!slot) {
-      await refuseStream(services, session, outcome.stream, req);
+      await refuseStream(services, session, outcome.stream.task, req);
       sendMessage(res, format, errorResponse(request.id, tooManyStreams(services)));
       return;
     }
@@ -159,7 +159,13 @@ async function answerRequest(
       await streamAnswer(
         services,
         session,
-        { taskId: outcome.stream.taskId, taskKind: outcome.stream.kind, requestId: request.id },
+        {
+          taskId: outcome.stream.task.taskId,
+          taskKind: outcome.stream.task.kind,
+          requestId: request.id,
+          sessionId: outcome.stream.task.sessionId,
+          ...(outcome.stream.since !== undefined ? { since: outcome.stream.since } : {}),
+        },
         sse,
         controller.signal,
       );

@@ -13,7 +13,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { SessionEvents } from './events.ts';
 import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
+import { withScripts, type RedisClient } from './redis.ts';
 import type { Subscriber } from './subscriber.ts';
 import type { TaskStore } from './task-store.ts';
 
@@ -122,13 +122,14 @@ export class InputBroker {
     answer: InputAnswer,
   ): Promise<AnswerVerdict> {
     if (typeof id !== 'string' || !id.startsWith(INPUT_REQUEST_ID_PREFIX)) return 'unknown';
-    const requestKey = this.keys.inputRequest(id);
-    const [sessionId, owner] = await this.redis.hmget(requestKey, 'sessionId', 'owner');
-    if (!sessionId || (sessionId !== session.sessionId && owner !== session.owner)) return 'unknown';
-    const stored = await this.redis.hsetnx(requestKey, 'response', JSON.stringify(answer));
-    if (stored === 0) return 'already-answered';
-    await this.redis.publish(this.keys.inputChannel(id), '1');
-    return 'accepted';
+    const verdict = await withScripts(this.redis).answerInput(
+      this.keys.inputRequest(id),
+      session.sessionId,
+      session.owner,
+      JSON.stringify(answer),
+      this.keys.inputChannel(id),
+    );
+    return verdict === 1 ? 'accepted' : verdict === 2 ? 'already-answered' : 'unknown';
   }
 }
 

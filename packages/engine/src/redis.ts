@@ -58,7 +58,8 @@ function lua(name: string): string {
 
 export const TRANSITION_SCRIPT = lua('transition-3.lua');
 const GET_OWNED_SCRIPT = lua('get-owned-1.lua');
-const RESERVE_TASK_SLOT_SCRIPT = lua('reserve-task-slot-1.lua');
+const CREATE_TASK_SCRIPT = lua('create-task-6.lua');
+const ANSWER_INPUT_SCRIPT = lua('answer-input-1.lua');
 const RATE_LIMIT_SCRIPT = lua('rate-limit-5.lua');
 const RECORD_FAILURE_SCRIPT = lua('record-failure-3.lua');
 const ACQUIRE_STREAM_SCRIPT = lua('acquire-stream-1.lua');
@@ -82,13 +83,8 @@ export interface RunnerScripts {
     pendingDelta: string,
   ): Promise<string[]>;
   getOwnedTask(taskKey: string, owner: string): Promise<string[]>;
-  reserveTaskSlot(
-    ownerLiveKey: string,
-    taskId: string,
-    expiresAt: string,
-    now: string,
-    limit: string,
-  ): Promise<number[]>;
+  createTask(...keysThenArgs: string[]): Promise<number[]>;
+  answerInput(requestKey: string, sessionId: string, owner: string, answer: string, channel: string): Promise<number>;
   rateLimit(...keysThenArgs: string[]): Promise<number>;
   recordLookupFailure(
     principalBucket: string,
@@ -107,7 +103,8 @@ export function withScripts(redis: RedisClient): RedisClient & RunnerScripts {
   }
   if (!('getOwnedTask' in redis)) {
     redis.defineCommand('getOwnedTask', { numberOfKeys: 1, lua: GET_OWNED_SCRIPT });
-    redis.defineCommand('reserveTaskSlot', { numberOfKeys: 1, lua: RESERVE_TASK_SLOT_SCRIPT });
+    redis.defineCommand('createTask', { numberOfKeys: 6, lua: CREATE_TASK_SCRIPT });
+    redis.defineCommand('answerInput', { numberOfKeys: 1, lua: ANSWER_INPUT_SCRIPT });
     redis.defineCommand('rateLimit', { numberOfKeys: 5, lua: RATE_LIMIT_SCRIPT });
     redis.defineCommand('recordLookupFailure', { numberOfKeys: 3, lua: RECORD_FAILURE_SCRIPT });
     redis.defineCommand('acquireStream', { numberOfKeys: 1, lua: ACQUIRE_STREAM_SCRIPT });

@@ -147,15 +147,26 @@ export class TaskService {
   /**
    * Resolves with the record once it is terminal (T-RES-2). Waits on pub/sub, re-reading the record every
    * `recheckMs` in case a message was lost; rejects when `signal` aborts or the record disappears.
+   *
+   * With `limit`, resolves earlier with the live record: once `limit.withinMs` have passed, or as soon as the task
+   * needs its client (`input_required`), so that the caller can turn to a stream that carries the request.
    */
-  async waitForTerminal(taskId: string, signal: AbortSignal, read: () => Promise<TaskRecord>): Promise<TaskRecord> {
+  async waitForTerminal(
+    taskId: string,
+    signal: AbortSignal,
+    read: () => Promise<TaskRecord>,
+    limit?: { withinMs: number },
+  ): Promise<TaskRecord> {
+    const deadline = limit ? Date.now() + limit.withinMs : Infinity;
     const waiter = await this.subscriber.waiter(this.store.keys.taskChannel(taskId));
     try {
       for (;;) {
         const record = await read();
         if (isTerminal(record.status)) return record;
         if (signal.aborted) throw new ProtocolError(ErrorCode.RequestCancelled, 'The request was cancelled');
-        await waiter.next(this.timing.recheckMs, signal);
+        const left = deadline - Date.now();
+        if (limit && (left <= 0 || record.status === TaskStatus.InputRequired)) return record;
+        await waiter.next(Math.min(this.timing.recheckMs, left), signal);
       }
     } finally {
       await waiter.close();

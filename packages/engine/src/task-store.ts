@@ -69,48 +69,40 @@ export class TaskStore {
     this.#redis = withScripts(redis);
   }
 
-  /** Writes the record, its owner-index entry and its expiry in one transaction (invariant 2 starts here). */
+  /**
+   * Writes the record, its owner-index entry and its expiry in one script, after admitting the task under the
+   * owner's cap when there is one (a refused task leaves no trace). Invariant 2 starts here.
+   */
   async create({ record, arguments: args, maxLiveTasksPerOwner }: NewTask): Promise<void> {
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
     const ownerLive = this.keys.ownerLive(record.owner);
-    if (maxLiveTasksPerOwner !== undefined) {
-      // Checked and reserved atomically, before anything is written: a refused task leaves no trace.
-      const [admitted] = await this.#redis.reserveTaskSlot(
-        ownerLive,
-        record.taskId,
-        String(expiresAt),
-        String(Date.now()),
-        String(maxLiveTasksPerOwner),
-      );
-      if (admitted !== 1) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner);
-    }
+    const capped = maxLiveTasksPerOwner !== undefined;
     const fields: Record<string, string> = {
       ...serialize(record),
       arguments: JSON.stringify(args ?? {}),
       // Operators' status history; the transition script appends to it (see TaskAdmin.inspect).
       history: JSON.stringify([[record.createdAt, record.status, record.statusMessage ?? '']]),
       // The transition script frees the owner's slot here when the task ends.
-      ...(maxLiveTasksPerOwner !== undefined ? { ownerLive } : {}),
+      ...(capped ? { ownerLive } : {}),
     };
-    const multi = this.#redis
-      .multi()
-      .hset(this.keys.task(record.taskId), fields)
-      .pexpireat(this.keys.task(record.taskId), expiresAt)
-      .zadd(this.keys.live(), record.lastUpdatedAt, record.taskId)
-      .zadd(this.keys.allTasks(), 0, member)
-      .zadd(this.keys.expiries(), expiresAt, expiryEntry(record, member));
-    if (record.kind === TaskKind.Task) {
-      const index = this.keys.ownerIndex(record.owner);
-      // The index lives as long as its longest-lived task; the janitor removes members as their tasks expire.
-      multi.zadd(index, 0, member).pexpireat(index, expiresAt, 'GT').pexpireat(index, expiresAt, 'NX');
-    }
-    try {
-      await exec(multi);
-    } catch (error) {
-      if (maxLiveTasksPerOwner !== undefined) await this.#redis.zrem(ownerLive, record.taskId).catch(() => undefined);
-      throw error;
-    }
+    const [admitted] = await this.#redis.createTask(
+      this.keys.task(record.taskId),
+      this.keys.live(),
+      this.keys.allTasks(),
+      this.keys.expiries(),
+      this.keys.ownerIndex(record.owner),
+      ownerLive,
+      record.taskId,
+      String(expiresAt),
+      String(record.lastUpdatedAt),
+      capped ? String(maxLiveTasksPerOwner) : '',
+      member,
+      record.kind === TaskKind.Task ? '1' : '0',
+      expiryEntry(record, member),
+      ...Object.entries(fields).flat(),
+    );
+    if (admitted !== 1) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
     for (const observer of this.#observers) observer.created?.(record);
   }
 

@@ -15,14 +15,23 @@ export const getTaskResult: MethodHandler = async (
   { services, session, signal, canStream, log, requestId },
 ) => {
   const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/result');
-  const current = await services.tasks.getOwned(taskId, session.owner);
+  const read = () => services.tasks.getOwned(taskId, session.owner);
+  const current = await read();
   log.debug('task result requested', { taskId, tool: current.tool, status: current.status, owner: session.owner });
-  // With SSE the answer stream also carries the task's input requests and notifications (T-INPUT-3).
-  if (canStream && !services.tasks.isTerminal(current)) return new StreamReply(current);
-  // Already terminal (say, a client that polled tasks/get first): this read is the answer, nothing to wait for.
-  const record = services.tasks.isTerminal(current)
-    ? current
-    : await services.tasks.waitForTerminal(taskId, signal, () => services.tasks.getOwned(taskId, session.owner));
+  let record = current;
+  if (!services.tasks.isTerminal(current)) {
+    if (canStream) {
+      // A task that ends soon is answered as plain JSON: a stream costs the server and the client several times
+      // more. One that does not, or that needs its client (input_required), gets the stream, which then carries
+      // the task's messages from this moment on (T-INPUT-3).
+      const since = await services.events.lastId(current.sessionId);
+      const withinMs = services.config.RESULT_STREAM_AFTER_MS;
+      if (withinMs > 0) record = await services.tasks.waitForTerminal(taskId, signal, read, { withinMs });
+      if (!services.tasks.isTerminal(record)) return new StreamReply(record, since);
+    } else {
+      record = await services.tasks.waitForTerminal(taskId, signal, read);
+    }
+  }
   // Debug, as "requested" above: the audit record below says the same at info (T-AUDIT-1); log lines are a
   // measurable share of a task's cost (docs/benchmarks.md).
   log.debug('task result retrieved', { taskId, tool: record.tool, status: record.status, owner: session.owner });

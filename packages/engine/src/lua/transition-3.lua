@@ -77,7 +77,7 @@ redis.call('HSET', KEYS[1], 'history', cjson.encode(history))
 
 if ARGV[6] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[8])
-  -- Frees the task's slot in its owner's cap of unfinished tasks (reserve-task-slot-1.lua). The key name is
+  -- Frees the task's slot in its owner's cap of unfinished tasks (create-task-6.lua). The key name is
   -- stored in the record at creation (by KeySpace), in the record's Redis Cluster slot like every key we use.
   local ownerLive = redis.call('HGET', KEYS[1], 'ownerLive')
   if ownerLive then

@@ -1,0 +1,24 @@
+--[[
+  Stores a client's answer to one of our input requests and wakes the waiting worker, in one step: checking the
+  request and storing the answer separately let an answer land just after the worker had taken the first one and
+  deleted the request, re-creating the key with no expiry and no owner (and reporting the duplicate as accepted).
+
+  KEYS[1] the input request hash (taskId, sessionId, owner, method[, response])
+
+  ARGV[1] the answering session's id
+  ARGV[2] the answering session's owner
+  ARGV[3] the answer (JSON)
+  ARGV[4] the channel the waiting worker listens on
+
+  Returns 1 when accepted, 0 when there is no such request for this session or owner, 2 when it was answered.
+]]
+local found = redis.call('HMGET', KEYS[1], 'sessionId', 'owner')
+local sessionId, owner = found[1], found[2]
+if not sessionId or (sessionId ~= ARGV[1] and owner ~= ARGV[2]) then
+  return 0
+end
+if redis.call('HSETNX', KEYS[1], 'response', ARGV[3]) == 0 then
+  return 2
+end
+redis.call('PUBLISH', ARGV[4], '1')
+return 1
