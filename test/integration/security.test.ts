@@ -497,6 +497,22 @@ describe('without authentication (session binding, tasks/list off, per-address l
     expect(foreign).to.deep.equal(unknown);
   });
 
+  it('T-SEC-3: requests naming made-up sessions count against no limit and leave no rate keys behind', async () => {
+    const before = await system.redis.keys(`${system.prefix}:rate:*`);
+    for (let i = 0; i < 20; i++) {
+      const stranger = new McpTestClient(system.apiUrl);
+      stranger.sessionId = randomUUID();
+      const reply = await stranger.post({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'tasks/get',
+        params: { taskId: randomUUID() },
+      });
+      expect(reply.status).to.equal(404);
+    }
+    expect(await system.redis.keys(`${system.prefix}:rate:*`)).to.have.members(before);
+  });
+
   it('T-SEC-3: the per-address limit is shared by every session and every replica', async () => {
     const clients = [
       await McpTestClient.connect(system.apiUrl),

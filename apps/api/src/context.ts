@@ -4,6 +4,7 @@ import type {
   InputBroker,
   Logger,
   RateLimiter,
+  RateVerdict,
   RunnerMetrics,
   Session,
   SessionEvents,
@@ -50,6 +51,8 @@ export interface RequestContext {
   canStream: boolean;
   /** The client's address (per-address rate limits, audit). */
   address: string;
+  /** The request's rate-limit verdict, reached as its session was read (task-guards.ts). */
+  admission: RateVerdict;
   log: Logger;
 }
 

@@ -33,7 +33,7 @@ export async function dispatch(
     return { error: { code: ErrorCode.MethodNotFound, message: `Method not found: '${method}'` } };
   }
   try {
-    await admitTaskOperation(method, context);
+    admitTaskOperation(method, context);
     const reply = await handler(params, context);
     return reply instanceof StreamReply ? { stream: reply } : { result: reply };
   } catch (error) {

@@ -22,11 +22,15 @@ const SCOPE_TEXT: Record<RateScope, { what: string; variable: string }> = {
   },
 };
 
-/** Throws -32029 when the caller is over a rate limit for `method`. */
-export async function admitTaskOperation(method: string, context: RequestContext): Promise<void> {
-  if (!TASK_OPERATIONS.has(method)) return;
-  const { services, session, address } = context;
-  const verdict = await services.security.rates.admit(session.owner, address, { lookup: LOOKUPS.has(method) });
+/** What a request of `method` counts against (RateLimiter.charge): task operations and lookups pay, the rest not. */
+export function rateChargeOf(method: string): 'free' | 'operation' | 'lookup' {
+  if (LOOKUPS.has(method)) return 'lookup';
+  return TASK_OPERATIONS.has(method) ? 'operation' : 'free';
+}
+
+/** Throws -32029 when the request was over a rate limit (counted as its session was read, RateLimiter.charge). */
+export function admitTaskOperation(method: string, context: RequestContext): void {
+  const { services, session, address, admission: verdict } = context;
   if (verdict.ok) return;
   const { what, variable } = SCOPE_TEXT[verdict.scope];
   const windowMs = services.security.rates.limits.windowMs;

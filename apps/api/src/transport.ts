@@ -1,7 +1,7 @@
 // The Streamable HTTP endpoint (2025-11-25 transport): POST carries one JSON-RPC message; the session lives in
 // Redis, so any replica answers any request.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { audit, AuditEvent, SecurityEvent, type AuditFields, type Session } from '@mcp-tasks/engine';
+import { audit, AuditEvent, SecurityEvent, type AuditFields, type RateVerdict, type Session } from '@mcp-tasks/engine';
 import {
   ErrorCode,
   errorResponse,
@@ -24,6 +24,7 @@ import { initialize } from './methods/lifecycle.ts';
 import { sendHttpError, sendMessage } from './responses.ts';
 import { parseEventId, SseWriter } from './sse.ts';
 import { streamAnswer, streamSession } from './streams.ts';
+import { rateChargeOf } from './task-guards.ts';
 
 const SESSION_HEADER = 'mcp-session-id';
 const VERSION_HEADER = 'mcp-protocol-version';
@@ -104,11 +105,12 @@ async function handlePost(services: ApiServices, req: Request, res: Response): P
     return;
   }
 
-  const session = await sessionOf(services, req, res);
-  if (!session) return;
+  const opened = await sessionOf(services, req, res, request.success ? request.data.method : undefined);
+  if (!opened) return;
+  const { session } = opened;
 
   if (request.success) {
-    await answerRequest(services, session, request.data, format, req, res);
+    await answerRequest(services, opened, request.data, format, req, res);
     return;
   }
   const response = JsonRpcResponseSchema.safeParse(body);
@@ -127,7 +129,7 @@ async function handlePost(services: ApiServices, req: Request, res: Response): P
 
 async function answerRequest(
   services: ApiServices,
-  session: Session,
+  { session, admission }: OpenedSession,
   request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
   format: 'json' | 'sse',
   req: Request,
@@ -145,6 +147,7 @@ async function answerRequest(
     signal: controller.signal,
     canStream: acceptsEventStream(req.headers.accept),
     address: addressOf(req),
+    admission,
     log,
   });
   if ('stream' in outcome) {
@@ -184,8 +187,22 @@ async function answerRequest(
   );
 }
 
-/** The request's session, or an HTTP error already sent: 400 without the header, 404 for an unknown session. */
-async function sessionOf(services: ApiServices, req: Request, res: Response): Promise<Session | undefined> {
+interface OpenedSession {
+  session: Session;
+  /** The rate-limit verdict on a request of `method` (always ok for what is not a task operation). */
+  admission: RateVerdict;
+}
+
+/**
+ * The request's session, or an HTTP error already sent: 400 without the header, 404 for an unknown session. A
+ * request of `method` is counted against the rate limits in the same round trip (task-guards.ts decides which).
+ */
+async function sessionOf(
+  services: ApiServices,
+  req: Request,
+  res: Response,
+  method?: string,
+): Promise<OpenedSession | undefined> {
   const version = req.headers[VERSION_HEADER];
   if (typeof version === 'string' && !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
     sendHttpError(
@@ -206,8 +223,13 @@ async function sessionOf(services: ApiServices, req: Request, res: Response): Pr
     );
     return undefined;
   }
-  const session = sessionId.length <= 128 ? await services.sessions.touch(sessionId) : undefined;
   const principal = principalOf(res);
+  // The owner the session must have: with authentication, the caller's; without, the session is its own owner.
+  const owner = principal !== undefined ? principalOwner(principal) : `session:${sessionId}`;
+  const rates = services.security.rates;
+  const charge = rates.charge(owner, addressOf(req), method === undefined ? 'free' : rateChargeOf(method));
+  const touched = sessionId.length <= 128 ? await services.sessions.touch(sessionId, charge) : undefined;
+  const session = touched?.session;
   // With authentication, another principal's session is answered exactly like an unknown one (T-SEC-1).
   const foreign = session !== undefined && principal !== undefined && session.owner !== principalOwner(principal);
   if (!session || foreign) {
@@ -218,7 +240,7 @@ async function sessionOf(services: ApiServices, req: Request, res: Response): Pr
     sendHttpError(res, 404, -32001, 'Session not found: it expired or was deleted; initialize a new one');
     return undefined;
   }
-  return session;
+  return { session, admission: rates.verdictOf(charge, touched.refused) };
 }
 
 /**
@@ -230,7 +252,7 @@ async function handleGet(services: ApiServices, req: Request, res: Response): Pr
     sendHttpError(res, 406, ErrorCode.InvalidRequest, 'Not Acceptable: a GET stream needs Accept: text/event-stream');
     return;
   }
-  const session = await sessionOf(services, req, res);
+  const session = (await sessionOf(services, req, res))?.session;
   if (!session) return;
   const lastEventId = req.headers['last-event-id'];
   const position = typeof lastEventId === 'string' && lastEventId !== '' ? parseEventId(lastEventId) : undefined;

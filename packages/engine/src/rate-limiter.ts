@@ -39,6 +39,16 @@ export type SecurityEvent = (typeof SecurityEvent)[keyof typeof SecurityEvent];
 
 export type RateVerdict = { ok: true } | { ok: false; scope: RateScope; limit: number; retryAfterMs: number };
 
+/** The buckets and limits one request is counted against (RateLimiter.charge), in the order the script takes. */
+export interface RateCharge {
+  /** Four bucket keys, then the security counters' hash. */
+  keys: string[];
+  /** Window length, then limit and mode per bucket, then the two counters a refusal increments. */
+  args: string[];
+  limits: number[];
+  retryAfterMs: number;
+}
+
 const SCOPES: readonly RateScope[] = [
   RateScope.Principal,
   RateScope.Address,
@@ -58,32 +68,47 @@ export class RateLimiter {
   }
 
   /**
-   * Counts one task operation of `principal` from `address` and says whether it may go on. A lookup of a task by
-   * id (`lookup`) is also refused while the principal or the address is over its failed-lookup budget.
+   * What one request of `principal` from `address` is counted against: nothing (`free`), the request limits
+   * (`operation`, a task operation), or those and the failed-lookup budgets (`lookup`, a task looked up by id,
+   * refused while the principal or the address has too many failed lookups). SessionStore.touch applies it in the
+   * same round trip as the session read, and `verdictOf` reads the outcome.
    */
-  async admit(principal: string, address: string, options: { lookup: boolean }): Promise<RateVerdict> {
-    const { windowMs, perPrincipal, perAddress } = this.limits;
-    const failedOfPrincipal = options.lookup ? this.limits.failedLookups : 0;
-    const failedOfAddress = options.lookup ? this.limits.failedLookupsPerAddress : 0;
-    if (perPrincipal + perAddress + failedOfPrincipal + failedOfAddress === 0) return { ok: true };
-    const now = Date.now();
+  charge(principal: string, address: string, kind: 'free' | 'operation' | 'lookup', now = Date.now()): RateCharge {
+    const { windowMs } = this.limits;
+    const counted = kind !== 'free';
+    const lookup = kind === 'lookup';
+    const limits = [
+      counted ? this.limits.perPrincipal : 0,
+      counted ? this.limits.perAddress : 0,
+      lookup ? this.limits.failedLookups : 0,
+      lookup ? this.limits.failedLookupsPerAddress : 0,
+    ];
     const window = Math.floor(now / windowMs);
     const subjects = [principal, address, principal, address];
-    const limits = [perPrincipal, perAddress, failedOfPrincipal, failedOfAddress];
-    const refused = await this.#redis.rateLimit(
-      ...SCOPES.map((scope, i) => this.keys.rateBucket(scope, subjects[i] as string, window)),
-      this.keys.securityCounters(),
-      String(windowMs),
-      ...limits.flatMap((limit, i) => [String(limit), i < 2 ? 'hit' : 'check']),
-      SecurityEvent.ThrottledRequest,
-      SecurityEvent.ThrottledLookup,
-    );
+    return {
+      keys: [
+        ...SCOPES.map((scope, i) => this.keys.rateBucket(scope, subjects[i] as string, window)),
+        this.keys.securityCounters(),
+      ],
+      args: [
+        String(windowMs),
+        ...limits.flatMap((limit, i) => [String(limit), i < 2 ? 'hit' : 'check']),
+        SecurityEvent.ThrottledRequest,
+        SecurityEvent.ThrottledLookup,
+      ],
+      limits,
+      retryAfterMs: (window + 1) * windowMs - now,
+    };
+  }
+
+  /** The verdict on a charged request, given the number of the bucket that refused it (0: none). */
+  verdictOf(charge: RateCharge, refused: number): RateVerdict {
     if (refused === 0) return { ok: true };
     return {
       ok: false,
       scope: SCOPES[refused - 1] as RateScope,
-      limit: limits[refused - 1] as number,
-      retryAfterMs: (window + 1) * windowMs - now,
+      limit: charge.limits[refused - 1] as number,
+      retryAfterMs: charge.retryAfterMs,
     };
   }
 

@@ -60,7 +60,7 @@ export const TRANSITION_SCRIPT = lua('transition-3.lua');
 const GET_OWNED_SCRIPT = lua('get-owned-1.lua');
 const CREATE_TASK_SCRIPT = lua('create-task-6.lua');
 const ANSWER_INPUT_SCRIPT = lua('answer-input-1.lua');
-const RATE_LIMIT_SCRIPT = lua('rate-limit-5.lua');
+const TOUCH_SESSION_SCRIPT = lua('touch-session-6.lua');
 const RECORD_FAILURE_SCRIPT = lua('record-failure-3.lua');
 const ACQUIRE_STREAM_SCRIPT = lua('acquire-stream-1.lua');
 
@@ -85,7 +85,7 @@ export interface RunnerScripts {
   getOwnedTask(taskKey: string, owner: string): Promise<string[]>;
   createTask(...keysThenArgs: string[]): Promise<number[]>;
   answerInput(requestKey: string, sessionId: string, owner: string, answer: string, channel: string): Promise<number>;
-  rateLimit(...keysThenArgs: string[]): Promise<number>;
+  touchSession(...keysThenArgs: string[]): Promise<(number | string)[]>;
   recordLookupFailure(
     principalBucket: string,
     addressBucket: string,
@@ -105,7 +105,7 @@ export function withScripts(redis: RedisClient): RedisClient & RunnerScripts {
     redis.defineCommand('getOwnedTask', { numberOfKeys: 1, lua: GET_OWNED_SCRIPT });
     redis.defineCommand('createTask', { numberOfKeys: 6, lua: CREATE_TASK_SCRIPT });
     redis.defineCommand('answerInput', { numberOfKeys: 1, lua: ANSWER_INPUT_SCRIPT });
-    redis.defineCommand('rateLimit', { numberOfKeys: 5, lua: RATE_LIMIT_SCRIPT });
+    redis.defineCommand('touchSession', { numberOfKeys: 6, lua: TOUCH_SESSION_SCRIPT });
     redis.defineCommand('recordLookupFailure', { numberOfKeys: 3, lua: RECORD_FAILURE_SCRIPT });
     redis.defineCommand('acquireStream', { numberOfKeys: 1, lua: ACQUIRE_STREAM_SCRIPT });
   }

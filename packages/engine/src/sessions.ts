@@ -1,6 +1,7 @@
 // MCP sessions live in Redis so that any api replica serves any request of any session.
 import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
+import type { RateCharge } from './rate-limiter.ts';
+import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
 
 export interface Session {
   sessionId: string;
@@ -13,11 +14,15 @@ export interface Session {
 }
 
 export class SessionStore {
+  readonly #redis: RedisClient & RunnerScripts;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly idleTtlMs: number,
-  ) {}
+  ) {
+    this.#redis = withScripts(redis);
+  }
 
   async create(session: Session): Promise<void> {
     const key = this.keys.session(session.sessionId);
@@ -35,13 +40,23 @@ export class SessionStore {
       .exec();
   }
 
-  /** The session, its idle timer restarted; undefined when it never existed, expired or was deleted. */
-  async touch(sessionId: string): Promise<Session | undefined> {
-    const key = this.keys.session(sessionId);
-    // Two commands sent together, not a MULTI: they need no atomicity (PEXPIRE of a key gone meanwhile does
-    // nothing), and every request pays for this one; a MULTI costs a pipeline object and two commands more.
-    const [hash] = await Promise.all([this.redis.hgetall(key), this.redis.pexpire(key, this.idleTtlMs)]);
-    return parseSession(hash);
+  /**
+   * The session, its idle timer restarted, and the request counted against the rate limits of `charge`; undefined
+   * when the session never existed, expired or was deleted (then nothing is counted). One round trip: every
+   * request pays for it. `refused` is the number of the bucket that refused the request (RateLimiter.verdictOf).
+   */
+  async touch(sessionId: string, charge: RateCharge): Promise<{ session: Session; refused: number } | undefined> {
+    const reply = await this.#redis.touchSession(
+      this.keys.session(sessionId),
+      ...charge.keys,
+      String(this.idleTtlMs),
+      ...charge.args,
+    );
+    const [refused, ...flat] = reply;
+    const hash: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) hash[String(flat[i])] = String(flat[i + 1]);
+    const session = parseSession(hash);
+    return session ? { session, refused: Number(refused) } : undefined;
   }
 
   /** The session without restarting its idle timer (for workers, which act for the session, not as it). */

@@ -1,6 +1,6 @@
 --[[
   Counts a failed task lookup (unknown, expired or another owner's id) in the caller's failed-lookup buckets and
-  in the security counters, so that a burst of guesses is throttled by rate-limit-5.lua.
+  in the security counters, so that a burst of guesses is throttled by touch-session-6.lua.
 
   KEYS[1] the principal's failed-lookup bucket of this window
   KEYS[2] the client address's failed-lookup bucket of this window

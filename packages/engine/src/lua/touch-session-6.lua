@@ -1,0 +1,55 @@
+--[[
+  Opens a request: reads the session and restarts its idle timer, and — only when the session exists — counts the
+  request against the rate limits shared by every api replica (T-SEC-3), in one round trip. A request for an
+  unknown session counts nowhere, so made-up session ids cannot fill Redis with buckets.
+
+  Fixed windows: each bucket key names its window (the caller puts the window number in it), so a bucket is a
+  plain counter that expires.
+
+  KEYS[1] the session hash
+  KEYS[2..5] bucket counters
+  KEYS[6] the hash of security counters (what operators monitor)
+
+  ARGV[1] the session's idle timeout, ms
+  ARGV[2] window length, ms (bucket keys expire after two windows)
+  ARGV[1+2*i], ARGV[2+2*i] for bucket i (1..4): its limit ("0": bucket unused) and its mode: "hit" counts this
+          request and refuses it when the count goes past the limit; "check" only refuses when the bucket is
+          already at its limit (the failed-lookup buckets, counted by record-failure)
+  ARGV[11] the security counter to increment when a "hit" bucket refuses (too many requests)
+  ARGV[12] the security counter to increment when a "check" bucket refuses (too many failed lookups)
+
+  Returns {} when there is no such session, else {refused, field1, value1, ...}: the number (1..4) of the first
+  bucket that refused, 0 when admitted, then the session's fields.
+]]
+local session = redis.call('HGETALL', KEYS[1])
+if #session == 0 then
+  return {}
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+local window = tonumber(ARGV[2])
+local refused = 0
+for i = 1, 4 do
+  local limit = tonumber(ARGV[1 + 2 * i])
+  if limit > 0 then
+    local count
+    if ARGV[2 + 2 * i] == 'hit' then
+      count = redis.call('INCR', KEYS[1 + i])
+      if count == 1 then
+        redis.call('PEXPIRE', KEYS[1 + i], window * 2)
+      end
+      if count > limit and refused == 0 then
+        refused = i
+      end
+    else
+      count = tonumber(redis.call('GET', KEYS[1 + i]) or '0')
+      if count >= limit and refused == 0 then
+        refused = i
+      end
+    end
+  end
+end
+if refused > 0 then
+  redis.call('HINCRBY', KEYS[6], ARGV[2 + 2 * refused] == 'hit' and ARGV[11] or ARGV[12], 1)
+end
+table.insert(session, 1, refused)
+return session
