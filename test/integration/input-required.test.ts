@@ -178,7 +178,7 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
     expect((reply.json as { result: { status: string } }).result.status).to.equal('working');
   });
 
-  it('T-RES-2, T-INPUT-3: tasks/result answers JSON when the task ends within RESULT_STREAM_AFTER_MS, else streams from the request on', async () => {
+  it('T-RES-2, T-INPUT-3: tasks/result and plain calls answer JSON when done within RESULT_STREAM_AFTER_MS, else stream from the request on', async () => {
     const { spawnApi } = await import('../support/processes.ts');
     const patient = await spawnApi({ ...system.env, RESULT_STREAM_AFTER_MS: '1500' });
     try {
@@ -220,6 +220,34 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
         result: { action: 'accept', content: { answer: 'y' } },
       });
       await withRequest.finished();
+
+      // A plain tools/call waits the same way: JSON when it ends in time, else a stream from the call on.
+      const plain = await client.post({
+        jsonrpc: '2.0',
+        id: 8,
+        method: 'tools/call',
+        params: { name: 'wait', arguments: { seconds: 0 } },
+      });
+      expect(plain.headers.get('content-type')).to.match(/^application\/json/);
+      expect((plain.json as { result: { content: unknown } }).result.content).to.deep.equal([
+        { type: 'text', text: 'Waited 0s' },
+      ]);
+      const plainStream = await SseConnection.open(client.url, {
+        method: 'POST',
+        headers: headers(client),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'plain-slow',
+          method: 'tools/call',
+          params: { name: 'wait', arguments: { seconds: 2.2 }, _meta: { progressToken: 'plain' } },
+        }),
+      });
+      await plainStream.finished(10_000);
+      const plainSteps = plainStream.events
+        .filter((event) => event.message['method'] === 'notifications/progress')
+        .map((event) => (event.message['params'] as { progress: number }).progress);
+      expect(plainSteps.filter((step) => step > 0)).to.deep.equal([1, 2]);
+      expect(plainStream.events.at(-1)?.message['id']).to.equal('plain-slow');
     } finally {
       await patient.stop();
     }

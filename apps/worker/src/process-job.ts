@@ -96,7 +96,9 @@ async function processJob(
   }
 
   const controller = running.start(taskId, bullSignal);
-  await store.note(record, TaskStatus.Working, `Running on ${deps.workerName}.`).catch(() => undefined);
+  // Not awaited: the tool need not wait a round trip for the note, and the settlement below is sent after it on
+  // the same connection, so Redis applies the two in order.
+  const noted = store.note(record, TaskStatus.Working, `Running on ${deps.workerName}.`).catch(() => undefined);
   const context = createToolContext(deps, record, job, controller.signal, log);
   let settlement: Settlement;
   try {
@@ -123,6 +125,7 @@ async function processJob(
     settlement = settleWithError(tool.name, error);
   } finally {
     running.finish(taskId);
+    await noted;
   }
   await settle(deps, record, settlement, log);
 }

@@ -44,6 +44,10 @@ export const callTool: MethodHandler = async (params, context) => {
   checkArgumentsSize(call.arguments, context);
   const args = services.tools.parseArguments(tool, call.arguments);
   const progressToken = call._meta?.progressToken;
+  // A plain call that may stream starts its stream where the session's events stand now, before the task exists
+  // (sent first on the connection the record is written on, so Redis reads it first; no round trip of its own).
+  const since = !asTask && context.canStream ? services.events.lastId(session.sessionId) : undefined;
+  since?.catch(() => undefined); // awaited below; a failed create must not leave it unhandled
   const record = await services.tasks
     .create({
       kind: asTask ? TaskKind.Task : TaskKind.PlainCall,
@@ -92,8 +96,13 @@ export const callTool: MethodHandler = async (params, context) => {
     };
   }
   await services.tasks.rememberPlainCall(record, context.requestId);
-  // A plain call answers on its own request: streamed with its progress and input requests, or after the wait.
-  if (context.canStream) return new StreamReply(record);
+  // A plain call answers on its own request: as JSON when it ends soon, else streamed with its progress and input
+  // requests from the start (as tasks/result does, RESULT_STREAM_AFTER_MS); without SSE, as JSON after the wait.
+  if (since) {
+    const withinMs = services.config.RESULT_STREAM_AFTER_MS;
+    const answer = withinMs > 0 ? await runPlainCall(record.taskId, context, { withinMs }) : undefined;
+    return answer ?? new StreamReply(record, await since);
+  }
   return runPlainCall(record.taskId, context);
 };
 
@@ -117,15 +126,29 @@ function checkArgumentsSize(args: unknown, { services, session, requestId, addre
   );
 }
 
-/** Waits for the hidden task of a plain call, answers its result or error, and deletes it. */
-async function runPlainCall(taskId: string, { services, signal }: RequestContext): Promise<Record<string, unknown>> {
+/**
+ * Waits for the hidden task of a plain call, answers its result or error, and deletes it. With `limit`, gives up
+ * after `limit.withinMs` or once the call needs its client, answering undefined (the caller streams instead).
+ */
+function runPlainCall(taskId: string, context: RequestContext): Promise<Record<string, unknown>>;
+function runPlainCall(
+  taskId: string,
+  context: RequestContext,
+  limit: { withinMs: number },
+): Promise<Record<string, unknown> | undefined>;
+async function runPlainCall(
+  taskId: string,
+  { services, signal }: RequestContext,
+  limit?: { withinMs: number },
+): Promise<Record<string, unknown> | undefined> {
   const read = async () => {
     const record = await services.store.get(taskId);
     if (!record) throw new ProtocolError(ErrorCode.InternalError, 'The call expired before it finished');
     return record;
   };
   try {
-    const record = await services.tasks.waitForTerminal(taskId, signal, read);
+    const record = await services.tasks.waitForTerminal(taskId, signal, read, limit);
+    if (!services.tasks.isTerminal(record)) return undefined;
     await services.store.delete(record);
     return plainResultOf(record);
   } catch (error) {
