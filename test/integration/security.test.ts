@@ -2,7 +2,9 @@
 // bound to principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { SignJWT } from 'jose';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { SseConnection } from '../support/sse-client.ts';
@@ -369,6 +371,78 @@ describe('security with bearer tokens (2 api replicas, 1 worker, API keys + HS25
         expect(everything.includes(secret), 'a secret or an argument reached the log').to.equal(false);
       }
     });
+  });
+});
+
+describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', function () {
+  this.timeout(60_000);
+  let system: System;
+  let issuer: Server;
+  let signingKey: CryptoKey;
+  let strangerKey: CryptoKey;
+  let jwksFetches = 0;
+
+  const es256 = (key: CryptoKey, kid: string, claims: Record<string, unknown> = { sub: 'erin' }) =>
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid })
+      .setIssuedAt()
+      .setIssuer('https://issuer.test')
+      .setAudience('mcp-task-runner')
+      .setExpirationTime('5m')
+      .sign(key);
+
+  before(async () => {
+    const pair = await generateKeyPair('ES256');
+    signingKey = pair.privateKey;
+    strangerKey = (await generateKeyPair('ES256')).privateKey;
+    const jwks = JSON.stringify({
+      keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }],
+    });
+    issuer = createServer((req, res) => {
+      if (req.url !== '/.well-known/jwks.json') {
+        res.writeHead(404).end();
+        return;
+      }
+      jwksFetches++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(jwks);
+    });
+    await new Promise<void>((resolve) => issuer.listen(0, '127.0.0.1', resolve));
+    const { port } = issuer.address() as AddressInfo;
+    system = await startSystem({
+      workers: 0,
+      env: {
+        AUTH_JWKS_URL: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+        AUTH_JWT_ISSUER: 'https://issuer.test',
+        AUTH_JWT_AUDIENCE: 'mcp-task-runner',
+      },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+    await new Promise((resolve) => issuer?.close(resolve));
+  });
+
+  it("T-SEC-1: a JWT signed by a key of the issuer's JWKS is accepted; its sub is the principal", async () => {
+    const erin = await connectAs(system.apiUrl, await es256(signingKey, 'k1'));
+    expect(await erin.call('ping', {})).to.deep.equal({});
+    // The same principal from a new session and a new token sees the session's owner as its own.
+    const again = await connectAs(system.apiUrl, await es256(signingKey, 'k1'));
+    expect(await again.call('tasks/list', {})).to.deep.equal({ tasks: [] });
+    expect(jwksFetches).to.be.at.least(1);
+  });
+
+  it('T-SEC-1: a JWT signed by another key, with an unknown kid, or unsigned gets 401 with error="invalid_token"', async () => {
+    const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url')}.${Buffer.from(
+      JSON.stringify({ sub: 'erin', iss: 'https://issuer.test', aud: 'mcp-task-runner' }),
+    ).toString('base64url')}.`;
+    const bad = [await es256(strangerKey, 'k1'), await es256(signingKey, 'k9'), unsigned];
+    for (const token of bad) {
+      const response = await rawPost(system.apiUrl, { authorization: `Bearer ${token}` });
+      expect(response.status).to.equal(401);
+      expect(response.headers.get('www-authenticate')).to.match(
+        /^Bearer realm="mcp-task-runner", error="invalid_token"/,
+      );
+    }
   });
 });
 
