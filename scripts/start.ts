@@ -4,7 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort, portIsFree } from './lib/ports.ts';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -46,7 +46,7 @@ async function startFakeBatch(host: string, apiPort: string): Promise<Record<str
       process.env['CALLBACK_BASE_URL'] ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${apiPort}`,
   };
   if (process.env['BATCH_SYSTEM_URL'] || process.env['FAKE_BATCH'] === '0') return callback;
-  const port = (await portIsFree(4010, '127.0.0.1')) ? 4010 : await anyFreePort();
+  const port = (await portIsFree(4010, '127.0.0.1')) ? 4010 : await freePort();
   launch('fake-batch', ['--import', 'tsx', 'scripts/fake-batch.ts'], { ...process.env, FAKE_BATCH_PORT: String(port) });
   say(`started the fake batch system on 127.0.0.1:${port} (for the batch_report tool)`);
   return { ...callback, BATCH_SYSTEM_URL: `http://127.0.0.1:${port}` };
@@ -61,7 +61,7 @@ async function startLocalRedis(): Promise<string> {
   }
   const dir = join(root, '.data', 'redis');
   mkdirSync(dir, { recursive: true });
-  const port = (await portIsFree(6390, '127.0.0.1')) ? 6390 : await anyFreePort();
+  const port = (await portIsFree(6390, '127.0.0.1')) ? 6390 : await freePort();
   launch(
     'redis',
     [
@@ -151,25 +151,6 @@ async function waitForApi(url: string, api: ChildProcess): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error(`the api did not answer at ${url} within 60 s`);
-}
-
-function portIsFree(port: number, host: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, host, () => server.close(() => resolve(true)));
-  });
-}
-
-function anyFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 process.on('SIGINT', () => void stopAll(0));

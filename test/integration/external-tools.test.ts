@@ -3,7 +3,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { eventually, McpTestClient, RpcError } from '../support/mcp-client.ts';
-import { freePort } from '../support/ports.ts';
+import { freePort } from '../../scripts/lib/ports.ts';
 import { spawnService, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 
 interface BatchJobView {

@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { freePort } from '../support/ports.ts';
+import { freePort } from '../../scripts/lib/ports.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { scrape } from '../support/prometheus.ts';

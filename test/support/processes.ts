@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis, type Cluster } from 'ioredis';
-import { freePort } from './ports.ts';
+import { freePort } from '../../scripts/lib/ports.ts';
 import type { RedisClusterFixture } from './redis-cluster.ts';
 import { sharedRedisUrl, uniquePrefix } from './redis-server.ts';
 import { track } from './resources.ts';

@@ -1,12 +1,12 @@
 // A Redis Cluster for tests: 3 masters (and optionally one replica each) from the redis-server binary on free
 // loopback ports in a temp dir, joined from Node (ADDSLOTSRANGE, MEET, REPLICATE) and stopped afterwards.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Cluster, Redis } from 'ioredis';
-import { freePort } from './ports.ts';
+import { Cluster, type Redis } from 'ioredis';
+import { freePort, portIsFree } from '../../scripts/lib/ports.ts';
+import { connectWhenUp } from './redis-server.ts';
 import { track } from './resources.ts';
 
 const SLOTS = 16384;
@@ -205,33 +205,6 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   }
 }
 
-async function connectWhenUp(port: number, child: ChildProcess, password: string | undefined): Promise<Redis> {
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited (${child.exitCode}):\n${output}`);
-    const client = new Redis({
-      port,
-      host: '127.0.0.1',
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      ...(password ? { password } : {}),
-    });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      if ((await client.ping()) === 'PONG') return client;
-    } catch {
-      client.disconnect();
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`redis-server on port ${port} did not answer within 10 s:\n${output}`);
-}
-
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -250,13 +223,4 @@ async function killChild(child: ChildProcess, signal: NodeJS.Signals): Promise<v
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill(signal);
   await exited;
-}
-
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './ports.ts';
+import { freePort } from '../../scripts/lib/ports.ts';
 import { track } from './resources.ts';
 
 export interface RedisServer {
@@ -33,7 +33,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   let child: ChildProcess | undefined;
   const launch = async () => {
     child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    await waitForPing(port, child);
+    (await connectWhenUp(port, child)).disconnect();
   };
   await launch();
   const stopChild = async (signal: NodeJS.Signals = 'SIGTERM') => {
@@ -66,30 +66,34 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   return server;
 }
 
-async function waitForPing(port: number, child: ChildProcess): Promise<void> {
+/**
+ * A connection to the redis-server `child` on `port` once it answers PING and has loaded its data (AOF replay after
+ * a restart); fails with the server's output when it exits or stays silent for 10 s.
+ */
+export async function connectWhenUp(port: number, child: ChildProcess, password?: string): Promise<Redis> {
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}):\n${output}`);
+    if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited (${child.exitCode}):\n${output}`);
     const client = new Redis({
       port,
       host: '127.0.0.1',
       lazyConnect: true,
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
+      ...(password ? { password } : {}),
     });
     client.on('error', () => undefined);
     try {
       await client.connect();
       const loading = (await client.info('persistence')).includes('loading:1');
-      if (!loading && (await client.ping()) === 'PONG') return;
+      if (!loading && (await client.ping()) === 'PONG') return client;
     } catch {
       // not up yet
-    } finally {
-      client.disconnect();
     }
+    client.disconnect();
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`redis-server on port ${port} did not answer within 10 s:\n${output}`);
