@@ -1,6 +1,9 @@
 // Security end to end through real api and worker processes: bearer authentication (API keys, HS256 JWTs), tasks
 // bound to principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -443,6 +446,61 @@ describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', functio
         /^Bearer realm="mcp-task-runner", error="invalid_token"/,
       );
     }
+  });
+});
+
+describe('API keys from AUTH_API_KEYS_FILE, reloaded on SIGHUP', function () {
+  this.timeout(60_000);
+  let system: System;
+  let dir: string;
+  let file: string;
+  const FRANK_KEY = `frank-${randomUUID()}`;
+  const GRACE_KEY = `grace-${randomUUID()}`;
+  const line = (principal: string, key: string) => `${principal} ${createHash('sha256').update(key).digest('hex')}\n`;
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'keys', version: '1' } },
+  };
+  const status = async (key: string) =>
+    (await rawPost(system.apiUrl, { authorization: `Bearer ${key}` }, initialize)).status;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpt-keys-'));
+    file = join(dir, 'api-keys');
+    writeFileSync(file, `# principal sha256(key)\n${line('frank', FRANK_KEY)}`);
+    system = await startSystem({ workers: 0, env: { AUTH_API_KEYS_FILE: file } });
+  });
+  after(async () => {
+    await system?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('T-SEC-1: a key added to the file works and a key removed is refused after SIGHUP, without a restart', async () => {
+    const api = system.apis[0] as System['apis'][number];
+    expect(await status(FRANK_KEY)).to.equal(200);
+    expect(await status(GRACE_KEY)).to.equal(401);
+    writeFileSync(file, line('grace', GRACE_KEY));
+    api.process.kill('SIGHUP');
+    await eventually(async () => ((await status(FRANK_KEY)) === 401 ? true : undefined));
+    expect(await status(GRACE_KEY)).to.equal(200);
+    const reloaded = api.records().find((record) => record['event'] === 'auth.keys_reloaded');
+    expect(reloaded).to.deep.include({ audit: true, keys: 1, file });
+  });
+
+  it('T-SEC-1: a broken file on SIGHUP keeps the keys in force and says why; an emptied file refuses everyone', async () => {
+    const api = system.apis[0] as System['apis'][number];
+    writeFileSync(file, 'grace not-a-digest\n');
+    api.process.kill('SIGHUP');
+    await eventually(() =>
+      api.records().find((record) => record['message'] === 'API keys not reloaded; the previous keys stay in force'),
+    );
+    expect(await status(GRACE_KEY)).to.equal(200);
+    writeFileSync(file, '');
+    api.process.kill('SIGHUP');
+    await eventually(async () => ((await status(GRACE_KEY)) === 401 ? true : undefined));
+    expect(await status('')).to.equal(401);
   });
 });
 

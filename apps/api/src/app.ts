@@ -5,7 +5,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import {
+  audit,
   auditLogger,
+  AuditEvent,
   auditObserver,
   CleanupStack,
   closeRedis,
@@ -38,6 +40,8 @@ import { mcpRouter } from './transport.ts';
 export interface RunningApi {
   url: string;
   log: Logger;
+  /** Re-reads AUTH_API_KEYS_FILE (SIGHUP) and logs the outcome; a bad file leaves the keys as they were. */
+  reloadKeys(): void;
   close(): Promise<void>;
 }
 
@@ -129,6 +133,14 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     return {
       url,
       log,
+      reloadKeys: () => {
+        try {
+          const count = security.auth.reloadKeyFile();
+          audit(auditLog, AuditEvent.KeysReloaded, { file: config.AUTH_API_KEYS_FILE, keys: count });
+        } catch (error) {
+          log.error('API keys not reloaded; the previous keys stay in force', { error: (error as Error).message });
+        }
+      },
       close: () =>
         cleanup.releaseAll((name, error) => log.error('shutdown step failed', { step: name, error: String(error) })),
     };

@@ -17,6 +17,11 @@ export interface Authenticator {
   /** What is accepted, for the start-up log (no secrets). */
   readonly methods: readonly string[];
   authenticate(authorization: string | undefined): Promise<AuthOutcome>;
+  /**
+   * Reads AUTH_API_KEYS_FILE again (SIGHUP), so keys are added and revoked without a restart; answers how many
+   * keys the file holds. A file that cannot be read or parsed throws ConfigError and the keys stay as they were.
+   */
+  reloadKeyFile(): number;
 }
 
 /** The owner of a principal's sessions and tasks. */
@@ -41,15 +46,25 @@ type SecurityConfig = Pick<
 >;
 
 export function createAuthenticator(config: SecurityConfig): Authenticator {
-  const keys = [...keysFromList(config.AUTH_API_KEYS), ...keysFromFile(config.AUTH_API_KEYS_FILE)];
+  const listed = keysFromList(config.AUTH_API_KEYS);
+  let fromFile = keysFromFile(config.AUTH_API_KEYS_FILE);
+  let keys = [...listed, ...fromFile];
   const jwt = jwtVerifier(config);
   const methods = [
     ...(keys.length > 0 ? [`${keys.length} API key(s)`] : []),
+    // A key file, even empty, turns authentication on: emptying it to revoke every key must not open the api.
+    ...(config.AUTH_API_KEYS_FILE !== undefined ? [`API keys in ${config.AUTH_API_KEYS_FILE} (SIGHUP reloads)`] : []),
     ...(jwt ? [config.AUTH_JWT_SECRET ? 'JWT (HS256 secret)' : `JWT (JWKS ${config.AUTH_JWKS_URL})`] : []),
   ];
   return {
     enabled: methods.length > 0,
     methods,
+    reloadKeyFile() {
+      if (config.AUTH_API_KEYS_FILE === undefined) throw new ConfigError('AUTH_API_KEYS_FILE is not set');
+      fromFile = keysFromFile(config.AUTH_API_KEYS_FILE);
+      keys = [...listed, ...fromFile];
+      return fromFile.length;
+    },
     async authenticate(authorization) {
       const token = bearerToken(authorization);
       if (token === undefined) {

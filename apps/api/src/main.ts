@@ -5,6 +5,7 @@ import { loadApiConfig } from './config.ts';
 
 try {
   const api = await startApi(loadApiConfig());
+  process.on('SIGHUP', () => api.reloadKeys());
   onShutdownSignal(async (signal) => {
     api.log.info('shutting down', { signal });
     await api.close();

@@ -11,6 +11,8 @@ export const AuditEvent = {
   TaskCancelled: 'task.cancelled',
   ResultRetrieved: 'task.result_retrieved',
   AccessRejected: 'access.rejected',
+  /** AUTH_API_KEYS_FILE read again (SIGHUP): keys added or revoked. */
+  KeysReloaded: 'auth.keys_reloaded',
 } as const;
 export type AuditEvent = (typeof AuditEvent)[keyof typeof AuditEvent];
 
