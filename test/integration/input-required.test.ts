@@ -355,15 +355,52 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
     expect((final.message['result'] as { content: unknown }).content).to.deep.equal([{ type: 'text', text: 'mine' }]);
   });
 
-  it('T-CANCEL-2: a task waiting for input can be cancelled; its request is withdrawn', async () => {
+  it('T-CANCEL-2: a task waiting for input can be cancelled; its request is withdrawn with notifications/cancelled', async () => {
+    const get = await openGetStream(a);
     const task = await a.createTask('ask_user', { question: 'Will you answer?' });
-    await waitForStatus(a, task['taskId'], 'input_required');
+    const request = await get.next(isRequest('elicitation/create'));
     const cancelled = await b.call('tasks/cancel', { taskId: task['taskId'] });
     expect(cancelled['status']).to.equal('cancelled');
     await eventually(async () =>
       (await system.redis.hlen(`${system.prefix}:session:${a.sessionId}:inputs`)) === 0 ? true : undefined,
     );
     expect((await a.call('tasks/get', { taskId: task['taskId'] }))['status']).to.equal('cancelled');
+    const withdrawn = await get.next((event) => event.message['method'] === 'notifications/cancelled');
+    expect(withdrawn.message['params']).to.deep.equal({
+      requestId: request.message['id'],
+      reason: 'The task no longer needs the answer.',
+    });
+    await get.close();
+  });
+
+  it("T-CLIENT-2, T-CANCEL-2: cancelling a task also cancels the client's own task that runs its elicitation", async () => {
+    const client = new McpTestClient(String(system.apis[0]?.url));
+    await client.initialize('2025-11-25', {
+      elicitation: { form: {} },
+      tasks: { cancel: {}, requests: { elicitation: { create: {} } } },
+    });
+    const get = await openGetStream(client);
+    const task = await client.createTask('ask_user', { question: 'Cancel me?' });
+    const request = await get.next(isRequest('elicitation/create'));
+    const now = new Date().toISOString();
+    await client.post({
+      jsonrpc: '2.0',
+      id: request.message['id'],
+      result: { task: { taskId: 'client-task-2', status: 'working', createdAt: now, lastUpdatedAt: now, ttl: 60_000 } },
+    });
+    const fetch = await get.next(isRequest('tasks/result'));
+    await client.call('tasks/cancel', { taskId: task['taskId'] });
+    const cancel = await get.next(isRequest('tasks/cancel'));
+    expect(cancel.message['params']).to.deep.equal({ taskId: 'client-task-2' });
+    const answer = await client.post({
+      jsonrpc: '2.0',
+      id: cancel.message['id'],
+      result: { taskId: 'client-task-2', status: 'cancelled', createdAt: now, lastUpdatedAt: now, ttl: 60_000 },
+    });
+    expect(answer.status).to.equal(202);
+    const withdrawn = await get.next((event) => event.message['method'] === 'notifications/cancelled');
+    expect((withdrawn.message['params'] as { requestId: unknown }).requestId).to.equal(fetch.message['id']);
+    await get.close();
   });
 
   it('a client without the elicitation capability gets a failed task that says why', async () => {

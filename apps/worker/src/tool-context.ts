@@ -66,7 +66,20 @@ export function createToolContext(
       const created = await deps.inputs.ask(task, method, { ...params, task: { ttl } }, options);
       const clientTaskId = (created['task'] as { taskId?: unknown } | undefined)?.taskId;
       if (typeof clientTaskId !== 'string') return created;
-      return await deps.inputs.ask(task, 'tasks/result', { taskId: clientTaskId }, { ...options, relatedTask: false });
+      try {
+        return await deps.inputs.ask(
+          task,
+          'tasks/result',
+          { taskId: clientTaskId },
+          { ...options, relatedTask: false },
+        );
+      } catch (error) {
+        // Our task ended or gave up waiting: the client's task (a prompt in front of a user, say) is not needed.
+        if (clientCancelsTasks(session.clientCapabilities)) {
+          await deps.inputs.tell(task, 'tasks/cancel', { taskId: clientTaskId }).catch(() => undefined);
+        }
+        throw error;
+      }
     } finally {
       release();
     }
@@ -110,6 +123,12 @@ function relayProgress(events: SessionEvents, task: TaskRecord, job: Job<ToolJob
     // Progress is advisory: a failed write must not fail the tool.
     await Promise.all(writes).catch(() => undefined);
   };
+}
+
+/** Whether the client declared `tasks.cancel`: it accepts tasks/cancel for the tasks it runs for us. */
+function clientCancelsTasks(capabilities: Record<string, unknown>): boolean {
+  const tasks = capabilities['tasks'] as { cancel?: unknown } | undefined;
+  return tasks?.cancel !== undefined;
 }
 
 /** Whether the client declared `tasks.requests.<category>.<action>` for this method (T-CAP-2: the list is exhaustive). */

@@ -104,12 +104,41 @@ export class InputBroker {
     } finally {
       await waiter.close();
       await this.redis.multi().del(requestKey).hdel(this.keys.sessionInputs(task.sessionId), requestId).exec();
+      // Tell the client the question is void (the task ended, or the wait timed out), so it can close the prompt.
+      if (!answered) await this.#withdraw(task, requestId, options.signal.aborted).catch(() => undefined);
       // Back to working once no request is outstanding; a cancelled or settled task stays as it is.
       await this.store.transition(task, TaskStatus.Working, {
         statusMessage: answered ? options.resumeMessage : `${options.resumeMessage} (an input request was abandoned)`,
         pendingDelta: -1,
       });
     }
+  }
+
+  /**
+   * Sends `method` to the task's client without waiting for the answer (a `tasks/cancel` of the client's own task
+   * whose result nobody needs any more). The client's answer is accepted for `answerTtlMs`, and dropped.
+   */
+  async tell(task: TaskRecord, method: string, params: Record<string, unknown>, answerTtlMs = 60_000): Promise<void> {
+    const requestId = `${INPUT_REQUEST_ID_PREFIX}${randomUUID()}`;
+    const requestKey = this.keys.inputRequest(requestId);
+    await this.redis
+      .multi()
+      .hset(requestKey, { taskId: task.taskId, sessionId: task.sessionId, owner: task.owner, method })
+      .pexpire(requestKey, answerTtlMs)
+      .exec();
+    await this.events.append(task.sessionId, task.taskId, { jsonrpc: '2.0', id: requestId, method, params });
+  }
+
+  /** notifications/cancelled for a request the worker gave up on: the client may drop it (no answer expected). */
+  async #withdraw(task: TaskRecord, requestId: string, aborted: boolean): Promise<void> {
+    await this.events.append(task.sessionId, task.taskId, {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: {
+        requestId,
+        reason: aborted ? 'The task no longer needs the answer.' : 'No answer came in time.',
+      },
+    });
   }
 
   /**
