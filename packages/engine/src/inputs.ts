@@ -13,7 +13,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { SessionEvents } from './events.ts';
 import type { KeySpace } from './keys.ts';
-import { withScripts, type RedisClient } from './redis.ts';
+import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
 import type { Subscriber } from './subscriber.ts';
 import type { TaskStore } from './task-store.ts';
 
@@ -36,13 +36,17 @@ export type InputAnswer = { result: Record<string, unknown> } | { error: JsonRpc
 export type AnswerVerdict = 'accepted' | 'unknown' | 'already-answered';
 
 export class InputBroker {
+  readonly #redis: RedisClient & RunnerScripts;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly store: TaskStore,
     private readonly events: SessionEvents,
     private readonly subscriber: Subscriber,
-  ) {}
+  ) {
+    this.#redis = withScripts(redis);
+  }
 
   /**
    * Sends `method` to the task's client and resolves with its result. The task is `input_required` while any of
@@ -54,7 +58,7 @@ export class InputBroker {
     params: Record<string, unknown>,
     options: AskOptions,
   ): Promise<Record<string, unknown>> {
-    const requestId = `${INPUT_REQUEST_ID_PREFIX}${randomUUID()}`;
+    const requestId = newRequestId();
     const meta = {
       ...(isPlainObject(params['_meta']) ? params['_meta'] : {}),
       ...(task.kind === TaskKind.Task && options.relatedTask !== false ? relatedTaskMeta(task.taskId) : {}),
@@ -68,10 +72,7 @@ export class InputBroker {
     };
     const requestKey = this.keys.inputRequest(requestId);
     const deadline = Math.min(Date.now() + options.timeoutMs, task.createdAt + task.ttl);
-    await this.redis
-      .multi()
-      .hset(requestKey, { taskId: task.taskId, sessionId: task.sessionId, owner: task.owner, method })
-      .pexpireat(requestKey, deadline)
+    await this.#registerRequest(task, requestId, method, deadline)
       .hset(this.keys.sessionInputs(task.sessionId), requestId, JSON.stringify({ taskId: task.taskId, message }))
       .pexpire(this.keys.sessionInputs(task.sessionId), this.store.streams.idleMs)
       .exec();
@@ -119,14 +120,21 @@ export class InputBroker {
    * whose result nobody needs any more). The client's answer is accepted for `answerTtlMs`, and dropped.
    */
   async tell(task: TaskRecord, method: string, params: Record<string, unknown>, answerTtlMs = 60_000): Promise<void> {
-    const requestId = `${INPUT_REQUEST_ID_PREFIX}${randomUUID()}`;
+    const requestId = newRequestId();
+    await this.#registerRequest(task, requestId, method, Date.now() + answerTtlMs).exec();
+    await this.events.append(task.sessionId, task.taskId, { jsonrpc: '2.0', id: requestId, method, params });
+  }
+
+  /**
+   * A MULTI that records who may answer `requestId` until `expiresAt` (what `answer` checks); the caller adds to it
+   * and runs it.
+   */
+  #registerRequest(task: TaskRecord, requestId: string, method: string, expiresAt: number) {
     const requestKey = this.keys.inputRequest(requestId);
-    await this.redis
+    return this.redis
       .multi()
       .hset(requestKey, { taskId: task.taskId, sessionId: task.sessionId, owner: task.owner, method })
-      .pexpire(requestKey, answerTtlMs)
-      .exec();
-    await this.events.append(task.sessionId, task.taskId, { jsonrpc: '2.0', id: requestId, method, params });
+      .pexpireat(requestKey, expiresAt);
   }
 
   /** notifications/cancelled for a request the worker gave up on: the client may drop it (no answer expected). */
@@ -151,7 +159,7 @@ export class InputBroker {
     answer: InputAnswer,
   ): Promise<AnswerVerdict> {
     if (typeof id !== 'string' || !id.startsWith(INPUT_REQUEST_ID_PREFIX)) return 'unknown';
-    const verdict = await withScripts(this.redis).answerInput(
+    const verdict = await this.#redis.answerInput(
       this.keys.inputRequest(id),
       session.sessionId,
       session.owner,
@@ -160,6 +168,10 @@ export class InputBroker {
     );
     return verdict === 1 ? 'accepted' : verdict === 2 ? 'already-answered' : 'unknown';
   }
+}
+
+function newRequestId(): string {
+  return `${INPUT_REQUEST_ID_PREFIX}${randomUUID()}`;
 }
 
 function unwrap(answer: InputAnswer, method: string): Record<string, unknown> {

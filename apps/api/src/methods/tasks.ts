@@ -24,10 +24,12 @@ export const getTaskResult: MethodHandler = async (
       // A task that ends soon is answered as plain JSON: a stream costs the server and the client several times
       // more. One that does not, or that needs its client (input_required), gets the stream, which then carries
       // the task's messages from this moment on (T-INPUT-3).
-      const since = await services.events.lastId(current.sessionId);
+      // Sent now, ahead of the wait's reads on the same connection, but awaited only if the answer streams.
+      const since = services.events.lastId(current.sessionId);
+      since.catch(() => undefined);
       const withinMs = services.config.RESULT_STREAM_AFTER_MS;
       if (withinMs > 0) record = await services.tasks.waitForTerminal(taskId, signal, read, { withinMs });
-      if (!services.tasks.isTerminal(record)) return new StreamReply(record, since);
+      if (!services.tasks.isTerminal(record)) return new StreamReply(record, await since);
     } else {
       record = await services.tasks.waitForTerminal(taskId, signal, read);
     }
