@@ -115,10 +115,13 @@ export async function streamSession(
   const id = (position: string) => eventIdOf({ kind: 'session', after: position });
   try {
     let cursor = after ?? (await services.events.lastId(sessionId));
+    // A request written between reading the cursor and the pending list is in both: send it once (as streamAnswer).
+    const sentRequests = new Set<string>();
     if (after === undefined) {
       const taken = await services.events.tasksWithResultStreams(sessionId);
       for (const pending of await services.events.pendingInputs(sessionId)) {
         if (taken.has(pending.taskId) || !(await services.events.claimDelivery(pending.requestId, 'get'))) continue;
+        sentRequests.add(pending.requestId);
         sse.send(pending.message, id(cursor));
       }
     }
@@ -127,7 +130,10 @@ export async function streamSession(
       cursor = await forward(services, sessionId, cursor, sse, async (event) => {
         if (event.taskId !== undefined && taken.has(event.taskId)) return undefined;
         const requestId = inputRequestId(event.message);
-        if (requestId !== undefined && !(await services.events.claimDelivery(requestId, 'get'))) return undefined;
+        if (requestId !== undefined) {
+          if (sentRequests.has(requestId) || !(await services.events.claimDelivery(requestId, 'get'))) return undefined;
+          sentRequests.add(requestId);
+        }
         return id(event.id);
       });
       await waiter.next(services.config.RESULT_RECHECK_MS, signal);
