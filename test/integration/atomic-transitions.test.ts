@@ -116,10 +116,12 @@ describe('atomic transitions in Redis', () => {
 
   it('a transition of a missing or expired task says so and creates nothing', async () => {
     const id = randomUUID();
-    expect(await store.transition({ taskId: id, sessionId: 'race' }, 'completed')).to.deep.equal({
-      ok: false,
-      reason: 'missing',
-    });
+    expect(await store.transition({ taskId: id, sessionId: 'race', owner: 'session:race' }, 'completed')).to.deep.equal(
+      {
+        ok: false,
+        reason: 'missing',
+      },
+    );
     expect(await redis.exists(store.keys.task(id))).to.equal(0);
   });
 });

@@ -100,7 +100,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     // No tool of this build asks for input yet: move the task the way the worker would, through the store.
     const store = new TaskStore(system.redis, new KeySpace(system.prefix));
     const moved = await store.transition(
-      { taskId: ids.inputRequired, sessionId: String(client.sessionId) },
+      { taskId: ids.inputRequired, sessionId: String(client.sessionId), owner: `session:${String(client.sessionId)}` },
       'input_required',
       {
         statusMessage: 'Waiting for the client to answer.',

@@ -100,7 +100,10 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
     expect((await scrape(workerMetrics)).value('mcpt_worker_running_tasks')).to.equal(1);
 
     const store = new TaskStore(system.redis, new KeySpace(system.prefix));
-    await store.transition({ taskId, sessionId: String(client.sessionId) }, 'input_required');
+    await store.transition(
+      { taskId, sessionId: String(client.sessionId), owner: `session:${String(client.sessionId)}` },
+      'input_required',
+    );
     const waiting = await scrape(apiMetrics);
     expect(waiting.value('mcpt_tasks_live', { status: 'input_required' })).to.equal(1);
     expect(waiting.value('mcpt_tasks_live', { status: 'working' })).to.equal(0);

@@ -3,6 +3,7 @@
 // client that reconnects to any api replica resumes exactly where it left off.
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
+import { RedisScripts } from './scripts.ts';
 import type { SessionStreamOptions } from './task-store.ts';
 
 export interface StreamEvent {
@@ -21,18 +22,16 @@ export interface PendingInput {
 
 const RESULT_STREAM_LEASE_MS = 30_000;
 
-const CLAIM_DELIVERY = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSETNX', KEYS[1], 'deliveredVia', ARGV[1])
-if redis.call('HGET', KEYS[1], 'deliveredVia') == ARGV[1] then return 1 end
-return 0`;
-
 export class SessionEvents {
+  readonly #scripts: RedisScripts;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly streams: SessionStreamOptions,
-  ) {}
+  ) {
+    this.#scripts = RedisScripts.on(redis);
+  }
 
   async append(sessionId: string, taskId: string | undefined, message: Record<string, unknown>): Promise<void> {
     const key = this.keys.sessionEvents(sessionId);
@@ -101,8 +100,7 @@ export class SessionEvents {
    * same kind may deliver it again (a new tasks/result call, a resumed GET stream). False once it was answered.
    */
   async claimDelivery(requestId: string, via: 'get' | 'result'): Promise<boolean> {
-    const claimed = await this.redis.eval(CLAIM_DELIVERY, 1, this.keys.inputRequest(requestId), via);
-    return claimed === 1;
+    return this.#scripts.claimDelivery({ keys: { request: this.keys.inputRequest(requestId) }, via });
   }
 
   /** Tasks that have a tasks/result stream open now. */

@@ -1,6 +1,5 @@
 // The Redis side of external work (docs/external-tools.md): marking a task as waiting on an external system,
 // relaying the progress it reports, the single-use record of its final report, and forwarding a cancel to it.
-import { readFileSync } from 'node:fs';
 import {
   isTerminal,
   relatedTaskMeta,
@@ -12,14 +11,10 @@ import {
 import type { SessionEvents } from './events.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
+import { RedisScripts } from './scripts.ts';
 import type { TaskRef, TaskStore } from './task-store.ts';
 
-const MARK_SCRIPT = readFileSync(new URL('./lua/mark-external-1.lua', import.meta.url), 'utf8');
 const CANCEL_FORWARD_TIMEOUT_MS = 2000;
-
-interface MarkScript {
-  markTaskExternal(taskKey: string, ref: string): Promise<string[]>;
-}
 
 export type MarkResult = { ok: true } | { ok: false; status: TaskRecord['status'] | undefined };
 
@@ -32,28 +27,30 @@ export interface ExternalProgress {
 }
 
 export class ExternalTasks {
-  readonly #redis: RedisClient & MarkScript;
+  readonly #scripts: RedisScripts;
 
   constructor(
-    redis: RedisClient,
+    private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly store: TaskStore,
     private readonly events: SessionEvents,
   ) {
-    if (!('markTaskExternal' in redis)) redis.defineCommand('markTaskExternal', { numberOfKeys: 1, lua: MARK_SCRIPT });
-    this.#redis = redis as RedisClient & MarkScript;
+    this.#scripts = RedisScripts.on(redis);
   }
 
   /** Records where the task's work runs, if the task is still live (atomic with the status check). */
   async mark(task: TaskRef, ref: ExternalRef): Promise<MarkResult> {
-    const [verdict, status] = await this.#redis.markTaskExternal(this.keys.task(task.taskId), JSON.stringify(ref));
+    const { verdict, status } = await this.#scripts.markExternal({
+      keys: { record: this.keys.task(task.taskId) },
+      ref: JSON.stringify(ref),
+    });
     if (verdict === 'ok') return { ok: true };
     return { ok: false, status: status as TaskRecord['status'] | undefined };
   }
 
   /** The task's external reference as stored now (also on a terminal record, until it expires). */
   async refOf(taskId: string): Promise<ExternalRef | undefined> {
-    const raw = await this.#redis.hget(this.keys.task(taskId), 'external');
+    const raw = await this.redis.hget(this.keys.task(taskId), 'external');
     return raw ? (JSON.parse(raw) as ExternalRef) : undefined;
   }
 
@@ -64,9 +61,9 @@ export class ExternalTasks {
    */
   async claimFinal(taskId: string, digest: string, expiresAt: number): Promise<FinalClaim> {
     const key = this.keys.callbackFinal(taskId);
-    const set = await this.#redis.set(key, digest, 'PXAT', Math.max(expiresAt, Date.now() + 1000), 'NX');
+    const set = await this.redis.set(key, digest, 'PXAT', Math.max(expiresAt, Date.now() + 1000), 'NX');
     if (set === 'OK') return 'first';
-    return (await this.#redis.get(key)) === digest ? 'same' : 'conflict';
+    return (await this.redis.get(key)) === digest ? 'same' : 'conflict';
   }
 
   /**

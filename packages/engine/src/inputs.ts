@@ -13,7 +13,8 @@ import {
 } from '@mcp-tasks/protocol';
 import type { SessionEvents } from './events.ts';
 import type { KeySpace } from './keys.ts';
-import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
+import type { RedisClient } from './redis.ts';
+import { RedisScripts } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
 import type { TaskStore } from './task-store.ts';
 
@@ -36,7 +37,7 @@ export type InputAnswer = { result: Record<string, unknown> } | { error: JsonRpc
 export type AnswerVerdict = 'accepted' | 'unknown' | 'already-answered';
 
 export class InputBroker {
-  readonly #redis: RedisClient & RunnerScripts;
+  readonly #scripts: RedisScripts;
 
   constructor(
     private readonly redis: RedisClient,
@@ -45,7 +46,7 @@ export class InputBroker {
     private readonly events: SessionEvents,
     private readonly subscriber: Subscriber,
   ) {
-    this.#redis = withScripts(redis);
+    this.#scripts = RedisScripts.on(redis);
   }
 
   /**
@@ -159,13 +160,13 @@ export class InputBroker {
     answer: InputAnswer,
   ): Promise<AnswerVerdict> {
     if (typeof id !== 'string' || !id.startsWith(INPUT_REQUEST_ID_PREFIX)) return 'unknown';
-    const verdict = await this.#redis.answerInput(
-      this.keys.inputRequest(id),
-      session.sessionId,
-      session.owner,
-      JSON.stringify(answer),
-      this.keys.inputChannel(id),
-    );
+    const verdict = await this.#scripts.answerInput({
+      keys: { request: this.keys.inputRequest(id) },
+      sessionId: session.sessionId,
+      owner: session.owner,
+      answer: JSON.stringify(answer),
+      channel: this.keys.inputChannel(id),
+    });
     return verdict === 1 ? 'accepted' : verdict === 2 ? 'already-answered' : 'unknown';
   }
 }

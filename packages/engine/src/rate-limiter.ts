@@ -3,7 +3,8 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { KeySpace } from './keys.ts';
 import { collectFromRedis, METRICS_PREFIX } from './metrics.ts';
-import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
+import type { RedisClient } from './redis.ts';
+import { RedisScripts, type RateBucket } from './scripts.ts';
 
 export interface RateLimits {
   /** Length of a fixed window, ms. */
@@ -39,13 +40,14 @@ export type SecurityEvent = (typeof SecurityEvent)[keyof typeof SecurityEvent];
 
 export type RateVerdict = { ok: true } | { ok: false; scope: RateScope; limit: number; retryAfterMs: number };
 
-/** The buckets and limits one request is counted against (RateLimiter.charge), in the order the script takes. */
+/** What one request is counted against (RateLimiter.charge); SessionStore.touch applies it. */
 export interface RateCharge {
-  /** Four bucket keys, then the security counters' hash. */
-  keys: string[];
-  /** Window length, then limit and mode per bucket, then the two counters a refusal increments. */
-  args: string[];
-  limits: number[];
+  /** One bucket per scope, in the order of SCOPES. */
+  buckets: RateBucket[];
+  windowMs: number;
+  /** The hash of security counters, and the counter in it that a refusal by a `hit` or a `check` bucket adds to. */
+  countersKey: string;
+  refusalCounters: { hit: SecurityEvent; check: SecurityEvent };
   retryAfterMs: number;
 }
 
@@ -57,14 +59,14 @@ const SCOPES: readonly RateScope[] = [
 ];
 
 export class RateLimiter {
-  readonly #redis: RedisClient & RunnerScripts;
+  readonly #scripts: RedisScripts;
 
   constructor(
-    redis: RedisClient,
+    private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     readonly limits: RateLimits,
   ) {
-    this.#redis = withScripts(redis);
+    this.#scripts = RedisScripts.on(redis);
   }
 
   /**
@@ -86,17 +88,14 @@ export class RateLimiter {
     const window = Math.floor(now / windowMs);
     const subjects = [principal, address, principal, address];
     return {
-      keys: [
-        ...SCOPES.map((scope, i) => this.keys.rateBucket(scope, subjects[i] as string, window)),
-        this.keys.securityCounters(),
-      ],
-      args: [
-        String(windowMs),
-        ...limits.flatMap((limit, i) => [String(limit), i < 2 ? 'hit' : 'check']),
-        SecurityEvent.ThrottledRequest,
-        SecurityEvent.ThrottledLookup,
-      ],
-      limits,
+      buckets: SCOPES.map((scope, i): RateBucket => ({
+        key: this.keys.rateBucket(scope, subjects[i] as string, window),
+        limit: limits[i] as number,
+        mode: i < 2 ? 'hit' : 'check',
+      })),
+      windowMs,
+      countersKey: this.keys.securityCounters(),
+      refusalCounters: { hit: SecurityEvent.ThrottledRequest, check: SecurityEvent.ThrottledLookup },
       retryAfterMs: (window + 1) * windowMs - now,
     };
   }
@@ -107,7 +106,7 @@ export class RateLimiter {
     return {
       ok: false,
       scope: SCOPES[refused - 1] as RateScope,
-      limit: charge.limits[refused - 1] as number,
+      limit: charge.buckets[refused - 1]?.limit ?? 0,
       retryAfterMs: charge.retryAfterMs,
     };
   }
@@ -115,23 +114,25 @@ export class RateLimiter {
   /** Counts a lookup of an unknown, expired or foreign task id against the caller's failed-lookup budgets. */
   async recordFailedLookup(principal: string, address: string): Promise<void> {
     const window = Math.floor(Date.now() / this.limits.windowMs);
-    await this.#redis.recordLookupFailure(
-      this.keys.rateBucket(RateScope.FailedLookupsOfPrincipal, principal, window),
-      this.keys.rateBucket(RateScope.FailedLookupsOfAddress, address, window),
-      this.keys.securityCounters(),
-      String(this.limits.windowMs),
-      SecurityEvent.FailedLookup,
-    );
+    await this.#scripts.recordFailedLookup({
+      keys: {
+        principalBucket: this.keys.rateBucket(RateScope.FailedLookupsOfPrincipal, principal, window),
+        addressBucket: this.keys.rateBucket(RateScope.FailedLookupsOfAddress, address, window),
+        counters: this.keys.securityCounters(),
+      },
+      windowMs: this.limits.windowMs,
+      counter: SecurityEvent.FailedLookup,
+    });
   }
 
   /** Adds one to a security counter. */
   async count(event: SecurityEvent): Promise<void> {
-    await this.#redis.hincrby(this.keys.securityCounters(), event, 1);
+    await this.redis.hincrby(this.keys.securityCounters(), event, 1);
   }
 
   /** Every security counter (zero for those never incremented), summed over all replicas since the prefix began. */
   async counters(): Promise<Record<SecurityEvent, number>> {
-    const stored = await this.#redis.hgetall(this.keys.securityCounters());
+    const stored = await this.redis.hgetall(this.keys.securityCounters());
     return Object.fromEntries(
       Object.values(SecurityEvent).map((event) => [event, Number(stored[event] ?? 0)]),
     ) as Record<SecurityEvent, number>;

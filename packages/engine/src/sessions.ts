@@ -1,7 +1,8 @@
 // MCP sessions live in Redis so that any api replica serves any request of any session.
 import type { KeySpace } from './keys.ts';
 import type { RateCharge } from './rate-limiter.ts';
-import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
+import type { RedisClient } from './redis.ts';
+import { RedisScripts } from './scripts.ts';
 
 export interface Session {
   sessionId: string;
@@ -14,14 +15,14 @@ export interface Session {
 }
 
 export class SessionStore {
-  readonly #redis: RedisClient & RunnerScripts;
+  readonly #scripts: RedisScripts;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly idleTtlMs: number,
   ) {
-    this.#redis = withScripts(redis);
+    this.#scripts = RedisScripts.on(redis);
   }
 
   async create(session: Session): Promise<void> {
@@ -46,17 +47,15 @@ export class SessionStore {
    * request pays for it. `refused` is the number of the bucket that refused the request (RateLimiter.verdictOf).
    */
   async touch(sessionId: string, charge: RateCharge): Promise<{ session: Session; refused: number } | undefined> {
-    const reply = await this.#redis.touchSession(
-      this.keys.session(sessionId),
-      ...charge.keys,
-      String(this.idleTtlMs),
-      ...charge.args,
-    );
-    const [refused, ...flat] = reply;
-    const hash: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) hash[String(flat[i])] = String(flat[i + 1]);
-    const session = parseSession(hash);
-    return session ? { session, refused: Number(refused) } : undefined;
+    const touched = await this.#scripts.touchSession({
+      keys: { session: this.keys.session(sessionId), counters: charge.countersKey },
+      buckets: charge.buckets,
+      idleMs: this.idleTtlMs,
+      windowMs: charge.windowMs,
+      refusalCounters: charge.refusalCounters,
+    });
+    const session = parseSession(touched?.fields);
+    return session && touched ? { session, refused: touched.refused } : undefined;
   }
 
   /** The session without restarting its idle timer (for workers, which act for the session, not as it). */

@@ -2,7 +2,8 @@
 // across api replicas. An open stream holds a lease its replica renews; a dead replica's leases run out.
 import { randomUUID } from 'node:crypto';
 import type { KeySpace } from './keys.ts';
-import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
+import type { RedisClient } from './redis.ts';
+import { RedisScripts } from './scripts.ts';
 
 export interface StreamSlot {
   /** Gives the slot back (idempotent). */
@@ -10,16 +11,16 @@ export interface StreamSlot {
 }
 
 export class StreamSlots {
-  readonly #redis: RedisClient & RunnerScripts;
+  readonly #scripts: RedisScripts;
 
   constructor(
-    redis: RedisClient,
+    private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     /** The most streams one session may have open; 0: no limit. */
     readonly maxPerSession: number,
     readonly leaseMs = 30_000,
   ) {
-    this.#redis = withScripts(redis);
+    this.#scripts = RedisScripts.on(redis);
   }
 
   /** A slot for one more stream of the session, renewed until released; undefined when the session is at the cap. */
@@ -27,17 +28,17 @@ export class StreamSlots {
     if (this.maxPerSession === 0) return { release: () => Promise.resolve() };
     const key = this.keys.sessionStreams(sessionId);
     const id = randomUUID();
-    const [opened] = await this.#redis.acquireStream(
-      key,
-      id,
-      String(Date.now()),
-      String(this.leaseMs),
-      String(this.maxPerSession),
-    );
-    if (opened !== 1) return undefined;
+    const { opened } = await this.#scripts.acquireStream({
+      keys: { streams: key },
+      streamId: id,
+      now: Date.now(),
+      leaseMs: this.leaseMs,
+      limit: this.maxPerSession,
+    });
+    if (!opened) return undefined;
     const renew = setInterval(
       () => {
-        this.#redis
+        this.redis
           .multi()
           .zadd(key, 'XX', Date.now() + this.leaseMs, id)
           .pexpire(key, this.leaseMs * 2)
@@ -53,7 +54,7 @@ export class StreamSlots {
         if (released) return;
         released = true;
         clearInterval(renew);
-        await this.#redis.zrem(key, id);
+        await this.redis.zrem(key, id);
       },
     };
   }

@@ -13,7 +13,8 @@ import {
 } from '@mcp-tasks/protocol';
 import type { KeySpace } from './keys.ts';
 import { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
-import { withScripts, type RedisClient, type RunnerScripts } from './redis.ts';
+import type { RedisClient } from './redis.ts';
+import { RedisScripts } from './scripts.ts';
 
 export type TransitionResult =
   | { ok: true; status: TaskStatus; lastUpdatedAt: number; changed: boolean }
@@ -45,8 +46,11 @@ export interface TaskDetails {
   progressToken?: string | number;
 }
 
-/** Identifies a task for a transition: its session's event stream receives the status notification. */
-export type TaskRef = Pick<TaskRecord, 'taskId' | 'sessionId'>;
+/**
+ * Identifies a task for a transition: its session's event stream receives the status notification, and its
+ * owner's set of unfinished tasks loses it when it ends.
+ */
+export type TaskRef = Pick<TaskRecord, 'taskId' | 'sessionId' | 'owner'>;
 
 export interface SessionStreamOptions {
   /** A session's event stream expires this long after its last event (as the session itself). */
@@ -58,7 +62,8 @@ export interface SessionStreamOptions {
 export const DEFAULT_SESSION_STREAM: SessionStreamOptions = { idleMs: 3_600_000, maxLength: 1000 };
 
 export class TaskStore {
-  readonly #redis: RedisClient & RunnerScripts;
+  readonly #redis: RedisClient;
+  readonly #scripts: RedisScripts;
   readonly #observers: TaskObserver[] = [];
 
   constructor(
@@ -66,7 +71,8 @@ export class TaskStore {
     readonly keys: KeySpace,
     readonly streams: SessionStreamOptions = DEFAULT_SESSION_STREAM,
   ) {
-    this.#redis = withScripts(redis);
+    this.#redis = redis;
+    this.#scripts = RedisScripts.on(redis);
   }
 
   /**
@@ -76,33 +82,30 @@ export class TaskStore {
   async create({ record, arguments: args, maxLiveTasksPerOwner }: NewTask): Promise<void> {
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
-    const ownerLive = this.keys.ownerLive(record.owner);
-    const capped = maxLiveTasksPerOwner !== undefined;
-    const fields: Record<string, string> = {
-      ...serialize(record),
-      arguments: JSON.stringify(args ?? {}),
-      // Operators' status history; the transition script appends to it (see TaskAdmin.inspect).
-      history: JSON.stringify([[record.createdAt, record.status, record.statusMessage ?? '']]),
-      // The transition script frees the owner's slot here when the task ends.
-      ...(capped ? { ownerLive } : {}),
-    };
-    const [admitted] = await this.#redis.createTask(
-      this.keys.task(record.taskId),
-      this.keys.live(),
-      this.keys.allTasks(),
-      this.keys.expiries(),
-      this.keys.ownerIndex(record.owner),
-      ownerLive,
-      record.taskId,
-      String(expiresAt),
-      String(record.lastUpdatedAt),
-      capped ? String(maxLiveTasksPerOwner) : '',
+    const { admitted } = await this.#scripts.createTask({
+      keys: {
+        record: this.keys.task(record.taskId),
+        live: this.keys.live(),
+        allTasks: this.keys.allTasks(),
+        expiries: this.keys.expiries(),
+        ownerIndex: this.keys.ownerIndex(record.owner),
+        ownerLive: this.keys.ownerLive(record.owner),
+      },
+      taskId: record.taskId,
+      expiresAt,
+      now: record.lastUpdatedAt,
+      maxLive: maxLiveTasksPerOwner,
       member,
-      record.kind === TaskKind.Task ? '1' : '0',
-      expiryEntry(record, member),
-      ...Object.entries(fields).flat(),
-    );
-    if (admitted !== 1) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
+      listed: record.kind === TaskKind.Task,
+      expiryEntry: expiryEntry(record, member),
+      fields: {
+        ...serialize(record),
+        arguments: JSON.stringify(args ?? {}),
+        // Operators' status history; the transition script appends to it (see TaskAdmin.inspect).
+        history: JSON.stringify([[record.createdAt, record.status, record.statusMessage ?? '']]),
+      },
+    });
+    if (!admitted) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
     for (const observer of this.#observers) observer.created?.(record);
   }
 
@@ -121,11 +124,7 @@ export class TaskStore {
    * same work and send nothing back, so they cannot be told apart by the answer or its timing (T-SEC-1).
    */
   async getOwned(taskId: string, owner: string): Promise<TaskRecord | undefined> {
-    const flat = await this.#redis.getOwnedTask(this.keys.task(taskId), owner);
-    if (flat.length === 0) return undefined;
-    const hash: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i] as string] = flat[i + 1] as string;
-    return deserialize(hash);
+    return deserialize(await this.#scripts.getOwned({ keys: { record: this.keys.task(taskId) }, owner }));
   }
 
   async details(taskId: string): Promise<TaskDetails | undefined> {
@@ -155,33 +154,34 @@ export class TaskStore {
     to: TaskStatus,
     change: { statusMessage?: string; outcome?: Outcome; from?: readonly TaskStatus[]; pendingDelta?: -1 | 0 | 1 } = {},
   ): Promise<TransitionResult> {
-    const { taskId, sessionId } = task;
-    const reply = await this.#redis.transitionTask(
-      this.keys.task(taskId),
-      this.keys.live(),
-      this.keys.sessionEvents(sessionId),
-      to,
-      `,${(change.from ?? sourcesOf(to)).join(',')},`,
-      String(Date.now()),
-      change.statusMessage ?? '',
-      change.outcome ? JSON.stringify(change.outcome) : '',
-      isTerminal(to) ? '1' : '0',
-      this.keys.taskChannel(taskId),
+    const { taskId, sessionId, owner } = task;
+    const reply = await this.#scripts.transition({
+      keys: {
+        record: this.keys.task(taskId),
+        live: this.keys.live(),
+        events: this.keys.sessionEvents(sessionId),
+        ownerLive: this.keys.ownerLive(owner),
+      },
       taskId,
-      this.keys.sessionChannel(sessionId),
-      String(this.streams.idleMs),
-      String(this.streams.maxLength),
-      String(change.pendingDelta ?? 0),
-    );
-    const [verdict, a, b] = reply;
-    if (verdict === 'ok' && isTerminal(to)) {
-      this.#finished(task, to, Number(b)).catch(() => undefined);
+      to,
+      from: change.from ?? sourcesOf(to),
+      now: Date.now(),
+      statusMessage: change.statusMessage,
+      outcome: change.outcome ? JSON.stringify(change.outcome) : undefined,
+      terminal: isTerminal(to),
+      taskChannel: this.keys.taskChannel(taskId),
+      sessionChannel: this.keys.sessionChannel(sessionId),
+      stream: this.streams,
+      pendingDelta: change.pendingDelta ?? 0,
+    });
+    if (reply.verdict === 'ok' && isTerminal(to)) {
+      this.#finished(task, to, reply.lastUpdatedAt).catch(() => undefined);
     }
-    if (verdict === 'ok' || verdict === 'unchanged') {
-      return { ok: true, status: a as TaskStatus, lastUpdatedAt: Number(b), changed: verdict === 'ok' };
+    if (reply.verdict === 'ok' || reply.verdict === 'unchanged') {
+      return { ok: true, status: reply.status, lastUpdatedAt: reply.lastUpdatedAt, changed: reply.verdict === 'ok' };
     }
-    if (verdict === 'missing') return { ok: false, reason: 'missing' };
-    return { ok: false, reason: 'rejected', current: a as TaskStatus };
+    if (reply.verdict === 'missing') return { ok: false, reason: 'missing' };
+    return { ok: false, reason: 'rejected', current: reply.current };
   }
 
   settle(task: TaskRef, settlement: Settlement): Promise<TransitionResult> {

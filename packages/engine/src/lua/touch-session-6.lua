@@ -7,7 +7,10 @@
   plain counter that expires.
 
   KEYS[1] the session hash
-  KEYS[2..5] bucket counters
+  KEYS[2] bucket 1: the principal's requests in this window
+  KEYS[3] bucket 2: the client address's requests in this window
+  KEYS[4] bucket 3: the principal's failed lookups in this window
+  KEYS[5] bucket 4: the client address's failed lookups in this window
   KEYS[6] the hash of security counters (what operators monitor)
 
   ARGV[1] the session's idle timeout, ms

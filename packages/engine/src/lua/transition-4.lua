@@ -5,6 +5,7 @@
   KEYS[1] the task record hash
   KEYS[2] the set of live (non-terminal) tasks, scored by lastUpdatedAt
   KEYS[3] the event stream of the session that created the task
+  KEYS[4] the owner's set of unfinished tasks (create-task-6.lua), left on a terminal move
 
   ARGV[1]  target status
   ARGV[2]  statuses allowed as source, comma separated (",working,input_required,")
@@ -18,8 +19,6 @@
   ARGV[10] idle expiry of the session stream, ms
   ARGV[11] approximate maximum length of the session stream
   ARGV[12] change of the count of outstanding input requests: "0", "1" (one more) or "-1" (one answered)
-
-  Also reads the record's `ownerLive` field: the owner's set of unfinished tasks, left on a terminal move.
 
   Returns {"ok", status, lastUpdatedAt} when the status changed, {"unchanged", status, lastUpdatedAt} when an
   input-request count changed but the status stays (more requests outstanding), {"missing"} when the record does
@@ -77,12 +76,8 @@ redis.call('HSET', KEYS[1], 'history', cjson.encode(history))
 
 if ARGV[6] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[8])
-  -- Frees the task's slot in its owner's cap of unfinished tasks (create-task-6.lua). The key name is
-  -- stored in the record at creation (by KeySpace), in the record's Redis Cluster slot like every key we use.
-  local ownerLive = redis.call('HGET', KEYS[1], 'ownerLive')
-  if ownerLive then
-    redis.call('ZREM', ownerLive, ARGV[8])
-  end
+  -- Frees the task's slot in its owner's cap of unfinished tasks (a no-op when the task was created uncapped).
+  redis.call('ZREM', KEYS[4], ARGV[8])
 else
   redis.call('ZADD', KEYS[2], now, ARGV[8])
 end

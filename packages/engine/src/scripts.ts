@@ -1,0 +1,266 @@
+// Our Redis scripts, registered one way (BullMQ's scripts.ts is the model): every file in lua/ is named
+// `<command>-<numberOfKeys>.lua` and opens with a header listing its KEYS, ARGV and return values. This module
+// loads them all, defines them on a connection once (EVALSHA, falling back to EVAL), and is the only code that
+// puts their keys and arguments in order: callers pass named keys and values.
+import { readdirSync, readFileSync } from 'node:fs';
+import type { TaskStatus } from '@mcp-tasks/protocol';
+import type { RedisClient } from './redis.ts';
+
+const LUA_DIR = new URL('./lua/', import.meta.url);
+const FILE_NAME = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
+
+interface ScriptFile {
+  numberOfKeys: number;
+  lua: string;
+}
+
+/** Every script by command name (`create-task-6.lua` -> `createTask`). */
+const SCRIPTS: ReadonlyMap<string, ScriptFile> = new Map(
+  readdirSync(LUA_DIR).map((file) => {
+    const match = FILE_NAME.exec(file);
+    if (!match) throw new Error(`Lua script '${file}' must be named <command>-<numberOfKeys>.lua`);
+    const command = (match[1] as string).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+    return [command, { numberOfKeys: Number(match[2]), lua: readFileSync(new URL(file, LUA_DIR), 'utf8') }];
+  }),
+);
+
+type Command = (...keysThenArgs: (string | number)[]) => Promise<unknown>;
+
+export interface CreateTaskCall {
+  keys: {
+    record: string;
+    live: string;
+    allTasks: string;
+    expiries: string;
+    ownerIndex: string;
+    ownerLive: string;
+  };
+  taskId: string;
+  expiresAt: number;
+  now: number;
+  /** The most unfinished tasks the owner may have, this one included; undefined: no cap. */
+  maxLive: number | undefined;
+  member: string;
+  /** Listed in the owner's index (a task, not a plain call). */
+  listed: boolean;
+  expiryEntry: string;
+  fields: Record<string, string>;
+}
+
+export interface TransitionCall {
+  keys: { record: string; live: string; events: string; ownerLive: string };
+  taskId: string;
+  to: TaskStatus;
+  from: readonly TaskStatus[];
+  now: number;
+  statusMessage: string | undefined;
+  /** JSON of the outcome to store; undefined leaves it as it is. */
+  outcome: string | undefined;
+  terminal: boolean;
+  taskChannel: string;
+  sessionChannel: string;
+  stream: { idleMs: number; maxLength: number };
+  pendingDelta: -1 | 0 | 1;
+}
+
+export type TransitionReply =
+  | { verdict: 'ok'; status: TaskStatus; lastUpdatedAt: number }
+  | { verdict: 'unchanged'; status: TaskStatus; lastUpdatedAt: number }
+  | { verdict: 'missing' }
+  | { verdict: 'rejected'; current: TaskStatus };
+
+/** One rate-limit bucket of a request: `hit` counts the request, `check` only refuses when the bucket is full. */
+export interface RateBucket {
+  key: string;
+  /** 0: the bucket is not used. */
+  limit: number;
+  mode: 'hit' | 'check';
+}
+
+export interface TouchSessionCall {
+  keys: { session: string; counters: string };
+  /** Exactly four, in the order of RateScope. */
+  buckets: readonly RateBucket[];
+  idleMs: number;
+  windowMs: number;
+  /** The security counters a refusal by a `hit` and by a `check` bucket increments. */
+  refusalCounters: { hit: string; check: string };
+}
+
+export class RedisScripts {
+  static readonly #byConnection = new WeakMap<RedisClient, RedisScripts>();
+
+  /** The scripts on `redis`, defined on that connection the first time it is asked for. */
+  static on(redis: RedisClient): RedisScripts {
+    let scripts = RedisScripts.#byConnection.get(redis);
+    if (!scripts) {
+      scripts = new RedisScripts(redis);
+      RedisScripts.#byConnection.set(redis, scripts);
+    }
+    return scripts;
+  }
+
+  readonly #redis: RedisClient;
+
+  private constructor(redis: RedisClient) {
+    for (const [command, { numberOfKeys, lua }] of SCRIPTS) {
+      if (command in redis) throw new Error(`Script '${command}' would shadow a method of the Redis client`);
+      redis.defineCommand(command, { numberOfKeys, lua });
+    }
+    this.#redis = redis;
+  }
+
+  /** create-task-6.lua: the record and its index entries, after the owner's cap admits it. */
+  async createTask(call: CreateTaskCall): Promise<{ admitted: boolean; count: number }> {
+    const { keys } = call;
+    const [admitted, count] = (await this.#run(
+      'createTask',
+      [keys.record, keys.live, keys.allTasks, keys.expiries, keys.ownerIndex, keys.ownerLive],
+      [
+        call.taskId,
+        call.expiresAt,
+        call.now,
+        call.maxLive === undefined ? '' : call.maxLive,
+        call.member,
+        call.listed ? '1' : '0',
+        call.expiryEntry,
+        ...Object.entries(call.fields).flat(),
+      ],
+    )) as [number, number];
+    return { admitted: admitted === 1, count };
+  }
+
+  /** transition-4.lua: one atomic move along the state machine, with its status event. */
+  async transition(call: TransitionCall): Promise<TransitionReply> {
+    const { keys } = call;
+    const [verdict, a, b] = (await this.#run(
+      'transition',
+      [keys.record, keys.live, keys.events, keys.ownerLive],
+      [
+        call.to,
+        `,${call.from.join(',')},`,
+        call.now,
+        call.statusMessage ?? '',
+        call.outcome ?? '',
+        call.terminal ? '1' : '0',
+        call.taskChannel,
+        call.taskId,
+        call.sessionChannel,
+        call.stream.idleMs,
+        call.stream.maxLength,
+        call.pendingDelta,
+      ],
+    )) as [string, string?, string?];
+    if (verdict === 'ok' || verdict === 'unchanged') {
+      return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
+    }
+    if (verdict === 'missing') return { verdict };
+    return { verdict: 'rejected', current: a as TaskStatus };
+  }
+
+  /** get-owned-1.lua: the record's fields when `owner` owns it. */
+  async getOwned(call: { keys: { record: string }; owner: string }): Promise<Record<string, string> | undefined> {
+    const flat = (await this.#run('getOwned', [call.keys.record], [call.owner])) as string[];
+    return flat.length === 0 ? undefined : hashOf(flat);
+  }
+
+  /** mark-external-1.lua: records where a live task's work runs. */
+  async markExternal(call: {
+    keys: { record: string };
+    ref: string;
+  }): Promise<{ verdict: 'ok' | 'missing' | 'terminal'; status?: string }> {
+    const [verdict, status] = (await this.#run('markExternal', [call.keys.record], [call.ref])) as [
+      'ok' | 'missing' | 'terminal',
+      string?,
+    ];
+    return status === undefined ? { verdict } : { verdict, status };
+  }
+
+  /** answer-input-1.lua: 1 accepted, 0 no such request for this session or owner, 2 answered already. */
+  async answerInput(call: {
+    keys: { request: string };
+    sessionId: string;
+    owner: string;
+    answer: string;
+    channel: string;
+  }): Promise<number> {
+    return (await this.#run(
+      'answerInput',
+      [call.keys.request],
+      [call.sessionId, call.owner, call.answer, call.channel],
+    )) as number;
+  }
+
+  /** claim-delivery-1.lua: whether streams of kind `via` deliver the input request. */
+  async claimDelivery(call: { keys: { request: string }; via: 'get' | 'result' }): Promise<boolean> {
+    return (await this.#run('claimDelivery', [call.keys.request], [call.via])) === 1;
+  }
+
+  /**
+   * touch-session-6.lua: the session's fields with its idle timer restarted and the request counted, and the number
+   * (1..4) of the bucket that refused it (0: none); undefined when there is no such session.
+   */
+  async touchSession(call: TouchSessionCall): Promise<{ refused: number; fields: Record<string, string> } | undefined> {
+    const { keys, buckets } = call;
+    const reply = (await this.#run(
+      'touchSession',
+      [keys.session, ...buckets.map((bucket) => bucket.key), keys.counters],
+      [
+        call.idleMs,
+        call.windowMs,
+        ...buckets.flatMap((bucket) => [bucket.limit, bucket.mode]),
+        call.refusalCounters.hit,
+        call.refusalCounters.check,
+      ],
+    )) as (number | string)[];
+    if (reply.length === 0) return undefined;
+    const [refused, ...flat] = reply;
+    return { refused: Number(refused), fields: hashOf(flat) };
+  }
+
+  /** record-failed-lookup-3.lua: counts a failed lookup; the principal bucket's count. */
+  async recordFailedLookup(call: {
+    keys: { principalBucket: string; addressBucket: string; counters: string };
+    windowMs: number;
+    counter: string;
+  }): Promise<number> {
+    const { keys } = call;
+    return (await this.#run(
+      'recordFailedLookup',
+      [keys.principalBucket, keys.addressBucket, keys.counters],
+      [call.windowMs, call.counter],
+    )) as number;
+  }
+
+  /** acquire-stream-1.lua: a lease on one of the session's stream slots, if one is free. */
+  async acquireStream(call: {
+    keys: { streams: string };
+    streamId: string;
+    now: number;
+    leaseMs: number;
+    limit: number;
+  }): Promise<{ opened: boolean; count: number }> {
+    const [opened, count] = (await this.#run(
+      'acquireStream',
+      [call.keys.streams],
+      [call.streamId, call.now, call.leaseMs, call.limit],
+    )) as [number, number];
+    return { opened: opened === 1, count };
+  }
+
+  #run(command: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    const script = SCRIPTS.get(command);
+    if (script?.numberOfKeys !== keys.length) {
+      throw new Error(`Script '${command}' takes ${script?.numberOfKeys ?? 'no'} keys, given ${keys.length}`);
+    }
+    const run = (this.#redis as unknown as Record<string, Command>)[command] as Command;
+    return run.call(this.#redis, ...keys, ...args);
+  }
+}
+
+/** A hash from the flat field/value list Redis answers (HGETALL in a script, a stream entry's fields). */
+export function hashOf(flat: readonly unknown[]): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) hash[String(flat[i])] = String(flat[i + 1]);
+  return hash;
+}

@@ -1,0 +1,99 @@
+// The Lua scripts' contract with Redis: a script must declare in KEYS every key it touches (Redis Cluster routes a
+// script by its declared keys, and a proxy or a future Redis may refuse undeclared ones), and its file name and
+// header say how many keys it takes and what it takes and returns (the model: BullMQ's commands folder).
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+
+const LUA_DIR = new URL('../../packages/engine/src/lua/', import.meta.url);
+
+/** Commands our scripts call whose first argument is their one key. */
+const KEY_FIRST = new Set([
+  'EXISTS',
+  'GET',
+  'HDEL',
+  'HGET',
+  'HGETALL',
+  'HINCRBY',
+  'HMGET',
+  'HSET',
+  'HSETNX',
+  'INCR',
+  'PEXPIRE',
+  'PEXPIREAT',
+  'XADD',
+  'ZADD',
+  'ZCARD',
+  'ZREM',
+  'ZREMRANGEBYSCORE',
+]);
+/** Commands that take no key (PUBLISH names a channel). */
+const KEYLESS = new Set(['PUBLISH']);
+
+interface Script {
+  file: string;
+  numberOfKeys: number;
+  header: string;
+  body: string;
+}
+
+function scripts(): Script[] {
+  return readdirSync(LUA_DIR).map((file) => {
+    const match = /^[a-z]+(?:-[a-z]+)*-(\d+)\.lua$/.exec(file);
+    expect(match, `${file} is named <command>-<numberOfKeys>.lua`).to.not.equal(null);
+    const text = readFileSync(new URL(file, LUA_DIR), 'utf8');
+    const end = text.indexOf(']]');
+    expect(text.startsWith('--[[') && end > 0, `${file} opens with a --[[ ... ]] header`).to.equal(true);
+    return { file, numberOfKeys: Number(match?.[1]), header: text.slice(0, end), body: text.slice(end + 2) };
+  });
+}
+
+/** The calls of a script body: the command and its first argument as written. */
+function calls(body: string): { command: string | undefined; first: string | undefined }[] {
+  const found: { command: string | undefined; first: string | undefined }[] = [];
+  for (const at of body.matchAll(/redis\.p?call\(/g)) {
+    const rest = body.slice((at.index ?? 0) + at[0].length);
+    const literal = /^\s*'([A-Z]+)'\s*(?:,\s*([^,)]+?)\s*[,)])?/.exec(rest);
+    found.push({ command: literal?.[1], first: literal?.[2] });
+  }
+  return found;
+}
+
+describe('the Lua scripts', () => {
+  it('exist', () => {
+    expect(scripts().length).to.be.above(5);
+  });
+
+  it('declare in KEYS every key they touch (Redis Cluster: a script may only use the keys it declares)', () => {
+    for (const { file, numberOfKeys, body } of scripts()) {
+      const found = calls(body);
+      expect(found.length, file).to.be.above(0);
+      for (const { command, first } of found) {
+        expect(command, `${file}: every redis.call names its command literally`).to.be.a('string');
+        if (KEYLESS.has(command as string)) continue;
+        expect(KEY_FIRST.has(command as string), `${file}: ${command} is listed in this test with its key position`).to
+          .be.true;
+        expect(first, `${file}: the key of ${command} is one of KEYS, not a value read or passed in`).to.match(
+          /^KEYS\[[^\]]+\]$/,
+        );
+      }
+      for (const [, index] of body.matchAll(/KEYS\[(\d+)\]/g)) {
+        expect(Number(index), `${file}: KEYS[${index}] is within the ${numberOfKeys} keys its name says`).to.be.within(
+          1,
+          numberOfKeys,
+        );
+      }
+    }
+  });
+
+  it('list their KEYS, ARGV and return values in their header', () => {
+    for (const { file, numberOfKeys, header, body } of scripts()) {
+      for (let i = 1; i <= numberOfKeys; i++) expect(header, `${file}: KEYS[${i}]`).to.include(`KEYS[${i}]`);
+      expect(header, `${file}: KEYS[${numberOfKeys + 1}] is beyond its key count`).to.not.include(
+        `KEYS[${numberOfKeys + 1}]`,
+      );
+      for (const [argument] of body.matchAll(/ARGV\[\d+\]/g))
+        expect(header, `${file}: ${argument}`).to.include(argument);
+      expect(header, `${file}: its return values`).to.match(/Returns/);
+    }
+  });
+});
