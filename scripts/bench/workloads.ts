@@ -1,7 +1,7 @@
 // The five workloads, each run against our system and against raw BullMQ on the same Redis, repetitions
 // interleaved (ours, raw, ours, raw, ...) so that a noisy neighbour hurts both sides alike.
 import { randomUUID } from 'node:crypto';
-import { encodeCursor, indexMember, TaskStore } from '@mcp-tasks/engine';
+import { encodeCursor, indexMember, TaskKeys, TaskStore } from '@mcp-tasks/engine';
 import type { TaskRecord } from '@mcp-tasks/protocol';
 import type { Job } from 'bullmq';
 import { drive, type DriveResult } from './drive.ts';
@@ -258,7 +258,7 @@ export class Workloads {
     }
     // A finished task is not live (the settling transition removes it); the reconciler need not look at these.
     for (let start = 0; start < ids.length; start += batch) {
-      await redis.zrem(keys.live(), ...ids.slice(start, start + batch));
+      await store.indexes.leaveLive(...ids.slice(start, start + batch));
     }
     const middle = members[Math.floor(members.length / 2)] as string;
     return { ids, middleCursor: encodeCursor(middle) };
@@ -302,10 +302,11 @@ export class Workloads {
       return result;
     });
     const sampleIds = ourIds.slice(0, 200);
+    const taskKeys = new TaskKeys(keys);
     const oursRecord =
       (await memoryUsage(
         redis,
-        sampleIds.map((id) => keys.task(id)),
+        sampleIds.map((id) => taskKeys.record(id)),
       )) / sampleIds.length;
 
     progress.phase(`footprint: ${count} finished jobs, raw BullMQ`);

@@ -3,7 +3,15 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { DEFAULT_SESSION_STREAM, InputBroker, KeySpace, SessionEvents, Subscriber, TaskStore } from '@mcp-tasks/engine';
+import {
+  DEFAULT_SESSION_STREAM,
+  InputBroker,
+  KeySpace,
+  SessionEvents,
+  Subscriber,
+  TaskKeys,
+  TaskStore,
+} from '@mcp-tasks/engine';
 import { cancelledSettlement, settleWithResult, TASK_STATUSES, type TaskRecord } from '@mcp-tasks/protocol';
 import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
@@ -122,6 +130,6 @@ describe('atomic transitions in Redis', () => {
         reason: 'missing',
       },
     );
-    expect(await redis.exists(store.keys.task(id))).to.equal(0);
+    expect(await redis.exists(new TaskKeys(keys).record(id))).to.equal(0);
   });
 });

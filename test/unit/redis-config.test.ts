@@ -10,6 +10,7 @@ import {
   KeySpace,
   parseClusterNodes,
   prefixPinsOneSlot,
+  TaskKeys,
   type ClusterSeeds,
 } from '@mcp-tasks/engine';
 import { loadWorkerConfig } from '@mcp-tasks/worker/config';
@@ -82,17 +83,20 @@ describe('the key prefix in Redis Cluster mode', () => {
     expect(prefixPinsOneSlot('mcpt')).to.equal(false);
   });
 
-  it('every key and channel KeySpace builds carries the prefix, so all of them share its hash tag and slot', () => {
+  it('every key and channel KeySpace and TaskKeys build carries the prefix, so all of them share its hash tag and slot', () => {
     const keys = new KeySpace('{tag}');
-    const builders = Object.getOwnPropertyNames(KeySpace.prototype).filter((name) => name !== 'constructor');
-    expect(builders.length).to.be.above(5);
-    for (const name of builders) {
-      const build = (keys as unknown as Record<string, (...args: string[]) => string>)[name];
-      const key = build?.call(keys, 'a{b}', 'c', 'd');
-      expect(key, name)
-        .to.be.a('string')
-        .and.satisfy((k: string) => k.startsWith('{tag}:'));
-      expect(hashTagOf(String(key)), name).to.equal('tag');
+    for (const space of [keys, new TaskKeys(keys)]) {
+      const prototype = Object.getPrototypeOf(space) as object;
+      const builders = Object.getOwnPropertyNames(prototype).filter((name) => name !== 'constructor');
+      expect(builders.length).to.be.above(5);
+      for (const name of builders) {
+        const build = (space as unknown as Record<string, (...args: string[]) => string>)[name];
+        const key = build?.call(space, 'a{b}', 'c', 'd');
+        expect(key, name)
+          .to.be.a('string')
+          .and.satisfy((k: string) => k.startsWith('{tag}:'));
+        expect(hashTagOf(String(key)), name).to.equal('tag');
+      }
     }
   });
 

@@ -2,7 +2,7 @@
 // marked `audit: true` so that a log pipeline can route these records apart. Records name the principal, the
 // task, the tool and the request; never arguments, results, tokens or keys.
 import type { Logger } from './logger.ts';
-import type { TaskObserver } from './task-store.ts';
+import type { TaskObserver } from './records/store.ts';
 
 export const AuditEvent = {
   TaskCreated: 'task.created',

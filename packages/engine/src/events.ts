@@ -3,8 +3,8 @@
 // client that reconnects to any api replica resumes exactly where it left off.
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
-import { RedisScripts } from './scripts.ts';
-import type { SessionStreamOptions } from './task-store.ts';
+import { hashOf, RedisScripts } from './scripts.ts';
+import type { SessionStreamOptions } from './records/store.ts';
 
 export interface StreamEvent {
   /** Redis stream id, e.g. "1733150000000-0". */
@@ -47,14 +47,24 @@ export class SessionEvents {
   async after(sessionId: string, afterId: string, count = 200): Promise<StreamEvent[]> {
     const entries = await this.redis.xrange(this.keys.sessionEvents(sessionId), `(${afterId}`, '+', 'COUNT', count);
     return entries.map(([id, fields]) => {
-      const record: Record<string, string> = {};
-      for (let i = 0; i + 1 < fields.length; i += 2) record[fields[i] as string] = fields[i + 1] as string;
+      const record = hashOf(fields);
       return {
         id,
         taskId: record['taskId'] || undefined,
         message: JSON.parse(record['message'] ?? '{}') as Record<string, unknown>,
       };
     });
+  }
+
+  /**
+   * Deletes the entries of `taskIds` (status, progress, input requests) from the session's event stream, once the
+   * tasks expired. The stream is capped (about `maxLength` entries), so one read per session is bounded.
+   */
+  async dropTaskEvents(sessionId: string, taskIds: ReadonlySet<string>): Promise<void> {
+    const key = this.keys.sessionEvents(sessionId);
+    const entries = await this.redis.xrange(key, '-', '+');
+    const ids = entries.flatMap(([id, fields]) => (taskIds.has(hashOf(fields)['taskId'] ?? '') ? [id] : []));
+    for (let i = 0; i < ids.length; i += 500) await this.redis.xdel(key, ...ids.slice(i, i + 500));
   }
 
   /** The id of the newest event, or "0-0" for an empty stream: where a new reader starts. */

@@ -15,7 +15,7 @@ import type { Logger } from './logger.ts';
 import type { ToolJobData } from './queue.ts';
 import { createRedis, closeRedis, type RedisClient } from './redis.ts';
 import type { RedisEnv } from './config.ts';
-import type { TaskStore } from './task-store.ts';
+import type { TaskStore } from './records/store.ts';
 
 /** Opens each external queue once, on first use. */
 export class ExternalQueues {

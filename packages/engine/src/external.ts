@@ -11,12 +11,9 @@ import {
 import type { SessionEvents } from './events.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
-import { RedisScripts } from './scripts.ts';
-import type { TaskRef, TaskStore } from './task-store.ts';
+import type { MarkResult, TaskStore } from './records/store.ts';
 
 const CANCEL_FORWARD_TIMEOUT_MS = 2000;
-
-export type MarkResult = { ok: true } | { ok: false; status: TaskRecord['status'] | undefined };
 
 export type FinalClaim = 'first' | 'same' | 'conflict';
 
@@ -27,31 +24,21 @@ export interface ExternalProgress {
 }
 
 export class ExternalTasks {
-  readonly #scripts: RedisScripts;
-
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly store: TaskStore,
     private readonly events: SessionEvents,
-  ) {
-    this.#scripts = RedisScripts.on(redis);
-  }
+  ) {}
 
   /** Records where the task's work runs, if the task is still live (atomic with the status check). */
-  async mark(task: TaskRef, ref: ExternalRef): Promise<MarkResult> {
-    const { verdict, status } = await this.#scripts.markExternal({
-      keys: { record: this.keys.task(task.taskId) },
-      ref: JSON.stringify(ref),
-    });
-    if (verdict === 'ok') return { ok: true };
-    return { ok: false, status: status as TaskRecord['status'] | undefined };
+  mark(task: Pick<TaskRecord, 'taskId'>, ref: ExternalRef): Promise<MarkResult> {
+    return this.store.markExternal(task, ref);
   }
 
   /** The task's external reference as stored now (also on a terminal record, until it expires). */
-  async refOf(taskId: string): Promise<ExternalRef | undefined> {
-    const raw = await this.redis.hget(this.keys.task(taskId), 'external');
-    return raw ? (JSON.parse(raw) as ExternalRef) : undefined;
+  refOf(taskId: string): Promise<ExternalRef | undefined> {
+    return this.store.externalRef(taskId);
   }
 
   /**

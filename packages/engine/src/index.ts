@@ -29,5 +29,6 @@ export * from './stream-slots.ts';
 export * from './subscriber.ts';
 export * from './task-admin.ts';
 export * from './task-service.ts';
-export * from './task-store.ts';
+export { TaskKeys } from './records/keys.ts';
+export * from './records/store.ts';
 export * from './maintenance.ts';

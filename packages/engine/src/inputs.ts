@@ -16,7 +16,7 @@ import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
-import type { TaskStore } from './task-store.ts';
+import type { TaskStore } from './records/store.ts';
 
 export const INPUT_REQUEST_ID_PREFIX = 'mcpt-';
 

@@ -1,36 +1,12 @@
-// The Redis key layout: every key of the runner is built here and nowhere else. All keys start with the prefix,
-// so a prefix with a hash tag (e.g. "{mcpt}") keeps everything in one Redis Cluster slot.
+// The Redis key layout: every key of the runner is built here, but for a task record and its indexes, which only
+// the records module names (records/keys.ts). All keys start with the prefix, so a prefix with a hash tag (e.g.
+// "{mcpt}") keeps everything in one Redis Cluster slot.
 
 export class KeySpace {
   constructor(readonly prefix: string) {
     if (prefix.includes(':') && !prefix.startsWith('{')) {
       throw new Error(`Key prefix '${prefix}' must not contain ':' (BullMQ uses it as a separator)`);
     }
-  }
-
-  /** Hash: the task record. */
-  task(taskId: string): string {
-    return `${this.prefix}:task:${taskId}`;
-  }
-
-  /** Sorted set (all scores 0, members ordered by creation): the tasks of one owner, for tasks/list. */
-  ownerIndex(owner: string): string {
-    return `${this.prefix}:owner:${owner}`;
-  }
-
-  /** Sorted set like ownerIndex, across every owner and kind: what operators list (CLI, dashboard). */
-  allTasks(): string {
-    return `${this.prefix}:all-tasks`;
-  }
-
-  /** Sorted set scored by expiry time: what the janitor deletes and when. */
-  expiries(): string {
-    return `${this.prefix}:expiries`;
-  }
-
-  /** Sorted set of non-terminal tasks scored by lastUpdatedAt: what the reconciler checks against BullMQ. */
-  live(): string {
-    return `${this.prefix}:live`;
   }
 
   /** Hash: an MCP session. */
@@ -96,11 +72,6 @@ export class KeySpace {
   /** Hash: JSON-RPC request id -> hidden task id of the session's plain tools/call requests (for notifications/cancelled). */
   sessionCalls(sessionId: string): string {
     return `${this.prefix}:session:${sessionId}:calls`;
-  }
-
-  /** Sorted set: an owner's unfinished tasks scored by expiry, for the cap on tasks per owner (MAX_TASKS_PER_OWNER). */
-  ownerLive(owner: string): string {
-    return `${this.prefix}:owner-live:${owner}`;
   }
 
   /** Sorted set: a session's open SSE streams scored by lease expiry, for MAX_STREAMS_PER_SESSION. */

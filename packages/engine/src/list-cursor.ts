@@ -9,6 +9,11 @@ export function indexMember(createdAt: number, taskId: string): string {
   return `${String(createdAt).padStart(13, '0')}:${taskId}`;
 }
 
+/** The task id of an index member. */
+export function taskIdOf(member: string): string {
+  return member.slice(member.indexOf(':') + 1);
+}
+
 export function encodeCursor(member: string): string {
   return CURSOR_PREFIX + Buffer.from(member, 'utf8').toString('base64url');
 }

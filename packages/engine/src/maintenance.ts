@@ -11,11 +11,12 @@ import {
   type Settlement,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
+import { SessionEvents } from './events.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { Logger } from './logger.ts';
 import type { ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
-import { parseExpiryEntry, type TaskStore } from './task-store.ts';
+import type { TaskStore } from './records/store.ts';
 
 export interface MaintenanceOptions {
   intervalMs: number;
@@ -29,6 +30,7 @@ export interface MaintenanceOptions {
 export class Maintenance {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
+  readonly #events: SessionEvents;
 
   constructor(
     private readonly redis: RedisClient,
@@ -36,7 +38,9 @@ export class Maintenance {
     private readonly queue: Queue<ToolJobData>,
     private readonly log: Logger,
     private readonly options: MaintenanceOptions,
-  ) {}
+  ) {
+    this.#events = new SessionEvents(redis, store.keys, store.streams);
+  }
 
   start(): void {
     const tick = () => {
@@ -67,60 +71,31 @@ export class Maintenance {
 
   /** Removes what belongs to expired tasks; each entry is claimed by the one process whose ZREM removed it. */
   async sweepExpired(now: number): Promise<number> {
-    const keys = this.store.keys;
-    const entries = await this.redis.zrangebyscore(keys.expiries(), '-inf', now, 'LIMIT', 0, this.options.batchSize);
+    const { indexes } = this.store;
     let swept = 0;
     const eventsOf = new Map<string, Set<string>>();
-    for (const entry of entries) {
-      if ((await this.redis.zrem(keys.expiries(), entry)) !== 1) continue;
-      const { taskId, owner, member, sessionId } = parseExpiryEntry(entry);
+    for await (const entry of indexes.claimExpired(now, this.options.batchSize)) {
+      const { taskId, sessionId } = entry;
       if (sessionId) eventsOf.set(sessionId, (eventsOf.get(sessionId) ?? new Set()).add(taskId));
-      await this.redis
-        .multi()
-        .zrem(keys.ownerIndex(owner), member)
-        .zrem(keys.allTasks(), member)
-        .zrem(keys.live(), taskId)
-        .del(keys.task(taskId))
-        .exec();
-      await stopTaskWork(this.queue, this.redis, keys, taskId);
+      await indexes.deleteTask(entry);
+      await stopTaskWork(this.queue, this.redis, this.store.keys, taskId);
       swept++;
     }
-    for (const [sessionId, taskIds] of eventsOf) await this.dropEvents(sessionId, taskIds);
+    // The events expire with the task (DESIGN invariant 4) rather than with the session.
+    for (const [sessionId, taskIds] of eventsOf) await this.#events.dropTaskEvents(sessionId, taskIds);
     if (swept > 0) this.log.info('expired tasks swept', { count: swept });
     return swept;
   }
 
-  /**
-   * Deletes the expired tasks' entries (status, progress, input requests) from their session's event stream, so
-   * the events expire with the task (DESIGN invariant 4) rather than with the session. The stream is capped
-   * (about 1000 entries), so one read per session and sweep is bounded.
-   */
-  private async dropEvents(sessionId: string, taskIds: ReadonlySet<string>): Promise<void> {
-    const key = this.store.keys.sessionEvents(sessionId);
-    const entries = await this.redis.xrange(key, '-', '+');
-    const ids = entries.flatMap(([id, fields]) => {
-      const at = fields.indexOf('taskId');
-      return at % 2 === 0 && taskIds.has(fields[at + 1] ?? '') ? [id] : [];
-    });
-    for (let i = 0; i < ids.length; i += 500) await this.redis.xdel(key, ...ids.slice(i, i + 500));
-  }
-
   /** Settles live tasks whose BullMQ job says they can no longer finish (DESIGN invariant 6). */
   async reconcileStale(now: number): Promise<number> {
-    const keys = this.store.keys;
-    const ids = await this.redis.zrangebyscore(
-      keys.live(),
-      '-inf',
-      now - this.options.reconcileAfterMs,
-      'LIMIT',
-      0,
-      this.options.batchSize,
-    );
+    const { indexes } = this.store;
+    const ids = await indexes.liveSince(now - this.options.reconcileAfterMs, this.options.batchSize);
     let settled = 0;
     for (const taskId of ids) {
       const record = await this.store.get(taskId);
       if (!record) {
-        await this.redis.zrem(keys.live(), taskId);
+        await indexes.leaveLive(taskId);
         continue;
       }
       const external = record.external;
@@ -151,7 +126,7 @@ export class Maintenance {
         }
       } else {
         // Consistent: look again only after another reconcileAfterMs.
-        await this.redis.zadd(keys.live(), 'XX', now, taskId);
+        await indexes.checked(taskId, now);
       }
     }
     return settled;

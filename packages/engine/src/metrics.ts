@@ -8,7 +8,7 @@ import { TASK_STATUSES, TaskStatus } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import type { ToolJobData } from './queue.ts';
 import type { TaskAdmin } from './task-admin.ts';
-import type { TaskObserver } from './task-store.ts';
+import type { TaskObserver } from './records/store.ts';
 
 export const METRICS_PREFIX = 'mcpt_';
 

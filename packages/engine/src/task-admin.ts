@@ -1,8 +1,7 @@
 // The operators' view of every task, across owners: counts, filtered listing, inspection with status history and
 // job details, purge and retry. Used by the CLI, the admin dashboard and the metrics; it reads the same records,
-// indexes and BullMQ jobs as the api and the workers, through the same KeySpace and TaskStore.
+// indexes and BullMQ jobs as the api and the workers, through the same TaskStore.
 import {
-  isTaskStatus,
   isTerminal,
   JOB_PHASE,
   reconcile,
@@ -16,11 +15,15 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import { decodeCursor, encodeCursor } from './list-cursor.ts';
+import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import type { ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
+import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.ts';
+import type { TaskIndex } from './records/indexes.ts';
+import type { TaskStore } from './records/store.ts';
 import type { TaskService } from './task-service.ts';
-import { recordFromHash, type TaskStore } from './task-store.ts';
+
+export type { HistoryEntry } from './records/codec.ts';
 
 /** A task as operators see it: the MCP `Task` plus who owns it, what it runs and when it expires. */
 export interface OperatorTask extends Task {
@@ -57,12 +60,6 @@ export interface AdminPage {
   tasks: TaskRecord[];
   /** Where the next page starts; present whenever index entries are left to examine. */
   nextCursor?: string;
-}
-
-export interface HistoryEntry {
-  at: number;
-  status: TaskStatus;
-  statusMessage?: string;
 }
 
 export interface JobView {
@@ -107,14 +104,9 @@ export interface PurgeResult {
   dryRun: boolean;
 }
 
-/** Fields read to filter without loading arguments and outcomes. */
-const FILTER_FIELDS = ['status', 'tool', 'owner', 'kind', 'createdAt', 'ttl', 'lastUpdatedAt'] as const;
-type FilterFields = Record<(typeof FILTER_FIELDS)[number], string | null>;
-
 const SCAN_BATCH = 500;
 /** Counting reads fewer fields per task, so it takes bigger batches. */
 const COUNT_BATCH = 2000;
-const COUNT_FIELDS = ['status', 'kind', 'createdAt', 'ttl'] as const;
 
 export class AdminError extends Error {
   override readonly name = 'AdminError';
@@ -128,7 +120,8 @@ export class AdminError extends Error {
 
 export class TaskAdmin {
   constructor(
-    private readonly redis: RedisClient,
+    // Unused: records and indexes are read through the store. Kept while callers still pass it.
+    _redis: RedisClient,
     private readonly store: TaskStore,
     private readonly queue: Queue<ToolJobData>,
   ) {}
@@ -138,9 +131,8 @@ export class TaskAdmin {
    * call, so a filter that matches little answers a short page with a cursor rather than scanning everything.
    */
   async list(filter: TaskFilter, options: { cursor?: string; limit: number; scanLimit?: number }): Promise<AdminPage> {
-    const keys = this.store.keys;
     // Owner indexes hold tasks only, the global index plain calls too.
-    const index = filter.owner && filter.kind !== TaskKind.PlainCall ? keys.ownerIndex(filter.owner) : keys.allTasks();
+    const index: TaskIndex = filter.owner && filter.kind !== TaskKind.PlainCall ? { owner: filter.owner } : 'all';
     const scanLimit = options.scanLimit ?? 10_000;
     let upper =
       options.cursor !== undefined
@@ -155,28 +147,30 @@ export class TaskAdmin {
     let exhausted = false;
     while (matches.length < options.limit && scanned < scanLimit) {
       const batch = Math.min(SCAN_BATCH, scanLimit - scanned);
-      const members = await this.#range(index, upper, lower, batch, true);
+      const members = await this.store.indexes.members(index, { from: upper, to: lower, count: batch, reverse: true });
       if (members.length < batch) exhausted = true;
-      const fields = await this.#fields(members.map(taskIdOf));
+      const summaries = await this.store.summaries(members.map(taskIdOf));
       for (let i = 0; i < members.length && matches.length < options.limit; i++) {
         const member = members[i] as string;
         scanned++;
         last = member;
-        if (matchesFilter(fields[i], filter)) matches.push(taskIdOf(member));
+        if (matchesFilter(summaries[i], filter)) matches.push(taskIdOf(member));
       }
       if (exhausted || last === undefined) break;
       upper = `(${last}`;
     }
-    const records = await this.#records(matches);
-    const more = last !== undefined && (await this.#range(index, `(${last}`, lower, 1, true)).length > 0;
+    const records = await this.store.records(matches);
+    const more =
+      last !== undefined &&
+      (await this.store.indexes.members(index, { from: `(${last}`, to: lower, count: 1, reverse: true })).length > 0;
     return more && last !== undefined ? { tasks: records, nextCursor: encodeCursor(last) } : { tasks: records };
   }
 
   /** Everything known about one task, or undefined when it does not exist (never did, expired, purged). */
   async inspect(taskId: string): Promise<TaskInspection | undefined> {
-    const hash = await this.redis.hgetall(this.store.keys.task(taskId));
-    const record = recordFromHash(hash);
-    if (!record) return undefined;
+    const stored = await this.store.inspect(taskId);
+    if (!stored) return undefined;
+    const { record } = stored;
     const job = await this.queue.getJob(taskId);
     let view: JobView | undefined;
     let state: ObservedJobState = 'unknown';
@@ -199,9 +193,7 @@ export class TaskAdmin {
     }
     const verdict = reconcile(record, state, job?.failedReason);
     return {
-      record,
-      arguments: JSON.parse(hash['arguments'] ?? '{}') as unknown,
-      history: parseHistory(hash['history']),
+      ...stored,
       ...(view ? { job: view } : {}),
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
     };
@@ -214,13 +206,17 @@ export class TaskAdmin {
     let total = 0;
     let upper = '+';
     for (;;) {
-      const members = await this.#range(this.store.keys.allTasks(), upper, '-', COUNT_BATCH, true);
-      const fields = await this.#fields(members.map(taskIdOf), COUNT_FIELDS);
-      for (const entry of fields) {
-        if (!entry || !isTaskStatus(entry.status) || expired(entry, now)) continue;
+      const members = await this.store.indexes.members('all', {
+        from: upper,
+        to: '-',
+        count: COUNT_BATCH,
+        reverse: true,
+      });
+      for (const summary of await this.store.summaries(members.map(taskIdOf), [])) {
+        if (!summary || isExpired(summary, now)) continue;
         total++;
-        byStatus[entry.status]++;
-        byKind[entry.kind === TaskKind.PlainCall ? TaskKind.PlainCall : TaskKind.Task]++;
+        byStatus[summary.status]++;
+        byKind[summary.kind]++;
       }
       const last = members[members.length - 1];
       if (members.length < COUNT_BATCH || last === undefined) break;
@@ -262,12 +258,8 @@ export class TaskAdmin {
    * cost per call stays bounded whatever the backlog (the answer says whether it is complete).
    */
   async liveCounts(limit = 10_000): Promise<{ counts: Record<TaskStatus, number>; total: number; complete: boolean }> {
-    const keys = this.store.keys;
     const counts = Object.fromEntries(TASK_STATUSES.map((status) => [status, 0])) as Record<TaskStatus, number>;
-    const [total, ids] = await Promise.all([
-      this.redis.zcard(keys.live()),
-      limit > 0 ? this.redis.zrange(keys.live(), '0', String(limit - 1)) : Promise.resolve([] as string[]),
-    ]);
+    const [total, ids] = await Promise.all([this.store.indexes.liveCount(), this.store.indexes.live(limit)]);
     for (let i = 0; i < ids.length; i += SCAN_BATCH) {
       const statuses = await this.store.statuses(ids.slice(i, i + SCAN_BATCH));
       for (const status of statuses) if (status && !isTerminal(status)) counts[status]++;
@@ -327,21 +319,26 @@ export class TaskAdmin {
     let lower = '-';
     const upper = `(${timeBound(finishedBefore)}`;
     for (;;) {
-      const members = await this.#range(this.store.keys.allTasks(), lower, upper, SCAN_BATCH, false);
-      const fields = await this.#fields(members.map(taskIdOf));
+      const members = await this.store.indexes.members('all', {
+        from: lower,
+        to: upper,
+        count: SCAN_BATCH,
+        reverse: false,
+      });
+      const summaries = await this.store.summaries(members.map(taskIdOf));
       for (let i = 0; i < members.length; i++) {
-        const entry = fields[i];
+        const summary = summaries[i];
         const member = members[i] as string;
-        if (!entry || !isTaskStatus(entry.status) || !isTerminal(entry.status)) continue;
-        if (Number(entry.lastUpdatedAt) >= finishedBefore) continue;
+        if (!summary || !isTerminal(summary.status)) continue;
+        if (Number(summary.lastUpdatedAt) >= finishedBefore) continue;
         const taskId = taskIdOf(member);
         taskIds.push(taskId);
         if (options.dryRun) continue;
         await this.store.delete({
           taskId,
-          owner: entry.owner ?? '',
-          createdAt: Number(entry.createdAt),
-          kind: entry.kind === TaskKind.PlainCall ? TaskKind.PlainCall : TaskKind.Task,
+          owner: summary.owner ?? '',
+          createdAt: summary.createdAt,
+          kind: summary.kind,
         });
         // A finished job is normally gone already; remove any leftover so nothing refers to the task.
         await this.queue.remove(taskId).catch(() => 0);
@@ -351,40 +348,6 @@ export class TaskAdmin {
       lower = `(${last}`;
     }
     return { taskIds, dryRun: options.dryRun === true };
-  }
-
-  async #range(index: string, from: string, to: string, count: number, reverse: boolean): Promise<string[]> {
-    const args = [index, from, to, 'BYLEX', ...(reverse ? ['REV'] : []), 'LIMIT', '0', String(count)];
-    return (await this.redis.call('ZRANGE', ...args)) as string[];
-  }
-
-  /** Some fields of many records in one round trip (undefined where the record is gone); unread fields are null. */
-  async #fields(
-    taskIds: readonly string[],
-    names: readonly (keyof FilterFields)[] = FILTER_FIELDS,
-  ): Promise<(FilterFields | undefined)[]> {
-    if (taskIds.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of taskIds) pipeline.hmget(this.store.keys.task(id), ...names);
-    const replies = (await pipeline.exec()) ?? [];
-    return replies.map(([error, values]) => {
-      const list = values as (string | null)[] | undefined;
-      if (error || !list || list[0] === null) return undefined;
-      const entry = Object.fromEntries(FILTER_FIELDS.map((name) => [name, null])) as FilterFields;
-      names.forEach((name, i) => (entry[name] = list[i] ?? null));
-      return entry;
-    });
-  }
-
-  async #records(taskIds: readonly string[]): Promise<TaskRecord[]> {
-    if (taskIds.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of taskIds) pipeline.hgetall(this.store.keys.task(id));
-    const replies = (await pipeline.exec()) ?? [];
-    return replies.flatMap(([, hash]) => {
-      const record = recordFromHash(hash as Record<string, string>);
-      return record ? [record] : [];
-    });
   }
 }
 
@@ -398,38 +361,11 @@ function workerName(clientName: string): string {
   return marker === -1 ? clientName : clientName.slice(marker + 3);
 }
 
-function taskIdOf(member: string): string {
-  return member.slice(member.indexOf(':') + 1);
-}
-
-function expired(entry: FilterFields, now: number): boolean {
-  return Number(entry.createdAt) + Number(entry.ttl) <= now;
-}
-
-function matchesFilter(entry: FilterFields | undefined, filter: TaskFilter): boolean {
-  if (!entry || !isTaskStatus(entry.status) || expired(entry, Date.now())) return false;
-  if (filter.statuses && filter.statuses.length > 0 && !filter.statuses.includes(entry.status)) return false;
-  if (filter.tool !== undefined && entry.tool !== filter.tool) return false;
-  if (filter.owner !== undefined && entry.owner !== filter.owner) return false;
-  if (filter.kind !== undefined && (entry.kind ?? TaskKind.Task) !== filter.kind) return false;
+function matchesFilter(summary: TaskSummary | undefined, filter: TaskFilter): boolean {
+  if (!summary || isExpired(summary, Date.now())) return false;
+  if (filter.statuses && filter.statuses.length > 0 && !filter.statuses.includes(summary.status)) return false;
+  if (filter.tool !== undefined && summary.tool !== filter.tool) return false;
+  if (filter.owner !== undefined && summary.owner !== filter.owner) return false;
+  if (filter.kind !== undefined && summary.kind !== filter.kind) return false;
   return true;
-}
-
-function parseHistory(raw: string | undefined): HistoryEntry[] {
-  if (!raw) return [];
-  try {
-    const entries = JSON.parse(raw) as unknown;
-    if (!Array.isArray(entries)) return [];
-    return entries.flatMap((entry) => {
-      if (!Array.isArray(entry) || !isTaskStatus(entry[1])) return [];
-      const [at, status, statusMessage] = entry as [number, TaskStatus, unknown];
-      return [
-        typeof statusMessage === 'string' && statusMessage !== ''
-          ? { at: Number(at), status, statusMessage }
-          : { at: Number(at), status },
-      ];
-    });
-  } catch {
-    return [];
-  }
 }

@@ -19,7 +19,7 @@ import type { ToolJobData } from './queue.ts';
 import { externalJobOptions, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { Subscriber } from './subscriber.ts';
-import { OwnerTaskLimitError, type TaskStore } from './task-store.ts';
+import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
 
 export interface TaskTiming {
   defaultTtlMs: number;
@@ -190,8 +190,8 @@ export class TaskService {
     await stopTaskWork(this.queue, this.publisher, this.store.keys, record.taskId);
     // Read after the transition: a worker marking the task external from now on sees it cancelled and forwards
     // the cancel itself, so one of the two always does (docs/external-tools.md).
-    const external = await this.publisher.hget(this.store.keys.task(record.taskId), 'external');
-    if (external) await this.#stopExternalWork(record.taskId, JSON.parse(external) as ExternalRef);
+    const external = await this.store.externalRef(record.taskId);
+    if (external) await this.#stopExternalWork(record.taskId, external);
     return {
       ...record,
       status: TaskStatus.Cancelled,

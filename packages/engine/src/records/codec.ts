@@ -1,0 +1,160 @@
+// How a task record is laid out in its Redis hash, and the other strings the records module stores: the janitor's
+// expiry entries and the operators' status history. The only code that reads or writes raw hash fields.
+import {
+  isTaskStatus,
+  TaskKind,
+  type ExternalRef,
+  type Outcome,
+  type TaskRecord,
+  type TaskStatus,
+} from '@mcp-tasks/protocol';
+
+export function encodeRecord(record: TaskRecord): Record<string, string> {
+  const fields: Record<string, string> = {
+    taskId: record.taskId,
+    kind: record.kind,
+    status: record.status,
+    createdAt: String(record.createdAt),
+    lastUpdatedAt: String(record.lastUpdatedAt),
+    ttl: String(record.ttl),
+    pollInterval: String(record.pollInterval),
+    owner: record.owner,
+    sessionId: record.sessionId,
+    tool: record.tool,
+  };
+  if (record.statusMessage) fields['statusMessage'] = record.statusMessage;
+  if (record.outcome) fields['outcome'] = JSON.stringify(record.outcome);
+  if (record.progressToken !== undefined) fields['progressToken'] = JSON.stringify(record.progressToken);
+  if (record.external) fields['external'] = JSON.stringify(record.external);
+  return fields;
+}
+
+/** A record from its hash (HGETALL), or undefined when it is missing or past its ttl. */
+export function decodeRecord(
+  hash: Record<string, string> | null | undefined,
+  now = Date.now(),
+): TaskRecord | undefined {
+  if (!hash || hash['taskId'] === undefined || !isTaskStatus(hash['status'])) return undefined;
+  const record: TaskRecord = {
+    taskId: hash['taskId'],
+    kind: kindOf(hash['kind']),
+    status: hash['status'],
+    createdAt: Number(hash['createdAt']),
+    lastUpdatedAt: Number(hash['lastUpdatedAt']),
+    ttl: Number(hash['ttl']),
+    pollInterval: Number(hash['pollInterval']),
+    owner: hash['owner'] ?? '',
+    sessionId: hash['sessionId'] ?? '',
+    tool: hash['tool'] ?? '',
+  };
+  if (hash['statusMessage']) record.statusMessage = hash['statusMessage'];
+  if (hash['outcome']) record.outcome = JSON.parse(hash['outcome']) as Outcome;
+  if (hash['progressToken']) record.progressToken = JSON.parse(hash['progressToken']) as string | number;
+  if (hash['external']) record.external = decodeExternal(hash['external']);
+  // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
+  if (isExpired(record, now)) return undefined;
+  return record;
+}
+
+export function decodeExternal(raw: string | null | undefined): ExternalRef | undefined {
+  return raw ? (JSON.parse(raw) as ExternalRef) : undefined;
+}
+
+export function kindOf(raw: string | null | undefined): TaskKind {
+  return raw === TaskKind.PlainCall ? TaskKind.PlainCall : TaskKind.Task;
+}
+
+export function isExpired(record: Pick<TaskRecord, 'createdAt' | 'ttl'>, now: number): boolean {
+  return record.createdAt + record.ttl <= now;
+}
+
+/** What operators filter and count on, read without arguments and outcomes. */
+export interface TaskSummary {
+  status: TaskStatus;
+  kind: TaskKind;
+  createdAt: number;
+  ttl: number;
+  /** Unset unless asked for (TaskStore.summaries). */
+  tool?: string;
+  owner?: string;
+  lastUpdatedAt?: number;
+}
+
+/** The fields every summary reads; `status` first, so that a missing record shows as a null there. */
+export const SUMMARY_FIELDS = ['status', 'kind', 'createdAt', 'ttl'] as const;
+export const SUMMARY_EXTRAS = ['tool', 'owner', 'lastUpdatedAt'] as const;
+export type SummaryExtra = (typeof SUMMARY_EXTRAS)[number];
+
+/** A summary from the HMGET of SUMMARY_FIELDS then `extras`; undefined when the record is gone or unreadable. */
+export function decodeSummary(
+  values: readonly (string | null)[] | undefined,
+  extras: readonly SummaryExtra[],
+): TaskSummary | undefined {
+  const [status, kind, createdAt, ttl] = values ?? [];
+  if (!isTaskStatus(status)) return undefined;
+  const summary: TaskSummary = { status, kind: kindOf(kind), createdAt: Number(createdAt), ttl: Number(ttl) };
+  extras.forEach((name, i) => {
+    const value = values?.[SUMMARY_FIELDS.length + i];
+    if (value === null || value === undefined) return;
+    if (name === 'lastUpdatedAt') summary.lastUpdatedAt = Number(value);
+    else summary[name] = value;
+  });
+  return summary;
+}
+
+/** One status change in a record's history (the creation included), for operators. */
+export interface HistoryEntry {
+  at: number;
+  status: TaskStatus;
+  statusMessage?: string;
+}
+
+/** The history a new record starts with; the transition script appends to it (the last 19 changes are kept). */
+export function initialHistory(record: Pick<TaskRecord, 'createdAt' | 'status' | 'statusMessage'>): string {
+  return JSON.stringify([[record.createdAt, record.status, record.statusMessage ?? '']]);
+}
+
+export function decodeHistory(raw: string | undefined): HistoryEntry[] {
+  if (!raw) return [];
+  try {
+    const entries = JSON.parse(raw) as unknown;
+    if (!Array.isArray(entries)) return [];
+    return entries.flatMap((entry) => {
+      if (!Array.isArray(entry) || !isTaskStatus(entry[1])) return [];
+      const [at, status, statusMessage] = entry as [number, TaskStatus, unknown];
+      return [
+        typeof statusMessage === 'string' && statusMessage !== ''
+          ? { at: Number(at), status, statusMessage }
+          : { at: Number(at), status },
+      ];
+    });
+  } catch {
+    return [];
+  }
+}
+
+/** What the janitor needs to delete a task once its record is gone (the task's entry in the expiries set). */
+export interface ExpiryEntry {
+  taskId: string;
+  owner: string;
+  /** Its member of the owner index and the all-tasks index. */
+  member: string;
+  /** The session whose event stream holds the task's notifications; unset in entries of older versions. */
+  sessionId?: string;
+}
+
+export function encodeExpiryEntry(
+  record: Pick<TaskRecord, 'taskId' | 'owner' | 'kind'> & { sessionId?: string },
+  member: string,
+): string {
+  return JSON.stringify(
+    record.sessionId === undefined
+      ? [record.taskId, record.owner, member, record.kind]
+      : [record.taskId, record.owner, member, record.kind, record.sessionId],
+  );
+}
+
+export function decodeExpiryEntry(entry: string): ExpiryEntry {
+  const [taskId, owner, member, , sessionId] = JSON.parse(entry) as [string, string, string, string, string?];
+  return { taskId, owner, member, ...(sessionId ? { sessionId } : {}) };
+}

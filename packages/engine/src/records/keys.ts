@@ -1,0 +1,42 @@
+// The Redis keys of a task record and of the indexes it belongs to. Only the records module (this folder) uses
+// them; everything else asks the TaskStore. They start with the KeySpace prefix, so a prefix with a hash tag keeps
+// them in the one Redis Cluster slot of every other key of the runner.
+import type { KeySpace } from '../keys.ts';
+
+export class TaskKeys {
+  readonly #prefix: string;
+
+  constructor(keys: KeySpace) {
+    this.#prefix = keys.prefix;
+  }
+
+  /** Hash: the task record. */
+  record(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}`;
+  }
+
+  /** Sorted set (all scores 0, members ordered by creation): the tasks of one owner, for tasks/list. */
+  ownerIndex(owner: string): string {
+    return `${this.#prefix}:owner:${owner}`;
+  }
+
+  /** Sorted set like ownerIndex, across every owner and kind: what operators list (CLI, dashboard). */
+  allTasks(): string {
+    return `${this.#prefix}:all-tasks`;
+  }
+
+  /** Sorted set scored by expiry time: what the janitor deletes and when. */
+  expiries(): string {
+    return `${this.#prefix}:expiries`;
+  }
+
+  /** Sorted set of non-terminal tasks scored by lastUpdatedAt: what the reconciler checks against BullMQ. */
+  live(): string {
+    return `${this.#prefix}:live`;
+  }
+
+  /** Sorted set: an owner's unfinished tasks scored by expiry, for the cap on tasks per owner (MAX_TASKS_PER_OWNER). */
+  ownerLive(owner: string): string {
+    return `${this.#prefix}:owner-live:${owner}`;
+  }
+}

@@ -1,0 +1,346 @@
+// The task records in Redis, the one owner of a task's keys and hash fields: creation, reads, atomic status
+// transitions, listing, deletion. Everything else (api, workers, operators, the janitor) asks this store.
+import {
+  isTaskStatus,
+  isTerminal,
+  LocalError,
+  sourcesOf,
+  TaskKind,
+  type ExternalRef,
+  type Outcome,
+  type Settlement,
+  type TaskRecord,
+  type TaskStatus,
+} from '@mcp-tasks/protocol';
+import type { KeySpace } from '../keys.ts';
+import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
+import type { RedisClient } from '../redis.ts';
+import { RedisScripts } from '../scripts.ts';
+import {
+  decodeExternal,
+  decodeHistory,
+  decodeRecord,
+  decodeSummary,
+  encodeExpiryEntry,
+  encodeRecord,
+  initialHistory,
+  kindOf,
+  SUMMARY_EXTRAS,
+  SUMMARY_FIELDS,
+  type HistoryEntry,
+  type SummaryExtra,
+  type TaskSummary,
+} from './codec.ts';
+import { TaskIndexes } from './indexes.ts';
+import { TaskKeys } from './keys.ts';
+
+export type TransitionResult =
+  | { ok: true; status: TaskStatus; lastUpdatedAt: number; changed: boolean }
+  | { ok: false; reason: 'missing' }
+  | { ok: false; reason: 'rejected'; current: TaskStatus };
+
+export interface NewTask {
+  record: TaskRecord;
+  arguments: unknown;
+  /** The most unfinished tasks (and plain calls) the owner may have, this one included; absent: no cap. */
+  maxLiveTasksPerOwner?: number;
+}
+
+/** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
+export class OwnerTaskLimitError extends LocalError {
+  constructor(owner: string, limit: number) {
+    super('owner-task-limit', `Owner already has ${limit} unfinished tasks`, { owner, limit });
+  }
+}
+
+export interface TaskPage {
+  tasks: TaskRecord[];
+  nextCursor?: string;
+}
+
+/** Extra data kept beside the record for the worker and operators. */
+export interface TaskDetails {
+  arguments: unknown;
+  progressToken?: string | number;
+}
+
+/**
+ * Identifies a task for a transition: its session's event stream receives the status notification, and its
+ * owner's set of unfinished tasks loses it when it ends.
+ */
+export type TaskRef = Pick<TaskRecord, 'taskId' | 'sessionId' | 'owner'>;
+
+export interface SessionStreamOptions {
+  /** A session's event stream expires this long after its last event (as the session itself). */
+  idleMs: number;
+  /** Events kept per session for resumption (approximate, Redis MAXLEN ~). */
+  maxLength: number;
+}
+
+export const DEFAULT_SESSION_STREAM: SessionStreamOptions = { idleMs: 3_600_000, maxLength: 1000 };
+
+/** A record with what operators inspect besides it. */
+export interface StoredTask {
+  record: TaskRecord;
+  arguments: unknown;
+  history: HistoryEntry[];
+}
+
+export type MarkResult = { ok: true } | { ok: false; status: TaskStatus | undefined };
+
+export class TaskStore {
+  readonly #redis: RedisClient;
+  readonly #scripts: RedisScripts;
+  readonly #tasks: TaskKeys;
+  readonly #observers: TaskObserver[] = [];
+  /** The sets tasks belong to: for operators' listings, the reconciler and the janitor. */
+  readonly indexes: TaskIndexes;
+
+  constructor(
+    redis: RedisClient,
+    /** The runner's other keys: the channels and session event streams a transition writes to. */
+    readonly keys: KeySpace,
+    readonly streams: SessionStreamOptions = DEFAULT_SESSION_STREAM,
+  ) {
+    this.#redis = redis;
+    this.#scripts = RedisScripts.on(redis);
+    this.#tasks = new TaskKeys(keys);
+    this.indexes = new TaskIndexes(redis, this.#tasks);
+  }
+
+  /**
+   * Writes the record, its owner-index entry and its expiry in one script, after admitting the task under the
+   * owner's cap when there is one (a refused task leaves no trace). Invariant 2 starts here.
+   */
+  async create({ record, arguments: args, maxLiveTasksPerOwner }: NewTask): Promise<void> {
+    const expiresAt = record.createdAt + record.ttl;
+    const member = indexMember(record.createdAt, record.taskId);
+    const { admitted } = await this.#scripts.createTask({
+      keys: {
+        record: this.#tasks.record(record.taskId),
+        live: this.#tasks.live(),
+        allTasks: this.#tasks.allTasks(),
+        expiries: this.#tasks.expiries(),
+        ownerIndex: this.#tasks.ownerIndex(record.owner),
+        ownerLive: this.#tasks.ownerLive(record.owner),
+      },
+      taskId: record.taskId,
+      expiresAt,
+      now: record.lastUpdatedAt,
+      maxLive: maxLiveTasksPerOwner,
+      member,
+      listed: record.kind === TaskKind.Task,
+      expiryEntry: encodeExpiryEntry(record, member),
+      fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
+    });
+    if (!admitted) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
+    for (const observer of this.#observers) observer.created?.(record);
+  }
+
+  /** Adds an observer of creations and terminal transitions made through this store (metrics). */
+  observe(observer: TaskObserver): void {
+    this.#observers.push(observer);
+  }
+
+  async get(taskId: string): Promise<TaskRecord | undefined> {
+    return decodeRecord(await this.#redis.hgetall(this.#tasks.record(taskId)));
+  }
+
+  /** The record with its arguments and status history (operators' inspection). */
+  async inspect(taskId: string): Promise<StoredTask | undefined> {
+    const hash = await this.#redis.hgetall(this.#tasks.record(taskId));
+    const record = decodeRecord(hash);
+    if (!record) return undefined;
+    return {
+      record,
+      arguments: JSON.parse(hash['arguments'] ?? '{}') as unknown,
+      history: decodeHistory(hash['history']),
+    };
+  }
+
+  /** The records of many tasks in one round trip, in order; the missing and expired are left out. */
+  async records(taskIds: readonly string[]): Promise<TaskRecord[]> {
+    return (await this.#records(taskIds)).filter((record) => record !== undefined);
+  }
+
+  /**
+   * Summaries of many tasks in one round trip (undefined where the record is gone): status, kind, creation and ttl,
+   * plus `extras`. Cheaper than records when most are filtered out or only counted.
+   */
+  async summaries(
+    taskIds: readonly string[],
+    extras: readonly SummaryExtra[] = SUMMARY_EXTRAS,
+  ): Promise<(TaskSummary | undefined)[]> {
+    if (taskIds.length === 0) return [];
+    const pipeline = this.#redis.pipeline();
+    for (const id of taskIds) pipeline.hmget(this.#tasks.record(id), ...SUMMARY_FIELDS, ...extras);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, values]) =>
+      error ? undefined : decodeSummary(values as (string | null)[] | undefined, extras),
+    );
+  }
+
+  /**
+   * The record when `owner` owns it; undefined when it is missing, expired or someone else's. Both misses do the
+   * same work and send nothing back, so they cannot be told apart by the answer or its timing (T-SEC-1).
+   */
+  async getOwned(taskId: string, owner: string): Promise<TaskRecord | undefined> {
+    return decodeRecord(await this.#scripts.getOwned({ keys: { record: this.#tasks.record(taskId) }, owner }));
+  }
+
+  async details(taskId: string): Promise<TaskDetails | undefined> {
+    const [args, token] = await this.#redis.hmget(this.#tasks.record(taskId), 'arguments', 'progressToken');
+    if (args === null || args === undefined) return undefined;
+    const details: TaskDetails = { arguments: JSON.parse(args) as unknown };
+    if (token) details.progressToken = JSON.parse(token) as string | number;
+    return details;
+  }
+
+  /** Current statuses of many tasks in one round trip (undefined where the record is gone). */
+  async statuses(taskIds: readonly string[]): Promise<(TaskStatus | undefined)[]> {
+    if (taskIds.length === 0) return [];
+    const pipeline = this.#redis.pipeline();
+    for (const id of taskIds) pipeline.hget(this.#tasks.record(id), 'status');
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([, value]) => (isTaskStatus(value) ? value : undefined));
+  }
+
+  /**
+   * Moves a task along the state machine; exactly one of racing transitions out of a status wins. With
+   * `pendingDelta`, the count of outstanding input requests changes in the same step, and the status moves only
+   * when that count says so (first request: to input_required; last answer: back to working).
+   */
+  async transition(
+    task: TaskRef,
+    to: TaskStatus,
+    change: { statusMessage?: string; outcome?: Outcome; from?: readonly TaskStatus[]; pendingDelta?: -1 | 0 | 1 } = {},
+  ): Promise<TransitionResult> {
+    const { taskId, sessionId, owner } = task;
+    const reply = await this.#scripts.transition({
+      keys: {
+        record: this.#tasks.record(taskId),
+        live: this.#tasks.live(),
+        events: this.keys.sessionEvents(sessionId),
+        ownerLive: this.#tasks.ownerLive(owner),
+      },
+      taskId,
+      to,
+      from: change.from ?? sourcesOf(to),
+      now: Date.now(),
+      statusMessage: change.statusMessage,
+      outcome: change.outcome ? JSON.stringify(change.outcome) : undefined,
+      terminal: isTerminal(to),
+      taskChannel: this.keys.taskChannel(taskId),
+      sessionChannel: this.keys.sessionChannel(sessionId),
+      stream: this.streams,
+      pendingDelta: change.pendingDelta ?? 0,
+    });
+    if (reply.verdict === 'ok' && isTerminal(to)) {
+      this.#finished(task, to, reply.lastUpdatedAt).catch(() => undefined);
+    }
+    if (reply.verdict === 'ok' || reply.verdict === 'unchanged') {
+      return { ok: true, status: reply.status, lastUpdatedAt: reply.lastUpdatedAt, changed: reply.verdict === 'ok' };
+    }
+    if (reply.verdict === 'missing') return { ok: false, reason: 'missing' };
+    return { ok: false, reason: 'rejected', current: reply.current };
+  }
+
+  settle(task: TaskRef, settlement: Settlement): Promise<TransitionResult> {
+    return this.transition(task, settlement.status, settlement);
+  }
+
+  /** Changes the statusMessage of a task that is still `status`, without moving it (and moves lastUpdatedAt). */
+  note(task: TaskRef, status: TaskStatus, statusMessage: string): Promise<TransitionResult> {
+    return this.transition(task, status, { statusMessage, from: [status] });
+  }
+
+  /**
+   * One page of an owner's tasks, newest first. Cost is O(log N + page) whatever N is: members are read by lexical
+   * range and the records in one pipeline.
+   */
+  async list(owner: string, cursor: string | undefined, pageSize: number): Promise<TaskPage> {
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const index = { owner };
+    const members = await this.indexes.members(index, {
+      from: after === undefined ? '+' : `(${after}`,
+      to: '-',
+      count: pageSize + 1,
+      reverse: true,
+    });
+    const pageMembers = members.slice(0, pageSize);
+    const records = await this.#records(pageMembers.map(taskIdOf));
+    const tasks = records.filter((record) => record !== undefined);
+    // Expired between janitor runs: drop from the index now rather than list a task tasks/get would not find.
+    await this.indexes.forget(
+      index,
+      pageMembers.filter((_, i) => records[i] === undefined),
+    );
+    const last = pageMembers[pageMembers.length - 1];
+    return members.length > pageSize && last !== undefined ? { tasks, nextCursor: encodeCursor(last) } : { tasks };
+  }
+
+  /** Deletes a record and its index entries at once (a plain call's record once its answer is sent). */
+  async delete(
+    record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'kind'> & { sessionId?: string },
+  ): Promise<void> {
+    const member = indexMember(record.createdAt, record.taskId);
+    // Without the sessionId the expiry entry stays; the janitor's later pass over it finds nothing left but events.
+    const { taskId, owner, kind, sessionId } = record;
+    const entries = [encodeExpiryEntry({ taskId, owner, kind }, member)];
+    if (sessionId !== undefined) entries.push(encodeExpiryEntry({ taskId, owner, kind, sessionId }, member));
+    await this.indexes.deleteTask({ taskId, owner, member }, entries);
+  }
+
+  /** Records on a live task where its external work runs (atomic with the status check; never creates a record). */
+  async markExternal(task: Pick<TaskRecord, 'taskId'>, ref: ExternalRef): Promise<MarkResult> {
+    const { verdict, status } = await this.#scripts.markExternal({
+      keys: { record: this.#tasks.record(task.taskId) },
+      ref: JSON.stringify(ref),
+    });
+    if (verdict === 'ok') return { ok: true };
+    return { ok: false, status: isTaskStatus(status) ? status : undefined };
+  }
+
+  /** The task's external reference as stored now (also on a terminal record, until it expires). */
+  async externalRef(taskId: string): Promise<ExternalRef | undefined> {
+    return decodeExternal(await this.#redis.hget(this.#tasks.record(taskId), 'external'));
+  }
+
+  async #records(taskIds: readonly string[]): Promise<(TaskRecord | undefined)[]> {
+    if (taskIds.length === 0) return [];
+    const pipeline = this.#redis.pipeline();
+    for (const id of taskIds) pipeline.hgetall(this.#tasks.record(id));
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([, hash]) => decodeRecord(hash as Record<string, string>));
+  }
+
+  /** Tells observers about a terminal transition this process won; reads what they need only when there are some. */
+  async #finished(ref: TaskRef, status: TaskStatus, at: number): Promise<void> {
+    if (!this.#observers.some((observer) => observer.finished)) return;
+    // The caller usually holds the whole record (a worker settling its task, the api cancelling one): no read then.
+    const { taskId, owner, tool, kind, createdAt } = ref as Partial<TaskRecord> & TaskRef;
+    if (owner !== undefined && tool !== undefined && kind !== undefined && createdAt !== undefined) {
+      for (const observer of this.#observers) observer.finished?.({ taskId, owner, tool, kind, createdAt }, status, at);
+      return;
+    }
+    const stored = await this.#redis.hmget(this.#tasks.record(taskId), 'tool', 'kind', 'createdAt', 'owner');
+    const task = {
+      taskId,
+      owner: stored[3] ?? '',
+      tool: stored[0] ?? '',
+      kind: kindOf(stored[1]),
+      createdAt: Number(stored[2]),
+    };
+    for (const observer of this.#observers) observer.finished?.(task, status, at);
+  }
+}
+
+/** Sees what goes through one TaskStore; each terminal transition is won by exactly one process. */
+export interface TaskObserver {
+  created?: (record: TaskRecord) => void;
+  finished?: (
+    task: Pick<TaskRecord, 'taskId' | 'owner' | 'tool' | 'kind' | 'createdAt'>,
+    status: TaskStatus,
+    at: number,
+  ) => void;
+}
