@@ -3,7 +3,7 @@
 // which carries everything else. Both read the session's event stream in Redis, so any replica can serve them and
 // a client resumes with Last-Event-ID wherever it reconnects.
 import { randomUUID } from 'node:crypto';
-import { audit, AuditEvent, type Session } from '@mcp-tasks/engine';
+import { audit, AuditEvent, type Session, type StreamEvent, type StreamMessage } from '@mcp-tasks/engine';
 import {
   errorResponse,
   isTerminal,
@@ -12,6 +12,7 @@ import {
   resultOf,
   successResponse,
   TaskKind,
+  taskStatusNotification,
   type JsonRpcId,
   type JsonRpcResponse,
   type TaskRecord,
@@ -150,21 +151,24 @@ async function forward(
   sessionId: string,
   cursor: string,
   sse: SseWriter,
-  eventId: (event: {
-    id: string;
-    taskId: string | undefined;
-    message: Record<string, unknown>;
-  }) => Promise<string | undefined>,
+  eventId: (event: StreamMessage) => Promise<string | undefined>,
 ): Promise<string> {
   for (;;) {
     const events = await services.events.after(sessionId, cursor);
     for (const event of events) {
-      const id = await eventId(event);
-      if (id !== undefined) sse.send(event.message, id);
+      const message = render(event);
+      const id = await eventId(message);
+      if (id !== undefined) sse.send(message.message, id);
       cursor = event.id;
     }
     if (events.length < 200) return cursor;
   }
+}
+
+/** A session stream event as the client gets it: a status change is rendered as tasks/get renders the task. */
+function render(event: StreamEvent): StreamMessage {
+  if (!('status' in event)) return event;
+  return { id: event.id, taskId: event.taskId, message: taskStatusNotification(event.status) };
 }
 
 async function readTask(services: ApiServices, session: Session, spec: AnswerStream): Promise<TaskRecord> {

@@ -1,17 +1,31 @@
 // The per-session event stream: every message the server has for a session's client (status notifications,
 // progress, elicitation and sampling requests) goes into one Redis stream. SSE event ids are stream ids, so a
 // client that reconnects to any api replica resumes exactly where it left off.
+import { isTaskStatus, type TaskFacts } from '@mcp-tasks/protocol';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
-import { hashOf, RedisScripts } from './scripts.ts';
 import type { SessionStreamOptions } from './records/store.ts';
+import { hashOf, RedisScripts } from './scripts.ts';
 
-export interface StreamEvent {
+/**
+ * One entry of a session's event stream: a JSON-RPC message written as it is sent (progress, input requests,
+ * and the status notifications of older versions), or a task's status change as the transition script wrote it,
+ * which the reader renders for its wire (`taskStatusNotification` for 2025-11-25).
+ */
+export type StreamEvent = StreamMessage | StreamStatusChange;
+
+export interface StreamMessage {
   /** Redis stream id, e.g. "1733150000000-0". */
   id: string;
   /** The task the message relates to, if any. */
   taskId: string | undefined;
   message: Record<string, unknown>;
+}
+
+export interface StreamStatusChange {
+  id: string;
+  taskId: string;
+  status: TaskFacts;
 }
 
 export interface PendingInput {
@@ -46,14 +60,7 @@ export class SessionEvents {
   /** Events after `afterId` (exclusive), oldest first. */
   async after(sessionId: string, afterId: string, count = 200): Promise<StreamEvent[]> {
     const entries = await this.redis.xrange(this.keys.sessionEvents(sessionId), `(${afterId}`, '+', 'COUNT', count);
-    return entries.map(([id, fields]) => {
-      const record = hashOf(fields);
-      return {
-        id,
-        taskId: record['taskId'] || undefined,
-        message: JSON.parse(record['message'] ?? '{}') as Record<string, unknown>,
-      };
-    });
+    return entries.map(([id, fields]) => decodeEvent(id, hashOf(fields)));
   }
 
   /**
@@ -120,4 +127,22 @@ export class SessionEvents {
   }
 
   static readonly resultStreamLeaseMs = RESULT_STREAM_LEASE_MS;
+}
+
+function decodeEvent(id: string, entry: Record<string, string>): StreamEvent {
+  const taskId = entry['taskId'] || undefined;
+  const status = entry['status'];
+  if (entry['message'] === undefined && taskId !== undefined && isTaskStatus(status)) {
+    const facts: TaskFacts = {
+      taskId,
+      status,
+      createdAt: Number(entry['createdAt']),
+      lastUpdatedAt: Number(entry['at']),
+      ttl: Number(entry['ttl']),
+      pollInterval: Number(entry['pollInterval']),
+    };
+    if (entry['statusMessage']) facts.statusMessage = entry['statusMessage'];
+    return { id, taskId, status: facts };
+  }
+  return { id, taskId, message: JSON.parse(entry['message'] ?? '{}') as Record<string, unknown> };
 }

@@ -62,7 +62,14 @@ export interface Task {
   pollInterval?: number;
 }
 
-export function toWireTask(record: TaskRecord): Task {
+/** What a `Task` is rendered from: a whole record, or the facts a status event in a session stream carries. */
+export type TaskFacts = Pick<
+  TaskRecord,
+  'taskId' | 'status' | 'statusMessage' | 'createdAt' | 'lastUpdatedAt' | 'ttl' | 'pollInterval'
+>;
+
+/** The one renderer of a task for the 2025-11-25 wire: tasks/get, tasks/list, tasks/cancel, CreateTaskResult. */
+export function toWireTask(record: TaskFacts): Task {
   const task: Task = {
     taskId: record.taskId,
     status: record.status,
@@ -73,6 +80,15 @@ export function toWireTask(record: TaskRecord): Task {
   };
   if (record.statusMessage !== undefined && record.statusMessage !== '') task.statusMessage = record.statusMessage;
   return task;
+}
+
+/** notifications/tasks/status: the whole Task, rendered as tasks/get renders it (T-NOTIFY-1). */
+export function taskStatusNotification(task: TaskFacts): {
+  jsonrpc: '2.0';
+  method: 'notifications/tasks/status';
+  params: Task;
+} {
+  return { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toWireTask(task) };
 }
 
 export function expiresAt(record: Pick<TaskRecord, 'createdAt' | 'ttl'>): number {

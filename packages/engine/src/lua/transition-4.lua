@@ -1,6 +1,8 @@
 --[[
-  Moves a task to a new status, atomically, along the specification's state machine, and appends the
-  notifications/tasks/status message to the task's session event stream in the same step.
+  Moves a task to a new status, atomically, along the specification's state machine, and appends a status event
+  to the task's session event stream in the same step, so that the stream's order is the order of the changes.
+  The event holds facts, not wire JSON (the api renders it as tasks/get renders a task): the fields taskId,
+  status, at (lastUpdatedAt, epoch ms), createdAt, ttl, pollInterval and, when there is one, statusMessage.
 
   KEYS[1] the task record hash
   KEYS[2] the set of live (non-terminal) tasks, scored by lastUpdatedAt
@@ -83,40 +85,16 @@ else
 end
 redis.call('PUBLISH', ARGV[7], ARGV[1])
 
-local function iso8601(ms)
-  local seconds = math.floor(ms / 1000)
-  local days = math.floor(seconds / 86400)
-  local rest = seconds - days * 86400
-  -- Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local day = doy - math.floor((153 * mp + 2) / 5) + 1
-  local month = mp < 10 and mp + 3 or mp - 9
-  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
-  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', year, month, day,
-    math.floor(rest / 3600), math.floor((rest % 3600) / 60), rest % 60, ms % 1000)
-end
-
 -- Plain calls are not tasks for the client: no status notifications for them.
 local fields = redis.call('HMGET', KEYS[1], 'kind', 'createdAt', 'ttl', 'pollInterval')
 if fields[1] == 'task' then
-  local task = {
-    taskId = ARGV[8],
-    status = ARGV[1],
-    createdAt = iso8601(tonumber(fields[2])),
-    lastUpdatedAt = iso8601(now),
-    ttl = tonumber(fields[3]),
-    pollInterval = tonumber(fields[4]),
-  }
+  local event = {'taskId', ARGV[8], 'status', ARGV[1], 'at', now, 'createdAt', fields[2], 'ttl', fields[3],
+    'pollInterval', fields[4]}
   if ARGV[4] ~= '' then
-    task['statusMessage'] = ARGV[4]
+    table.insert(event, 'statusMessage')
+    table.insert(event, ARGV[4])
   end
-  local message = cjson.encode({jsonrpc = '2.0', method = 'notifications/tasks/status', params = task})
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'taskId', ARGV[8], 'message', message)
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', unpack(event))
   redis.call('PEXPIRE', KEYS[3], ARGV[10])
   redis.call('PUBLISH', ARGV[9], '1')
 end
