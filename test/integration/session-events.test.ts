@@ -77,7 +77,7 @@ describe('session event stream', () => {
   });
 
   it('a plain call (not a task for the client) gets no status events', async () => {
-    const call = await newTask(TaskKind.PlainCall);
+    const call = await newTask(TaskKind.PlainToolCall);
     expect((await store.transition(call, 'completed')).ok).to.equal(true);
     expect(await events.after(call.sessionId, '0-0')).to.deep.equal([]);
   });

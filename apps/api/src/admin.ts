@@ -28,7 +28,7 @@ const ListQuerySchema = z.object({
     .pipe(z.array(z.enum(TASK_STATUSES as [TaskStatus, ...TaskStatus[]]))),
   tool: z.string().max(256).optional(),
   owner: z.string().max(512).optional(),
-  kind: z.enum([TaskKind.Task, TaskKind.PlainCall]).optional(),
+  kind: z.enum([TaskKind.Task, TaskKind.PlainToolCall]).optional(),
   cursor: z.string().max(1024).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });

@@ -1,6 +1,6 @@
 // Server-sent events on an HTTP response, and the event ids that let a client resume a stream on any replica.
 import type { Response } from 'express';
-import type { JsonRpcId, TaskKind } from '@mcp-tasks/protocol';
+import { TaskKind, type JsonRpcId } from '@mcp-tasks/protocol';
 
 const KEEP_ALIVE_MS = 15_000;
 
@@ -67,7 +67,7 @@ export function parseEventId(eventId: string): StreamPosition | undefined {
     const [taskId, requestId, taskKind] = origin as unknown[];
     if (typeof taskId !== 'string' || (typeof requestId !== 'string' && typeof requestId !== 'number'))
       return undefined;
-    if (taskKind !== 'task' && taskKind !== 'call') return undefined;
+    if (taskKind !== TaskKind.Task && taskKind !== TaskKind.PlainToolCall) return undefined;
     return { kind: 'task', taskId, taskKind, requestId, after: parts[2] as string };
   } catch {
     return undefined;

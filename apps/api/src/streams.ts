@@ -90,7 +90,7 @@ export async function streamAnswer(
             status: record.status,
           });
         }
-        if (record.kind === TaskKind.PlainCall) await services.store.delete(record);
+        if (record.kind === TaskKind.PlainToolCall) await services.store.delete(record);
         return;
       }
       if (sse.closed || signal.aborted) return;

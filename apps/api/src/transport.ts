@@ -237,7 +237,12 @@ async function sessionOf(
       services.security.rates.count(SecurityEvent.ForeignSession).catch(() => undefined);
       rejected(services, req, { reason: 'foreign_session', sessionId, principal: principalOwner(principal) });
     }
-    sendHttpError(res, 404, -32001, 'Session not found: it expired or was deleted; initialize a new one');
+    sendHttpError(
+      res,
+      404,
+      ErrorCode.SessionNotFound,
+      'Session not found: it expired or was deleted; initialize a new one',
+    );
     return undefined;
   }
   return { session, admission: rates.verdictOf(charge, touched.refused) };
@@ -346,12 +351,12 @@ async function handleDelete(services: ApiServices, req: Request, res: Response):
     if (session?.owner !== principalOwner(principal)) {
       if (session)
         rejected(services, req, { reason: 'foreign_session', sessionId, principal: principalOwner(principal) });
-      sendHttpError(res, 404, -32001, 'Session not found');
+      sendHttpError(res, 404, ErrorCode.SessionNotFound, 'Session not found');
       return;
     }
   }
   if (!(await services.sessions.delete(sessionId))) {
-    sendHttpError(res, 404, -32001, 'Session not found');
+    sendHttpError(res, 404, ErrorCode.SessionNotFound, 'Session not found');
     return;
   }
   services.log.info('session deleted', { sessionId });
@@ -464,7 +469,7 @@ async function refuseStream(
 ): Promise<void> {
   rejected(services, req, { reason: 'too_many_streams', sessionId: session.sessionId, principal: session.owner });
   services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
-  if (stream.kind !== TaskKind.PlainCall) return;
+  if (stream.kind !== TaskKind.PlainToolCall) return;
   const record = await services.store.get(stream.taskId);
   if (!record) return;
   if (!services.tasks.isTerminal(record)) {

@@ -16,7 +16,7 @@ export function statusesArgument(value: string): TaskStatus[] {
 }
 
 export function kindArgument(value: string): TaskKind {
-  if (value === TaskKind.Task || value === TaskKind.PlainCall) return value;
+  if (value === TaskKind.Task || value === TaskKind.PlainToolCall) return value;
   throw new InvalidArgumentError("use 'task' or 'call'");
 }
 

@@ -132,7 +132,7 @@ export class TaskAdmin {
    */
   async list(filter: TaskFilter, options: { cursor?: string; limit: number; scanLimit?: number }): Promise<AdminPage> {
     // Owner indexes hold tasks only, the global index plain calls too.
-    const index: TaskIndex = filter.owner && filter.kind !== TaskKind.PlainCall ? { owner: filter.owner } : 'all';
+    const index: TaskIndex = filter.owner && filter.kind !== TaskKind.PlainToolCall ? { owner: filter.owner } : 'all';
     const scanLimit = options.scanLimit ?? 10_000;
     let upper =
       options.cursor !== undefined

@@ -10,6 +10,11 @@ export const ErrorCode = {
   RequestCancelled: -32800,
   /** A configured limit was hit (body size, tasks per principal, rate, ...). */
   LimitExceeded: -32029,
+  /**
+   * Our own code, sent with HTTP 404, for an Mcp-Session-Id this server does not know: expired, deleted, or another
+   * principal's (the MCP SDK's Streamable HTTP server answers the same code).
+   */
+  SessionNotFound: -32001,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -5,8 +5,14 @@ import type { TaskStatus } from './task-status.ts';
 /** What the underlying request answered: its result, or the JSON-RPC error the plain call would have sent. */
 export type Outcome = { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
 
-/** How a record came to be: a task-augmented call (listed, gettable) or a plain call run on a worker (hidden). */
-export const TaskKind = { Task: 'task', PlainCall: 'call' } as const;
+/**
+ * What a task record stands for. `Task`: a task-augmented tools/call, which the client sees, lists and gets.
+ * `PlainToolCall`: a tools/call sent without `params.task` that still runs on a worker through a record of its own;
+ * the client never sees that record, and it is deleted once the call is answered (apps/api/src/plain-calls.ts).
+ * The stored value stays 'call': records in Redis, resumable SSE event ids, the `kind` metrics label and the CLI's
+ * `--kind` carry it.
+ */
+export const TaskKind = { Task: 'task', PlainToolCall: 'call' } as const;
 export type TaskKind = (typeof TaskKind)[keyof typeof TaskKind];
 
 export interface TaskRecord {

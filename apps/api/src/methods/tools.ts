@@ -50,7 +50,7 @@ export const callTool: MethodHandler = async (params, context) => {
   since?.catch(() => undefined); // awaited below; a failed create must not leave it unhandled
   const record = await services.tasks
     .create({
-      kind: asTask ? TaskKind.Task : TaskKind.PlainCall,
+      kind: asTask ? TaskKind.Task : TaskKind.PlainToolCall,
       owner: session.owner,
       sessionId: session.sessionId,
       tool: tool.name,

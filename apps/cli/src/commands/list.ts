@@ -59,7 +59,7 @@ export function registerList(program: Command, io: CliIo): void {
         const rows = page.tasks.map((task) => [
           task.taskId,
           task.status,
-          task.kind === TaskKind.PlainCall ? `${task.tool} (call)` : task.tool,
+          task.kind === TaskKind.PlainToolCall ? `${task.tool} (call)` : task.tool,
           task.owner,
           `${formatDuration(now - task.createdAt)} ago`,
           `${formatDuration(now - task.lastUpdatedAt)} ago`,

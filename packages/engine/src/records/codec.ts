@@ -61,7 +61,7 @@ export function decodeExternal(raw: string | null | undefined): ExternalRef | un
 }
 
 export function kindOf(raw: string | null | undefined): TaskKind {
-  return raw === TaskKind.PlainCall ? TaskKind.PlainCall : TaskKind.Task;
+  return raw === TaskKind.PlainToolCall ? TaskKind.PlainToolCall : TaskKind.Task;
 }
 
 export function isExpired(record: Pick<TaskRecord, 'createdAt' | 'ttl'>, now: number): boolean {
