@@ -42,13 +42,17 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     foreign: '',
   };
 
-  async function cli(...args: string[]): Promise<CliRun> {
+  function cli(...args: string[]): Promise<CliRun> {
+    return cliWithEnv({}, ...args);
+  }
+
+  async function cliWithEnv(env: Record<string, string>, ...args: string[]): Promise<CliRun> {
     let out = '';
     let err = '';
     const code = await runCli(args, {
       out: (text) => (out += text),
       err: (text) => (err += text),
-      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix, ...env },
     });
     return { code, out, err };
   }
@@ -397,5 +401,27 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     const page = JSON.parse(out) as { tasks: JsonTask[] };
     expect(page.tasks).to.have.length(1);
     expect(page.tasks[0]?.status).to.be.oneOf(Object.values(TaskStatus));
+  });
+
+  // A task of `shout` waits in the queue ext-shout, which no process of the system reads: nothing but the CLI
+  // touches it or its session's event stream.
+  it("cancel: a task waiting in an external consumer's queue is cancelled and its job removed, as by tasks/cancel", async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await owner.createTask('shout', { text: 'never' }))['taskId']);
+    expect(await system.redis.exists(`${system.prefix}:ext-shout:${taskId}`)).to.equal(1);
+    const run = await cli('cancel', taskId);
+    expect(run.code, run.err).to.equal(0);
+    expect((await owner.call('tasks/get', { taskId }))['status']).to.equal('cancelled');
+    expect(await system.redis.exists(`${system.prefix}:ext-shout:${taskId}`)).to.equal(0);
+  });
+
+  it("cancel: the session's event stream keeps the installation's SESSION_IDLE_TTL_MS, read like the api and workers do", async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await owner.createTask('shout', { text: 'never' }))['taskId']);
+    const run = await cliWithEnv({ SESSION_IDLE_TTL_MS: '120000' }, 'cancel', taskId);
+    // The cancel appended the task's status notification and restarted the stream's idle expiry: the CLI's.
+    const ttl = await system.redis.pttl(`${system.prefix}:session:${String(owner.sessionId)}:events`);
+    expect(ttl).to.be.within(1, 120_000);
+    expect(run.code, run.err).to.equal(0);
   });
 });

@@ -11,22 +11,13 @@ import {
   auditObserver,
   CleanupStack,
   closeRedis,
+  createEngine,
   createLogger,
   createRedis,
-  createToolQueue,
-  ExternalQueues,
-  ExternalTasks,
-  KeySpace,
-  InputBroker,
   RateLimiter,
   registerSecurityGauges,
   RunnerMetrics,
-  SessionEvents,
-  SessionStore,
   StreamSlots,
-  Subscriber,
-  TaskService,
-  TaskStore,
   type Logger,
 } from '@mcp-tasks/engine';
 import { toolRegistry } from '@mcp-tasks/tools';
@@ -49,7 +40,6 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
   const log = createLogger({ service: 'api', level: config.LOG_LEVEL, format: config.LOG_FORMAT });
   const cleanup = new CleanupStack();
   try {
-    const keys = new KeySpace(config.REDIS_PREFIX);
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-api'), closeRedis);
     const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-api-sub'), closeRedis);
     // BullMQ's queues get a connection of their own: ioredis copies every script defined on a connection (BullMQ
@@ -58,9 +48,12 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     for (const connection of [redis, subscriberRedis, queueRedis]) {
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }
-    const queue = cleanup.add('queue', createToolQueue(queueRedis, config.REDIS_PREFIX), (q) => q.close());
-    const streams = { idleMs: config.SESSION_IDLE_TTL_MS, maxLength: 1000 };
-    const store = new TaskStore(redis, keys, streams);
+    const engine = cleanup.add(
+      'engine',
+      createEngine({ redis, queues: queueRedis, subscriber: subscriberRedis }, config),
+      (e) => e.close(),
+    );
+    const { keys, store } = engine;
     const metrics = new RunnerMetrics('api');
     store.observe(metrics.taskObserver());
     const auditLog = auditLogger(log);
@@ -79,46 +72,29 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     };
     registerSecurityGauges(metrics.registry, security.rates);
     warnAboutSecurity(log, config, security.auth);
-    const subscriber = new Subscriber(subscriberRedis);
-    const events = new SessionEvents(redis, keys, streams);
     const services: ApiServices = {
       config,
       log,
       store,
-      events,
-      subscriber,
-      inputs: new InputBroker(redis, keys, store, events, subscriber),
-      sessions: new SessionStore(redis, keys, config.SESSION_IDLE_TTL_MS),
-      tasks: new TaskService(
-        store,
-        queue,
-        redis,
-        subscriber,
-        {
-          defaultTtlMs: config.TASK_TTL_DEFAULT_MS,
-          maxTtlMs: config.TASK_TTL_MAX_MS,
-          minTtlMs: 1000,
-          pollIntervalMs: config.TASK_POLL_INTERVAL_MS,
-          recheckMs: config.RESULT_RECHECK_MS,
-        },
-        { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER },
-      ),
+      events: engine.events,
+      subscriber: engine.subscriber,
+      inputs: engine.inputs,
+      sessions: engine.sessions,
+      tasks: engine.tasks,
       tools: toolRegistry,
       metrics,
       security,
     };
-    services.tasks.useExternalQueues(
-      cleanup.add('external-queues', new ExternalQueues(queueRedis, config.REDIS_PREFIX), (q) => q.close()),
-    );
     await redis.ping();
 
     const app = express();
     app.disable('x-powered-by');
     app.set('etag', false);
     app.set('trust proxy', config.TRUST_PROXY); // req.ip: the client address behind a proxy (per-address limits)
-    app.use(await operationsRouter({ config, redis, store, queue, metrics })); // health, metrics, admin dashboard
+    const { admin, queue } = engine;
+    app.use(await operationsRouter({ config, redis, admin, queue, metrics })); // health, metrics, admin dashboard
     if (config.CALLBACK_SECRET) {
-      const external = new ExternalTasks(redis, keys, store, events);
+      const { external } = engine;
       const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };
       app.use(callbacksRouter(deps)); // reports of external systems on their tasks (docs/external-tools.md)
     }

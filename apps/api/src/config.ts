@@ -6,11 +6,9 @@ import {
   parseEnv,
   RedisEnvSchema,
   SessionEnvSchema,
+  TaskEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
 
 const flag = (defaultValue: boolean) =>
   z
@@ -53,15 +51,12 @@ export const SecurityEnvSchema = z.object({
 
 export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SessionEnvSchema.shape)
+  .extend(TaskEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend({
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: intFromEnv(3000, { max: 65535 }),
-    TASK_TTL_DEFAULT_MS: intFromEnv(HOUR, { min: 1000 }),
-    TASK_TTL_MAX_MS: intFromEnv(24 * HOUR, { min: 1000 }),
-    TASK_POLL_INTERVAL_MS: intFromEnv(1000, { min: 100 }),
-    RESULT_RECHECK_MS: intFromEnv(5000, { min: 50 }),
     RESULT_STREAM_AFTER_MS: intFromEnv(250, { max: 60_000 }),
     LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),
     MAX_BODY_BYTES: intFromEnv(1024 * 1024, { min: 1024 }),

@@ -1,7 +1,7 @@
 // Endpoints for the people and machines that run the api: liveness, readiness (Redis reachable), Prometheus
 // metrics, the counting of refused /mcp requests, and the admin dashboard when ADMIN_TOKEN is set.
 import express, { type Router } from 'express';
-import { TaskAdmin, type RedisClient, type RunnerMetrics, type TaskStore, type ToolJobData } from '@mcp-tasks/engine';
+import type { RedisClient, RunnerMetrics, TaskAdmin, ToolJobData } from '@mcp-tasks/engine';
 import type { Queue } from 'bullmq';
 import { adminRouter } from './admin.ts';
 import type { ApiConfig } from './config.ts';
@@ -12,14 +12,13 @@ const READY_TIMEOUT_MS = 1000;
 export interface OperationsDeps {
   config: ApiConfig;
   redis: RedisClient;
-  store: TaskStore;
+  admin: TaskAdmin;
   queue: Queue<ToolJobData>;
   metrics: RunnerMetrics;
 }
 
-export async function operationsRouter({ config, redis, store, queue, metrics }: OperationsDeps): Promise<Router> {
+export async function operationsRouter({ config, redis, admin, queue, metrics }: OperationsDeps): Promise<Router> {
   const router = express.Router();
-  const admin = new TaskAdmin(redis, store, queue);
   metrics.addClusterGauges(admin, queue, {
     redisReady: () => redis.status === 'ready',
     liveScanLimit: config.METRICS_LIVE_SCAN_LIMIT,

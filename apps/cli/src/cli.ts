@@ -19,6 +19,7 @@ Environment (the same as for the api and the workers):
   REDIS_URL             the Redis to operate on (default redis://127.0.0.1:6379)
   REDIS_CLUSTER_NODES   seed nodes of a Redis Cluster, instead of REDIS_URL
   REDIS_PREFIX          key prefix of the installation (default mcpt)
+  SESSION_IDLE_TTL_MS   idle lifetime of a session's event stream, which cancel writes to (default 3600000)
 
 Exit status: 0 done, 1 the command failed (unknown task, not allowed, Redis unreachable), 2 usage error.`;
 

@@ -1,11 +1,14 @@
-// The CLI's configuration: the same Redis variables as the api and the workers, read once from the environment.
-import { parseEnv, RedisEnvSchema } from '@mcp-tasks/engine';
+// The CLI's configuration: the Redis and session variables of the api and the workers, read once from the
+// environment (a cancel or retry writes to a session's event stream, whose lifetime they must agree on).
+import { parseEnv, RedisEnvSchema, SessionEnvSchema } from '@mcp-tasks/engine';
 import type { z } from 'zod';
 
-export type CliConfig = Readonly<z.infer<typeof RedisEnvSchema>>;
+const CliEnvSchema = RedisEnvSchema.extend(SessionEnvSchema.shape);
+
+export type CliConfig = Readonly<z.infer<typeof CliEnvSchema>>;
 
 export function loadCliConfig(env: NodeJS.ProcessEnv): CliConfig {
-  return parseEnv(RedisEnvSchema, env);
+  return parseEnv(CliEnvSchema, env);
 }
 
 /** The Redis URL without its password, for messages. */

@@ -3,14 +3,12 @@
 import {
   CleanupStack,
   closeRedis,
+  createEngine,
   createRedis,
-  createToolQueue,
-  KeySpace,
-  Subscriber,
-  TaskAdmin,
-  TaskService,
-  TaskStore,
   type RedisClient,
+  type TaskAdmin,
+  type TaskService,
+  type TaskStore,
   type ToolJobData,
 } from '@mcp-tasks/engine';
 import type { TaskRecord } from '@mcp-tasks/protocol';
@@ -49,25 +47,19 @@ export async function withOperator<T>(env: NodeJS.ProcessEnv, use: (operator: Op
   try {
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-cli'), closeRedis);
     await reachable(redis, config);
-    const keys = new KeySpace(config.REDIS_PREFIX);
-    const store = new TaskStore(redis, keys);
-    const queue = cleanup.add('queue', createToolQueue(redis, config.REDIS_PREFIX), (q) => q.close());
-    // The CLI never waits for a task, so this subscriber never subscribes: it only satisfies TaskService.
-    const subscriber = new Subscriber(redis);
+    // The CLI never waits for a task: its engine's subscriber shares the one connection and never subscribes.
+    const engine = cleanup.add('engine', createEngine({ redis }, config), (e) => e.close());
     const operator: Operator = {
       config,
       redis,
-      store,
-      queue,
-      admin: new TaskAdmin(redis, store, queue),
+      store: engine.store,
+      queue: engine.queue,
+      admin: engine.admin,
+      // A retried task keeps its ttl, whatever the api's TASK_TTL_MAX_MS, and its pollInterval.
       service: (original) =>
-        new TaskService(store, queue, redis, subscriber, {
-          defaultTtlMs: original?.ttl ?? 3_600_000,
-          maxTtlMs: Number.MAX_SAFE_INTEGER,
-          minTtlMs: 1000,
-          pollIntervalMs: original?.pollInterval ?? 1000,
-          recheckMs: 1000,
-        }),
+        original
+          ? engine.tasksWith({ maxTtlMs: Number.MAX_SAFE_INTEGER, pollIntervalMs: original.pollInterval })
+          : engine.tasks,
       retrySafe: (tool) => {
         if (!toolRegistry.names().includes(tool)) {
           throw new CliError(`Tool '${tool}' is not registered in this build of the runner; it cannot be retried`);

@@ -6,21 +6,13 @@ import {
   auditObserver,
   CleanupStack,
   closeRedis,
+  createEngine,
   createLogger,
   createRedis,
-  createToolQueue,
   ExternalQueueListener,
-  ExternalQueues,
-  ExternalTasks,
-  KeySpace,
   Maintenance,
   parseControlMessage,
-  InputBroker,
   RunnerMetrics,
-  SessionEvents,
-  SessionStore,
-  Subscriber,
-  TaskStore,
   TOOL_QUEUE_NAME,
   type Logger,
   type ToolJobData,
@@ -46,7 +38,6 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
   });
   const cleanup = new CleanupStack();
   try {
-    const keys = new KeySpace(config.REDIS_PREFIX);
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
     const workerRedis = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
     const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
@@ -54,19 +45,16 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }
     await redis.ping();
-    const streams = { idleMs: config.SESSION_IDLE_TTL_MS, maxLength: 1000 };
-    const store = new TaskStore(redis, keys, streams);
+    // BullMQ objects share the BullMQ worker's connection, so that pipelines on `redis` stay cheap (see api app.ts).
+    const engine = cleanup.add(
+      'engine',
+      createEngine({ redis, queues: workerRedis, subscriber: subscriberRedis }, config),
+      (e) => e.close(),
+    );
+    const { keys, store, events, queue, externalQueues, subscriber } = engine;
     const metrics = new RunnerMetrics('worker');
     store.observe(metrics.taskObserver());
     store.observe(auditObserver(auditLogger(log))); // task.completed / failed / cancelled (T-AUDIT-1)
-    const events = new SessionEvents(redis, keys, streams);
-    // BullMQ objects share the BullMQ worker's connection, so that pipelines on `redis` stay cheap (see api app.ts).
-    const queue = cleanup.add('queue', createToolQueue(workerRedis, config.REDIS_PREFIX), (q) => q.close());
-    const externalTasks = new ExternalTasks(redis, keys, store, events);
-    const externalQueues = cleanup.add('external-queues', new ExternalQueues(workerRedis, config.REDIS_PREFIX), (q) =>
-      q.close(),
-    );
-    const subscriber = new Subscriber(subscriberRedis);
     const running = new RunningTasks();
     const waitBudget = new WaitBudget(config.WORKER_INPUT_WAIT_SLOTS);
 
@@ -109,12 +97,12 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         log,
         workerName: name,
         events,
-        inputs: new InputBroker(redis, keys, store, events, subscriber),
-        sessions: new SessionStore(redis, keys, config.SESSION_IDLE_TTL_MS),
+        inputs: engine.inputs,
+        sessions: engine.sessions,
         input: { timeoutMs: config.INPUT_REQUEST_TIMEOUT_MS, recheckMs: config.INPUT_RECHECK_MS },
         waitBudget,
         external: {
-          tasks: externalTasks,
+          tasks: engine.external,
           callback:
             config.CALLBACK_SECRET && config.CALLBACK_BASE_URL
               ? { secret: config.CALLBACK_SECRET, baseUrl: config.CALLBACK_BASE_URL }
@@ -167,7 +155,7 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         redis,
         keys,
         store,
-        external: externalTasks,
+        external: engine.external,
         log,
       });
       cleanup.add(`external-queue-listener-${queueName}`, listener, (l) => l.close());

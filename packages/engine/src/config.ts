@@ -46,10 +46,25 @@ export function intFromEnv(defaultValue: number, bounds: { min?: number; max?: n
     .default(defaultValue);
 }
 
-/** Shared by api and workers: both write a session's event stream and must agree on its lifetime. */
+/** Shared by every process: api, workers and the CLI write a session's event stream and must agree on its lifetime. */
 export const SessionEnvSchema = z.object({
   SESSION_IDLE_TTL_MS: intFromEnv(3_600_000, { min: 1000 }),
 });
+
+export type SessionEnv = z.infer<typeof SessionEnvSchema>;
+
+/** The shortest ttl a task is granted, whatever it asked for. */
+export const MIN_TASK_TTL_MS = 1000;
+
+/** How long tasks live and how their waiters poll: the api's, whose tools/call creates tasks (README.md). */
+export const TaskEnvSchema = z.object({
+  TASK_TTL_DEFAULT_MS: intFromEnv(3_600_000, { min: MIN_TASK_TTL_MS }),
+  TASK_TTL_MAX_MS: intFromEnv(24 * 3_600_000, { min: MIN_TASK_TTL_MS }),
+  TASK_POLL_INTERVAL_MS: intFromEnv(1000, { min: 100 }),
+  RESULT_RECHECK_MS: intFromEnv(5000, { min: 50 }),
+});
+
+export type TaskEnv = z.infer<typeof TaskEnvSchema>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

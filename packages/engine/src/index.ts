@@ -4,14 +4,15 @@
  *
  * @example
  * const redis = createRedis('redis://127.0.0.1:6379', 'api');
- * const store = new TaskStore(redis, new KeySpace('mcpt'));
- * const record = await store.get(taskId);
+ * const engine = createEngine({ redis }, { REDIS_PREFIX: 'mcpt', SESSION_IDLE_TTL_MS: 3_600_000 });
+ * const record = await engine.store.get(taskId);
  */
 export * from './audit.ts';
 export * from './callback-token.ts';
 export * from './cleanup.ts';
 export * from './config.ts';
 export * from './control.ts';
+export * from './engine.ts';
 export * from './events.ts';
 export * from './external.ts';
 export * from './external-queues.ts';

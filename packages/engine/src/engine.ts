@@ -1,0 +1,102 @@
+// The composition root of the engine: api, workers and the CLI build their Redis-side objects here, from their
+// connections and their configuration, so that they cannot disagree on key names, lifetimes or limits.
+import type { Queue } from 'bullmq';
+import { MIN_TASK_TTL_MS, TaskEnvSchema, type RedisEnv, type SessionEnv, type TaskEnv } from './config.ts';
+import { SessionEvents } from './events.ts';
+import { ExternalTasks } from './external.ts';
+import { ExternalQueues } from './external-queues.ts';
+import { InputBroker } from './inputs.ts';
+import { KeySpace } from './keys.ts';
+import { createToolQueue, type ToolJobData } from './queue.ts';
+import type { RedisClient } from './redis.ts';
+import { SessionStore } from './sessions.ts';
+import { Subscriber } from './subscriber.ts';
+import { TaskAdmin } from './task-admin.ts';
+import { TaskService, type TaskTiming } from './task-service.ts';
+import { DEFAULT_SESSION_STREAM, TaskStore } from './task-store.ts';
+
+export interface EngineConnections {
+  /** The runner's own commands: records, sessions, event streams, scripts. */
+  redis: RedisClient;
+  /**
+   * BullMQ's queues; default `redis`. Long-running processes give them a connection of their own: ioredis copies
+   * every script defined on a connection (BullMQ defines 60-odd) into each MULTI made on it.
+   */
+  queues?: RedisClient;
+  /** Pub/sub for the waiters of tasks and input requests; default `redis`, for a process that never waits. */
+  subscriber?: RedisClient;
+}
+
+/**
+ * What the engine reads of a process's configuration. The task timing is the api's (README.md, "Configuration");
+ * a process that creates tasks only from other tasks (the CLI's retry) or not at all gets its documented defaults.
+ */
+export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
+  SessionEnv &
+  Partial<TaskEnv> & {
+    /** The most unfinished tasks one owner may have; absent: no cap. */
+    MAX_TASKS_PER_OWNER?: number;
+  };
+
+export interface Engine {
+  keys: KeySpace;
+  store: TaskStore;
+  sessions: SessionStore;
+  events: SessionEvents;
+  subscriber: Subscriber;
+  inputs: InputBroker;
+  /** The queue of our own workers' tool jobs. */
+  queue: Queue<ToolJobData>;
+  /** The queues of tools served by external consumers (docs/job-contract.md), opened on first use. */
+  externalQueues: ExternalQueues;
+  tasks: TaskService;
+  external: ExternalTasks;
+  admin: TaskAdmin;
+  /** A TaskService like `tasks` with other timing (the CLI's retry keeps the original task's ttl and pollInterval). */
+  tasksWith(timing: Partial<TaskTiming>): TaskService;
+  /** Closes the queues; the connections stay open: they are the caller's to close. */
+  close(): Promise<void>;
+}
+
+const TASK_DEFAULTS = TaskEnvSchema.parse({});
+
+export function createEngine(connections: EngineConnections, config: EngineConfig): Engine {
+  const { redis } = connections;
+  const keys = new KeySpace(config.REDIS_PREFIX);
+  const streams = { ...DEFAULT_SESSION_STREAM, idleMs: config.SESSION_IDLE_TTL_MS };
+  const store = new TaskStore(redis, keys, streams);
+  const events = new SessionEvents(redis, keys, streams);
+  const subscriber = new Subscriber(connections.subscriber ?? redis);
+  const queue = createToolQueue(connections.queues ?? redis, config.REDIS_PREFIX);
+  const externalQueues = new ExternalQueues(connections.queues ?? redis, config.REDIS_PREFIX);
+  const timing: TaskTiming = {
+    defaultTtlMs: config.TASK_TTL_DEFAULT_MS ?? TASK_DEFAULTS.TASK_TTL_DEFAULT_MS,
+    maxTtlMs: config.TASK_TTL_MAX_MS ?? TASK_DEFAULTS.TASK_TTL_MAX_MS,
+    minTtlMs: MIN_TASK_TTL_MS,
+    pollIntervalMs: config.TASK_POLL_INTERVAL_MS ?? TASK_DEFAULTS.TASK_POLL_INTERVAL_MS,
+    recheckMs: config.RESULT_RECHECK_MS ?? TASK_DEFAULTS.RESULT_RECHECK_MS,
+  };
+  const limits = config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {};
+  const tasksWith = (changes: Partial<TaskTiming>) =>
+    new TaskService(store, queue, redis, subscriber, { ...timing, ...changes }, limits).useExternalQueues(
+      externalQueues,
+    );
+  return {
+    keys,
+    store,
+    sessions: new SessionStore(redis, keys, config.SESSION_IDLE_TTL_MS),
+    events,
+    subscriber,
+    inputs: new InputBroker(redis, keys, store, events, subscriber),
+    queue,
+    externalQueues,
+    tasks: tasksWith({}),
+    external: new ExternalTasks(redis, keys, store, events),
+    admin: new TaskAdmin(redis, store, queue),
+    tasksWith,
+    close: async () => {
+      await externalQueues.close();
+      await queue.close();
+    },
+  };
+}
