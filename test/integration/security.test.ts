@@ -308,6 +308,10 @@ describe('security with bearer tokens (2 api replicas, 1 worker, API keys + HS25
       const task = await client.createTask('wait', { seconds: 5 });
       const refused = await client.rpc('tasks/result', { taskId: task['taskId'] });
       expect(refused.error?.code).to.equal(-32029);
+      // So does a plain call that would stream: refused, its work stopped, and nothing of it left in Redis.
+      const call = await client.rpc('tools/call', { name: 'wait', arguments: { seconds: 5 } });
+      expect(call.error?.code).to.equal(-32029);
+      expect(await system.redis.exists(`${system.prefix}:session:${String(client.sessionId)}:calls`)).to.equal(0);
       await first.close();
       await eventually(async () => {
         const again = await fetch(system.apiUrl, {

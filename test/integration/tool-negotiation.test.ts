@@ -218,6 +218,92 @@ describe('tool task negotiation (api + worker processes, real Redis)', function 
     });
   });
 
+  describe("a session's plain calls by request id (session:<id>:calls, for notifications/cancelled)", () => {
+    function callsKeyOf(session: McpTestClient): string {
+      return `${system.prefix}:session:${String(session.sessionId)}:calls`;
+    }
+
+    /** The caller's plain call of `tool` once its worker runs it. */
+    function runningCallOf(session: McpTestClient, tool: string): Promise<Record<string, string>> {
+      return eventually(async () =>
+        (await hiddenCalls()).find(
+          (record) =>
+            record['sessionId'] === session.sessionId &&
+            record['tool'] === tool &&
+            String(record['statusMessage']).startsWith('Running'),
+        ),
+      );
+    }
+
+    it('T-RSRC-1: a call leaves the hash when it ends: answered as JSON or streamed, failed, abandoned or cancelled', async () => {
+      const caller = await McpTestClient.connect(system.apiUrl);
+      const calls = callsKeyOf(caller);
+      // Answered as JSON, and on an SSE stream (it runs past RESULT_STREAM_AFTER_MS).
+      expect(await caller.call('tools/call', { name: 'echo', arguments: { text: 'a' } })).to.deep.equal({
+        content: [{ type: 'text', text: 'a' }],
+      });
+      const streamed = await caller.post({
+        jsonrpc: '2.0',
+        id: 'streamed',
+        method: 'tools/call',
+        params: { name: 'wait', arguments: { seconds: 0.6 } },
+      });
+      expect(streamed.headers.get('content-type')).to.match(/^text\/event-stream/);
+      expect((streamed.json as { result?: unknown }).result).to.deep.equal({
+        content: [{ type: 'text', text: 'Waited 0.6s' }],
+      });
+      // Failed: an isError result, and a tool that threw.
+      expect(
+        (await caller.rpc('tools/call', { name: 'wait', arguments: { seconds: 0, fail: true } })).result,
+      ).to.have.property('isError', true);
+      expect((await caller.rpc('tools/call', { name: 'crash', arguments: { message: 'x' } })).error?.code).to.equal(
+        -32603,
+      );
+      // Abandoned: the client closes a JSON request.
+      const controller = new AbortController();
+      const abandoned = caller.call(
+        'tools/call',
+        { name: 'wait', arguments: { seconds: 30 } },
+        { signal: controller.signal, headers: { accept: 'application/json' } },
+      );
+      abandoned.catch(() => undefined);
+      const running = await runningCallOf(caller, 'wait');
+      controller.abort();
+      await eventually(async () => ((await tracesOf(String(running['taskId']))).length === 0 ? true : undefined));
+      // Cancelled by notifications/cancelled.
+      const cancelled = caller.rpc('tools/call', { name: 'wait', arguments: { seconds: 30 } }, { id: 'to-cancel' });
+      await runningCallOf(caller, 'wait');
+      await caller.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'to-cancel' } });
+      expect((await cancelled).error?.code).to.equal(-32800);
+
+      await eventually(async () => ((await system.redis.exists(calls)) === 0 ? true : undefined), 5000);
+      expect(await system.redis.hgetall(calls)).to.deep.equal({});
+    });
+
+    it("T-RSRC-1: the hash lives as long as its longest call: a shorter call's ttl does not cut a running call's entry", async () => {
+      // On a 2025-06-18 session the task field's ttl is the plain call's own (the call stays plain: T-TOOL-5).
+      const old = await McpTestClient.connect(system.apiUrl, '2025-06-18');
+      const calls = callsKeyOf(old);
+      const long = old.rpc(
+        'tools/call',
+        { name: 'wait', arguments: { seconds: 30 }, task: { ttl: 120_000 } },
+        { id: 'long' },
+      );
+      await runningCallOf(old, 'wait');
+      expect(await system.redis.pttl(calls)).to.be.within(60_000, 120_000);
+      expect(
+        await old.call('tools/call', { name: 'echo', arguments: { text: 'short' }, task: { ttl: 2000 } }),
+      ).to.deep.equal({
+        content: [{ type: 'text', text: 'short' }],
+      });
+      expect(await system.redis.pttl(calls)).to.be.within(60_000, 120_000);
+      expect(await system.redis.hkeys(calls)).to.deep.equal(['"long"']);
+      await old.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'long' } });
+      expect((await long).error?.code).to.equal(-32800);
+      expect(await system.redis.exists(calls)).to.equal(0);
+    });
+  });
+
   describe('requests that are not task-augmentable (T-CAP-2) and older sessions (T-TOOL-5)', () => {
     it('T-CAP-2, T-TOOL-5: tools/list, ping and tasks/get with a task field are processed normally, the field ignored', async () => {
       const { tools } = (await client.call('tools/list', { task: { ttl: 60_000 } })) as { tools: unknown[] };

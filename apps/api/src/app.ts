@@ -25,6 +25,7 @@ import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices } from './context.ts';
 import { operationsRouter } from './ops.ts';
+import { PlainCalls } from './plain-calls.ts';
 import { callbacksRouter } from './callbacks.ts';
 import { mcpRouter } from './transport.ts';
 
@@ -81,6 +82,14 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
       inputs: engine.inputs,
       sessions: engine.sessions,
       tasks: engine.tasks,
+      plainCalls: new PlainCalls({
+        redis,
+        keys,
+        store,
+        tasks: engine.tasks,
+        events: engine.events,
+        streamAfterMs: config.RESULT_STREAM_AFTER_MS,
+      }),
       tools: toolRegistry,
       metrics,
       security,

@@ -14,9 +14,11 @@ import type {
   TaskService,
   TaskStore,
 } from '@mcp-tasks/engine';
-import type { JsonRpcId, TaskRecord, ToolRegistry } from '@mcp-tasks/protocol';
+import type { JsonRpcId, ToolRegistry } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
+import type { PlainCalls } from './plain-calls.ts';
+import type { StreamReply } from './stream-reply.ts';
 
 export interface ApiServices {
   config: ApiConfig;
@@ -24,6 +26,7 @@ export interface ApiServices {
   store: TaskStore;
   sessions: SessionStore;
   tasks: TaskService;
+  plainCalls: PlainCalls;
   tools: ToolRegistry;
   events: SessionEvents;
   inputs: InputBroker;
@@ -58,18 +61,6 @@ export interface RequestContext {
 
 /** A handler's answer: a result, or a task whose messages and final answer the transport streams. */
 export type HandlerReply = Record<string, unknown> | StreamReply;
-
-/**
- * The answer goes on an SSE stream of the task's messages. `since` is the session-stream position the request
- * began at: the stream starts there, so a handler that waited a while before streaming loses none of the task's
- * messages meanwhile.
- */
-export class StreamReply {
-  constructor(
-    readonly task: Pick<TaskRecord, 'taskId' | 'kind' | 'sessionId'>,
-    readonly since?: string,
-  ) {}
-}
 
 export type MethodHandler = (
   params: Record<string, unknown> | undefined,

@@ -1,10 +1,11 @@
 // One JSON-RPC dispatcher: method name -> handler; unknown methods get -32601, anything thrown that is not a
 // ProtocolError becomes -32603 without internals leaking to the client.
 import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
-import { StreamReply, type MethodHandler, type RequestContext } from './context.ts';
+import type { MethodHandler, RequestContext } from './context.ts';
 import { ping } from './methods/lifecycle.ts';
 import { cancelTask, getTask, getTaskResult, listTasks } from './methods/tasks.ts';
 import { callTool, listTools } from './methods/tools.ts';
+import { StreamReply } from './stream-reply.ts';
 import { admitTaskOperation, noteFailedLookup } from './task-guards.ts';
 
 const methods: Record<string, MethodHandler> = {

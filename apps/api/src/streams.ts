@@ -90,7 +90,7 @@ export async function streamAnswer(
             status: record.status,
           });
         }
-        if (record.kind === TaskKind.PlainToolCall) await services.store.delete(record);
+        if (record.kind === TaskKind.PlainToolCall) await services.plainCalls.delete(record, spec.requestId);
         return;
       }
       if (sse.closed || signal.aborted) return;
@@ -173,11 +173,7 @@ function render(event: StreamEvent): StreamMessage {
 
 async function readTask(services: ApiServices, session: Session, spec: AnswerStream): Promise<TaskRecord> {
   if (spec.taskKind === TaskKind.Task) return services.tasks.getOwned(spec.taskId, session.owner);
-  const record = await services.store.get(spec.taskId);
-  if (!record || record.owner !== session.owner) {
-    throw new ProtocolError(-32603, 'The call is gone: it finished and was answered, or expired');
-  }
-  return record;
+  return services.plainCalls.read(spec.taskId, session.owner);
 }
 
 function answerOf(record: TaskRecord, requestId: JsonRpcId): JsonRpcResponse {

@@ -153,7 +153,7 @@ async function answerRequest(
   if ('stream' in outcome) {
     const slot = await services.security.streams.acquire(session.sessionId);
     if (!slot) {
-      await refuseStream(services, session, outcome.stream.task, req);
+      await refuseStream(services, session, outcome.stream.task, request.id, req);
       sendMessage(res, format, errorResponse(request.id, tooManyStreams(services)));
       return;
     }
@@ -300,7 +300,7 @@ async function handleNotification(
   const requestId = notification.params?.['requestId'];
   if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
   const reason = notification.params?.['reason'];
-  const cancelled = await services.tasks.cancelPlainCall(
+  const cancelled = await services.plainCalls.cancel(
     session,
     requestId,
     typeof reason === 'string' && reason !== '' ? reason.slice(0, 200) : 'The client cancelled the request.',
@@ -464,18 +464,14 @@ function tooManyStreams(services: ApiServices): JsonRpcErrorObject {
 async function refuseStream(
   services: ApiServices,
   session: Session,
-  stream: { taskId: string; kind: TaskKind },
+  stream: { taskId: string; kind: TaskKind; sessionId: string },
+  requestId: JsonRpcId,
   req: Request,
 ): Promise<void> {
   rejected(services, req, { reason: 'too_many_streams', sessionId: session.sessionId, principal: session.owner });
   services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
   if (stream.kind !== TaskKind.PlainToolCall) return;
-  const record = await services.store.get(stream.taskId);
-  if (!record) return;
-  if (!services.tasks.isTerminal(record)) {
-    await services.tasks.cancel(record, 'No stream was available for the answer.').catch(() => undefined);
-  }
-  await services.store.delete(record);
+  await services.plainCalls.abandon(stream, requestId, 'No stream was available for the answer.');
 }
 
 function toWireError(error: unknown): JsonRpcErrorObject {

@@ -201,28 +201,6 @@ export class TaskService {
     };
   }
 
-  /** Remembers which hidden task runs a plain call, so that notifications/cancelled can stop it. */
-  async rememberPlainCall(record: TaskRecord, requestId: string | number): Promise<void> {
-    const key = this.store.keys.sessionCalls(record.sessionId);
-    await this.publisher.multi().hset(key, JSON.stringify(requestId), record.taskId).pexpire(key, record.ttl).exec();
-  }
-
-  /** Cancels the plain call `requestId` of the session (notifications/cancelled); unknown ids are ignored. */
-  async cancelPlainCall(
-    session: { sessionId: string; owner: string },
-    requestId: string | number,
-    reason: string,
-  ): Promise<boolean> {
-    const key = this.store.keys.sessionCalls(session.sessionId);
-    const taskId = await this.publisher.hget(key, JSON.stringify(requestId));
-    if (!taskId) return false;
-    await this.publisher.hdel(key, JSON.stringify(requestId));
-    const record = await this.store.get(taskId);
-    if (!record || record.owner !== session.owner || isTerminal(record.status)) return false;
-    await this.cancel(record, reason).catch(() => undefined);
-    return true;
-  }
-
   async #stopExternalWork(taskId: string, ref: ExternalRef): Promise<void> {
     if (ref.mode === 'queue' && ref.queue !== undefined) {
       await this.#externalQueue(ref.queue)

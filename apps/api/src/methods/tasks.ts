@@ -2,7 +2,8 @@
 // task is meant; a related-task `_meta` on these requests is ignored (T-META-2).
 import { audit, AuditEvent } from '@mcp-tasks/engine';
 import { ListParamsSchema, parseParams, resultOf, TaskIdParamsSchema, toWireTask } from '@mcp-tasks/protocol';
-import { StreamReply, type MethodHandler } from '../context.ts';
+import type { MethodHandler } from '../context.ts';
+import { StreamReply } from '../stream-reply.ts';
 
 export const getTask: MethodHandler = async (params, { services, session }) => {
   const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/get');

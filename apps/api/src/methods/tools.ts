@@ -1,12 +1,11 @@
-// tools/list and tools/call: tool-level task negotiation (T-TOOL-1..5), task creation (T-CREATE-1..3) and plain
-// calls that still run on a worker.
-import { audit, AuditEvent, SecurityEvent } from '@mcp-tasks/engine';
+// tools/list and tools/call: tool-level task negotiation (T-TOOL-1..5) and task creation (T-CREATE-1..3); a plain
+// call, which still runs on a worker, is handed to PlainCalls (plain-calls.ts).
+import { audit, AuditEvent, SecurityEvent, type CreateTaskInput } from '@mcp-tasks/engine';
 import {
   CallToolParamsSchema,
   ErrorCode,
   MODEL_IMMEDIATE_RESPONSE_META_KEY,
   parseParams,
-  plainResultOf,
   ProtocolError,
   queueOfTool,
   supportsTasks,
@@ -14,8 +13,9 @@ import {
   taskSupportOf,
   TaskSupport,
   toWireTask,
+  type TaskRecord,
 } from '@mcp-tasks/protocol';
-import { StreamReply, type MethodHandler, type RequestContext } from '../context.ts';
+import type { MethodHandler, RequestContext } from '../context.ts';
 
 export const listTools: MethodHandler = (_params, { services }) => Promise.resolve({ tools: services.tools.list() });
 
@@ -44,13 +44,9 @@ export const callTool: MethodHandler = async (params, context) => {
   checkArgumentsSize(call.arguments, context);
   const args = services.tools.parseArguments(tool, call.arguments);
   const progressToken = call._meta?.progressToken;
-  // A plain call that may stream starts its stream where the session's events stand now, before the task exists
-  // (sent first on the connection the record is written on, so Redis reads it first; no round trip of its own).
-  const since = !asTask && context.canStream ? services.events.lastId(session.sessionId) : undefined;
-  since?.catch(() => undefined); // awaited below; a failed create must not leave it unhandled
-  const record = await services.tasks
-    .create({
-      kind: asTask ? TaskKind.Task : TaskKind.PlainToolCall,
+  const create = (kind: TaskKind) =>
+    createRecord(context, tool.name, {
+      kind,
       owner: session.owner,
       sessionId: session.sessionId,
       tool: tool.name,
@@ -59,52 +55,49 @@ export const callTool: MethodHandler = async (params, context) => {
       ...(queueOfTool(tool) !== undefined ? { queue: queueOfTool(tool) } : {}),
       ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
       ...(progressToken !== undefined ? { progressToken } : {}),
-    })
-    .catch((error: unknown) => {
-      if (error instanceof ProtocolError && error.code === ErrorCode.LimitExceeded) {
-        audit(services.security.audit, AuditEvent.AccessRejected, {
-          reason: 'too_many_tasks',
-          principal: session.owner,
-          sessionId: session.sessionId,
-          requestId: context.requestId,
-          tool: tool.name,
-          address: context.address,
-        });
-        services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
-      }
-      throw error;
     });
+  if (!asTask) return services.plainCalls.run(context, create);
+  const record = await create(TaskKind.Task);
+  // The audit record says this at info; a second info line per task is measurable (docs/benchmarks.md).
+  context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner, ttl: record.ttl });
+  return {
+    task: toWireTask(record),
+    _meta: {
+      [MODEL_IMMEDIATE_RESPONSE_META_KEY]:
+        `Started '${tool.name}' as task ${record.taskId}. It runs in the background; ` +
+        'its result will be available through tasks/result.',
+    },
+  };
+};
+
+/** Writes the record and its job of a task or a plain call; audits the creation, or the refusal at the owner's cap. */
+async function createRecord(context: RequestContext, tool: string, input: CreateTaskInput): Promise<TaskRecord> {
+  const { services, session } = context;
+  const record = await services.tasks.create(input).catch((error: unknown) => {
+    if (error instanceof ProtocolError && error.code === ErrorCode.LimitExceeded) {
+      audit(services.security.audit, AuditEvent.AccessRejected, {
+        reason: 'too_many_tasks',
+        principal: session.owner,
+        sessionId: session.sessionId,
+        requestId: context.requestId,
+        tool,
+        address: context.address,
+      });
+      services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+    }
+    throw error;
+  });
   audit(services.security.audit, AuditEvent.TaskCreated, {
     principal: record.owner,
     taskId: record.taskId,
-    tool: tool.name,
+    tool,
     requestId: context.requestId,
     sessionId: session.sessionId,
     kind: record.kind,
     ttl: record.ttl,
   });
-  if (asTask) {
-    // The audit record above says this at info; a second info line per task is measurable (docs/benchmarks.md).
-    context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner, ttl: record.ttl });
-    return {
-      task: toWireTask(record),
-      _meta: {
-        [MODEL_IMMEDIATE_RESPONSE_META_KEY]:
-          `Started '${tool.name}' as task ${record.taskId}. It runs in the background; ` +
-          'its result will be available through tasks/result.',
-      },
-    };
-  }
-  await services.tasks.rememberPlainCall(record, context.requestId);
-  // A plain call answers on its own request: as JSON when it ends soon, else streamed with its progress and input
-  // requests from the start (as tasks/result does, RESULT_STREAM_AFTER_MS); without SSE, as JSON after the wait.
-  if (since) {
-    const withinMs = services.config.RESULT_STREAM_AFTER_MS;
-    const answer = withinMs > 0 ? await runPlainCall(record.taskId, context, { withinMs }) : undefined;
-    return answer ?? new StreamReply(record, await since);
-  }
-  return runPlainCall(record.taskId, context);
-};
+  return record;
+}
 
 /** Arguments are stored with the task and sent to a worker: they get their own cap, below the body's. */
 function checkArgumentsSize(args: unknown, { services, session, requestId, address }: RequestContext): void {
@@ -124,42 +117,4 @@ function checkArgumentsSize(args: unknown, { services, session, requestId, addre
     `Arguments too large: ${size} bytes of JSON, at most ${max} allowed (MAX_ARGUMENTS_BYTES)`,
     { limit: 'arguments_bytes', max, size },
   );
-}
-
-/**
- * Waits for the hidden task of a plain call, answers its result or error, and deletes it. With `limit`, gives up
- * after `limit.withinMs` or once the call needs its client, answering undefined (the caller streams instead).
- */
-function runPlainCall(taskId: string, context: RequestContext): Promise<Record<string, unknown>>;
-function runPlainCall(
-  taskId: string,
-  context: RequestContext,
-  limit: { withinMs: number },
-): Promise<Record<string, unknown> | undefined>;
-async function runPlainCall(
-  taskId: string,
-  { services, signal }: RequestContext,
-  limit?: { withinMs: number },
-): Promise<Record<string, unknown> | undefined> {
-  const read = async () => {
-    const record = await services.store.get(taskId);
-    if (!record) throw new ProtocolError(ErrorCode.InternalError, 'The call expired before it finished');
-    return record;
-  };
-  try {
-    const record = await services.tasks.waitForTerminal(taskId, signal, read, limit);
-    if (!services.tasks.isTerminal(record)) return undefined;
-    await services.store.delete(record);
-    return plainResultOf(record);
-  } catch (error) {
-    if (signal.aborted) {
-      // The client went away: stop the work it no longer waits for.
-      const record = await services.store.get(taskId);
-      if (record && !services.tasks.isTerminal(record)) {
-        await services.tasks.cancel(record, 'The client closed the request.').catch(() => undefined);
-      }
-      if (record) await services.store.delete(record);
-    }
-    throw error;
-  }
 }

@@ -1,0 +1,149 @@
+// Plain calls: a tools/call without `params.task` still runs on a worker, through a record of kind
+// TaskKind.PlainToolCall that the client never sees. This module owns their whole life: start (the record, its job
+// and the session's entry by JSON-RPC request id), wait, answer, abandon, cancel by request id
+// (notifications/cancelled), and delete. The entry of a call leaves the session's hash when the call ends.
+import type { KeySpace, RedisClient, SessionEvents, TaskService, TaskStore } from '@mcp-tasks/engine';
+import {
+  ErrorCode,
+  isTerminal,
+  plainResultOf,
+  ProtocolError,
+  TaskKind,
+  type JsonRpcId,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import { StreamReply } from './stream-reply.ts';
+
+export interface PlainCallsDeps {
+  redis: RedisClient;
+  keys: KeySpace;
+  store: TaskStore;
+  tasks: TaskService;
+  events: SessionEvents;
+  /** RESULT_STREAM_AFTER_MS: a call still running after this long is answered on an SSE stream, if it may be. */
+  streamAfterMs: number;
+}
+
+/** The request a plain call answers (a RequestContext is one). */
+export interface PlainCallRequest {
+  session: { sessionId: string; owner: string };
+  requestId: JsonRpcId;
+  /** Aborts when the client closes the HTTP request before the answer. */
+  signal: AbortSignal;
+  /** The client accepts an SSE answer. */
+  canStream: boolean;
+}
+
+type CallRef = Pick<TaskRecord, 'taskId' | 'sessionId'>;
+
+export class PlainCalls {
+  constructor(private readonly deps: PlainCallsDeps) {}
+
+  /**
+   * Starts the call and answers it: as JSON when it ends within RESULT_STREAM_AFTER_MS, else with a StreamReply
+   * whose stream carries its progress and input requests from the request on (as tasks/result does); without SSE,
+   * as JSON after the whole wait. `create` writes the record and its job (tools/call audits it like a task's).
+   */
+  async run(
+    request: PlainCallRequest,
+    create: (kind: TaskKind) => Promise<TaskRecord>,
+  ): Promise<Record<string, unknown> | StreamReply> {
+    // The stream starts where the session's events stand now, before the call exists (sent first on the
+    // connection the record is written on, so Redis reads it first; no round trip of its own).
+    const since = request.canStream ? this.deps.events.lastId(request.session.sessionId) : undefined;
+    since?.catch(() => undefined); // awaited below; a failed create must not leave it unhandled
+    const record = await create(TaskKind.PlainToolCall);
+    await this.#remember(record, request.requestId);
+    if (!since) return this.#answer(record, request);
+    const withinMs = this.deps.streamAfterMs;
+    const answer = withinMs > 0 ? await this.#answer(record, request, { withinMs }) : undefined;
+    return answer ?? new StreamReply(record, await since);
+  }
+
+  /** The call's record for its answer stream, or -32603 once it is gone (answered elsewhere, or expired). */
+  async read(taskId: string, owner: string): Promise<TaskRecord> {
+    const record = await this.deps.store.get(taskId);
+    if (!record || record.owner !== owner) {
+      throw new ProtocolError(ErrorCode.InternalError, 'The call is gone: it finished and was answered, or expired');
+    }
+    return record;
+  }
+
+  /** Forgets an answered call: its record and its entry by request id. */
+  async delete(record: TaskRecord, requestId: JsonRpcId): Promise<void> {
+    await Promise.all([this.deps.store.delete(record), this.#forget(record.sessionId, requestId)]);
+  }
+
+  /** Stops a call nobody waits for any more (its request closed, or no stream was free for it) and deletes it. */
+  async abandon(call: CallRef, requestId: JsonRpcId, reason: string): Promise<void> {
+    const record = await this.deps.store.get(call.taskId);
+    if (record && !isTerminal(record.status)) await this.deps.tasks.cancel(record, reason).catch(() => undefined);
+    await (record ? this.delete(record, requestId) : this.#forget(call.sessionId, requestId));
+  }
+
+  /**
+   * notifications/cancelled: cancels the session's call `requestId`, whose waiter then answers -32800 and deletes
+   * it. Unknown ids, another owner's call and ended calls are ignored (answers true when a call was cancelled).
+   */
+  async cancel(session: { sessionId: string; owner: string }, requestId: JsonRpcId, reason: string): Promise<boolean> {
+    const key = this.deps.keys.sessionCalls(session.sessionId);
+    const taskId = await this.deps.redis.hget(key, JSON.stringify(requestId));
+    if (!taskId) return false;
+    await this.#forget(session.sessionId, requestId);
+    const record = await this.deps.store.get(taskId);
+    if (!record || record.owner !== session.owner || isTerminal(record.status)) return false;
+    await this.deps.tasks.cancel(record, reason).catch(() => undefined);
+    return true;
+  }
+
+  /**
+   * Waits for the call to end, answers its result or error, and deletes it. With `limit`, gives up after
+   * `limit.withinMs` or once the call needs its client, answering undefined (the caller streams instead).
+   */
+  async #answer(record: TaskRecord, request: PlainCallRequest): Promise<Record<string, unknown>>;
+  async #answer(
+    record: TaskRecord,
+    request: PlainCallRequest,
+    limit: { withinMs: number },
+  ): Promise<Record<string, unknown> | undefined>;
+  async #answer(
+    record: TaskRecord,
+    { signal, requestId }: PlainCallRequest,
+    limit?: { withinMs: number },
+  ): Promise<Record<string, unknown> | undefined> {
+    const read = async () => {
+      const current = await this.deps.store.get(record.taskId);
+      if (!current) throw new ProtocolError(ErrorCode.InternalError, 'The call expired before it finished');
+      return current;
+    };
+    try {
+      const current = await this.deps.tasks.waitForTerminal(record.taskId, signal, read, limit);
+      if (!isTerminal(current.status)) return undefined;
+      await this.delete(current, requestId);
+      return plainResultOf(current);
+    } catch (error) {
+      // The client went away: stop the work it no longer waits for.
+      if (signal.aborted) await this.abandon(record, requestId, 'The client closed the request.');
+      throw error;
+    }
+  }
+
+  /**
+   * Files the call under its request id, for notifications/cancelled. The hash lives as long as its longest-lived
+   * call may (NX sets the first expiry, GT only ever extends it): a short call never cuts a longer one's entry
+   * short, and the entries themselves leave as their calls end.
+   */
+  async #remember(record: TaskRecord, requestId: JsonRpcId): Promise<void> {
+    const key = this.deps.keys.sessionCalls(record.sessionId);
+    await this.deps.redis
+      .multi()
+      .hset(key, JSON.stringify(requestId), record.taskId)
+      .pexpire(key, record.ttl, 'NX')
+      .pexpire(key, record.ttl, 'GT')
+      .exec();
+  }
+
+  async #forget(sessionId: string, requestId: JsonRpcId): Promise<void> {
+    await this.deps.redis.hdel(this.deps.keys.sessionCalls(sessionId), JSON.stringify(requestId));
+  }
+}
