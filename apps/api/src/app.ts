@@ -27,7 +27,7 @@ import type { ApiServices } from './context.ts';
 import { operationsRouter } from './ops.ts';
 import { PlainCalls } from './plain-calls.ts';
 import { callbacksRouter } from './callbacks.ts';
-import { mcpRouter } from './transport.ts';
+import { mcpRouter } from './transport/router.ts';
 
 export interface RunningApi {
   url: string;

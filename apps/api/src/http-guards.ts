@@ -1,5 +1,5 @@
 // Transport-level checks of the Streamable HTTP spec that run before any JSON-RPC: DNS-rebinding protection
-// (Host and Origin), content negotiation.
+// (Host and Origin). Content negotiation is in responses.ts.
 import type { NextFunction, Request, Response } from 'express';
 import { ErrorCode } from '@mcp-tasks/protocol';
 import { sendHttpError } from './responses.ts';
@@ -50,19 +50,4 @@ function originAllowed(origin: string, options: GuardOptions, loopbackOnly: bool
   } catch {
     return false;
   }
-}
-
-export type ReplyFormat = 'json' | 'sse';
-
-export function acceptsEventStream(accept: string | undefined): boolean {
-  return (accept ?? '').split(',').some((part) => part.split(';')[0]?.trim().toLowerCase() === 'text/event-stream');
-}
-
-/** Which body format the client can take (JSON preferred); undefined means 406. */
-export function replyFormat(accept: string | undefined): ReplyFormat | undefined {
-  if (accept === undefined || accept.trim() === '') return 'json';
-  const types = accept.split(',').map((part) => part.split(';')[0]?.trim().toLowerCase());
-  if (types.some((type) => type === 'application/json' || type === 'application/*' || type === '*/*')) return 'json';
-  if (types.includes('text/event-stream')) return 'sse';
-  return undefined;
 }

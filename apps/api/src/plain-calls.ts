@@ -36,6 +36,21 @@ export interface PlainCallRequest {
 
 type CallRef = Pick<TaskRecord, 'taskId' | 'sessionId'>;
 
+/** The request a notifications/cancelled names and why; undefined for any other notification. */
+export function cancelledRequestOf(notification: {
+  method: string;
+  params?: Record<string, unknown> | undefined;
+}): { requestId: JsonRpcId; reason: string } | undefined {
+  if (notification.method !== 'notifications/cancelled') return undefined;
+  const requestId = notification.params?.['requestId'];
+  if (typeof requestId !== 'string' && typeof requestId !== 'number') return undefined;
+  const reason = notification.params?.['reason'];
+  return {
+    requestId,
+    reason: typeof reason === 'string' && reason !== '' ? reason.slice(0, 200) : 'The client cancelled the request.',
+  };
+}
+
 export class PlainCalls {
   constructor(private readonly deps: PlainCallsDeps) {}
 

@@ -1,7 +1,28 @@
-// Writing JSON-RPC messages onto HTTP responses, as JSON or as a one-message SSE stream.
+// Writing JSON-RPC messages onto HTTP responses, as JSON or as a one-message SSE stream, and which of the two the
+// client accepts.
 import type { Response } from 'express';
-import { errorResponse, type JsonRpcResponse } from '@mcp-tasks/protocol';
-import type { ReplyFormat } from './http-guards.ts';
+import {
+  ErrorCode,
+  errorResponse,
+  ProtocolError,
+  type JsonRpcErrorObject,
+  type JsonRpcResponse,
+} from '@mcp-tasks/protocol';
+
+export type ReplyFormat = 'json' | 'sse';
+
+export function acceptsEventStream(accept: string | undefined): boolean {
+  return (accept ?? '').split(',').some((part) => part.split(';')[0]?.trim().toLowerCase() === 'text/event-stream');
+}
+
+/** Which body format the client can take (JSON preferred); undefined means 406. */
+export function replyFormat(accept: string | undefined): ReplyFormat | undefined {
+  if (accept === undefined || accept.trim() === '') return 'json';
+  const types = accept.split(',').map((part) => part.split(';')[0]?.trim().toLowerCase());
+  if (types.some((type) => type === 'application/json' || type === 'application/*' || type === '*/*')) return 'json';
+  if (types.includes('text/event-stream')) return 'sse';
+  return undefined;
+}
 
 /** A transport-level failure: an HTTP status with a JSON-RPC error body (id null). */
 export function sendHttpError(res: Response, status: number, code: number, message: string): void {
@@ -21,4 +42,10 @@ export function sendMessage(res: Response, format: ReplyFormat, message: JsonRpc
   }
   res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
   res.end(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
+/** The error a failure is answered with: a ProtocolError as it is, anything else without internals. */
+export function toWireError(error: unknown): JsonRpcErrorObject {
+  if (error instanceof ProtocolError) return error.toJSON();
+  return { code: ErrorCode.InternalError, message: 'Internal error; the server log has the details' };
 }

@@ -1,0 +1,186 @@
+// POST /mcp: one JSON-RPC message. initialize opens a session; a request is dispatched and answered as JSON or on
+// an SSE stream; a response answers one of our requests to the client; a notification gets 202.
+import type { Request, Response } from 'express';
+import type { Session } from '@mcp-tasks/engine';
+import {
+  ErrorCode,
+  errorResponse,
+  JsonRpcNotificationSchema,
+  JsonRpcRequestSchema,
+  JsonRpcResponseSchema,
+  ProtocolError,
+  successResponse,
+  TaskKind,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+} from '@mcp-tasks/protocol';
+import type { ApiServices } from '../context.ts';
+import { dispatch } from '../dispatcher.ts';
+import { initialize } from '../methods/lifecycle.ts';
+import { cancelledRequestOf } from '../plain-calls.ts';
+import {
+  acceptsEventStream,
+  replyFormat,
+  sendHttpError,
+  sendMessage,
+  toWireError,
+  type ReplyFormat,
+} from '../responses.ts';
+import { streamAnswer } from '../streams.ts';
+import { describeInvalidMessage, parseBody } from './body.ts';
+import { addressOf, openSession, principalOf, rejected, type OpenedSession } from './session-gate.ts';
+import { acquireStreamSlot, serveStream, tooManyStreams } from './sse-slots.ts';
+
+export async function handlePost(services: ApiServices, req: Request, res: Response): Promise<void> {
+  const format = replyFormat(req.headers.accept);
+  if (!format) {
+    sendHttpError(
+      res,
+      406,
+      ErrorCode.InvalidRequest,
+      'Not Acceptable: Accept must include application/json or text/event-stream',
+    );
+    return;
+  }
+  const message = parseBody(req.body as Buffer);
+  if ('problem' in message) {
+    sendHttpError(res, 400, message.code, message.problem);
+    return;
+  }
+  const body = message.value;
+
+  const request = JsonRpcRequestSchema.safeParse(body);
+  if (request.success && request.data.method === 'initialize') {
+    const { id, params } = request.data;
+    try {
+      const { session, result } = await initialize(params, services, principalOf(res));
+      res.set('Mcp-Session-Id', session.sessionId);
+      services.log.info('session created', { sessionId: session.sessionId, protocolVersion: session.protocolVersion });
+      sendMessage(res, format, successResponse(id, result));
+    } catch (error) {
+      if (!(error instanceof ProtocolError))
+        services.log.error('initialize failed', { error: error instanceof Error ? error.stack : String(error) });
+      sendMessage(res, format, errorResponse(id, toWireError(error)));
+    }
+    return;
+  }
+
+  const opened = await openSession(services, req, res, request.success ? request.data.method : undefined);
+  if (!opened) return;
+  const { session } = opened;
+
+  if (request.success) {
+    await answerRequest(services, opened, request.data, format, req, res);
+    return;
+  }
+  const response = JsonRpcResponseSchema.safeParse(body);
+  if (response.success) {
+    await acceptClientResponse(services, session, response.data, req, res);
+    return;
+  }
+  const notification = JsonRpcNotificationSchema.safeParse(body);
+  if (notification.success) {
+    await handleNotification(services, session, notification.data);
+    res.status(202).end();
+    return;
+  }
+  sendHttpError(res, 400, ErrorCode.InvalidRequest, describeInvalidMessage(body));
+}
+
+async function answerRequest(
+  services: ApiServices,
+  { session, admission }: OpenedSession,
+  request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
+  format: ReplyFormat,
+  req: Request,
+  res: Response,
+): Promise<void> {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const log = services.log.child({ sessionId: session.sessionId, requestId: request.id, method: request.method });
+  const outcome = await dispatch(request.method, request.params, {
+    services,
+    session,
+    requestId: request.id,
+    signal: controller.signal,
+    canStream: acceptsEventStream(req.headers.accept),
+    address: addressOf(req),
+    admission,
+    log,
+  });
+  if (!('stream' in outcome)) {
+    sendMessage(
+      res,
+      format,
+      'result' in outcome ? successResponse(request.id, outcome.result) : errorResponse(request.id, outcome.error),
+    );
+    return;
+  }
+  const { task, since } = outcome.stream;
+  const slot = await acquireStreamSlot(services, session, req);
+  if (!slot) {
+    // The request is answered with an error, so nobody will wait for a plain call's answer: its work stops.
+    if (task.kind === TaskKind.PlainToolCall) {
+      await services.plainCalls.abandon(task, request.id, 'No stream was available for the answer.');
+    }
+    sendMessage(res, format, errorResponse(request.id, tooManyStreams(services)));
+    return;
+  }
+  await serveStream(res, slot, async (sse) => {
+    const stream = {
+      taskId: task.taskId,
+      taskKind: task.kind,
+      requestId: request.id,
+      sessionId: task.sessionId,
+      ...(since !== undefined ? { since } : {}),
+    };
+    await streamAnswer(services, session, stream, sse, controller.signal).catch((error: unknown) => {
+      sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
+    });
+  });
+}
+
+/** Notifications get 202 whatever they say; notifications/cancelled stops the plain call it names. */
+async function handleNotification(
+  services: ApiServices,
+  session: Session,
+  notification: { method: string; params?: Record<string, unknown> | undefined },
+): Promise<void> {
+  const cancelled = cancelledRequestOf(notification);
+  if (!cancelled) return;
+  if (await services.plainCalls.cancel(session, cancelled.requestId, cancelled.reason)) {
+    services.log.info('plain call cancelled', { sessionId: session.sessionId, requestId: cancelled.requestId });
+  }
+}
+
+/** A client's answer to one of our requests (elicitation, sampling): routed to the waiting worker. */
+async function acceptClientResponse(
+  services: ApiServices,
+  session: Session,
+  response: { id: JsonRpcId | null; result?: Record<string, unknown>; error?: JsonRpcErrorObject },
+  req: Request,
+  res: Response,
+): Promise<void> {
+  const answer = response.error ? { error: response.error } : { result: response.result ?? {} };
+  const verdict = response.id === null ? 'unknown' : await services.inputs.answer(session, response.id, answer);
+  if (verdict === 'accepted') {
+    res.status(202).end();
+    return;
+  }
+  const problem =
+    verdict === 'already-answered'
+      ? `request '${String(response.id)}' was already answered`
+      : `no request '${String(response.id)}' is waiting for this session`;
+  services.log.warn('client response rejected', { sessionId: session.sessionId, requestId: response.id, verdict });
+  if (verdict === 'unknown') {
+    rejected(services, req, {
+      reason: 'input_response_not_for_session',
+      sessionId: session.sessionId,
+      principal: session.owner,
+      ...(response.id !== null ? { requestId: response.id } : {}),
+    });
+  }
+  sendHttpError(res, 400, ErrorCode.InvalidParams, `Invalid response: ${problem}`);
+}

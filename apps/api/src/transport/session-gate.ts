@@ -1,0 +1,115 @@
+// Who may use a session: every request but initialize names one in Mcp-Session-Id. The gate reads it (restarting
+// its idle timer), charges the request against the rate limits in the same round trip, answers 400/404 for what
+// it cannot admit, and audits every refusal with the caller's address.
+import type { Request, Response } from 'express';
+import { audit, AuditEvent, SecurityEvent, type AuditFields, type RateVerdict, type Session } from '@mcp-tasks/engine';
+import { ErrorCode, SUPPORTED_PROTOCOL_VERSIONS } from '@mcp-tasks/protocol';
+import { principalOwner } from '../auth.ts';
+import type { ApiServices } from '../context.ts';
+import { sendHttpError } from '../responses.ts';
+import { rateChargeOf } from '../task-guards.ts';
+
+export const SESSION_HEADER = 'mcp-session-id';
+const VERSION_HEADER = 'mcp-protocol-version';
+/** Longer ids are not ours: answered as unknown without a Redis read. */
+const MAX_SESSION_ID_LENGTH = 128;
+
+export interface OpenedSession {
+  session: Session;
+  /** The rate-limit verdict on a request of `method` (always ok for what is not a task operation). */
+  admission: RateVerdict;
+}
+
+/**
+ * The request's session, or an HTTP error already sent: 400 without the header, 404 for an unknown session. A
+ * request of `method` is counted against the rate limits in the same round trip (task-guards.ts decides which).
+ */
+export async function openSession(
+  services: ApiServices,
+  req: Request,
+  res: Response,
+  method?: string,
+): Promise<OpenedSession | undefined> {
+  const version = req.headers[VERSION_HEADER];
+  if (typeof version === 'string' && !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
+    sendHttpError(
+      res,
+      400,
+      ErrorCode.InvalidRequest,
+      `Bad Request: unsupported MCP-Protocol-Version '${version}' (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+    );
+    return undefined;
+  }
+  const sessionId = req.headers[SESSION_HEADER];
+  if (typeof sessionId !== 'string' || sessionId === '') {
+    sendHttpError(
+      res,
+      400,
+      ErrorCode.InvalidRequest,
+      'Bad Request: Mcp-Session-Id header is required; send initialize first',
+    );
+    return undefined;
+  }
+  const principal = principalOf(res);
+  // The owner the session must have: with authentication, the caller's; without, the session is its own owner.
+  const owner = principal !== undefined ? principalOwner(principal) : `session:${sessionId}`;
+  const rates = services.security.rates;
+  const charge = rates.charge(owner, addressOf(req), method === undefined ? 'free' : rateChargeOf(method));
+  const touched =
+    sessionId.length <= MAX_SESSION_ID_LENGTH ? await services.sessions.touch(sessionId, charge) : undefined;
+  const session = touched?.session;
+  // With authentication, another principal's session is answered exactly like an unknown one (T-SEC-1).
+  const foreign = session !== undefined && principal !== undefined && session.owner !== principalOwner(principal);
+  if (!session || foreign) {
+    if (foreign) {
+      services.security.rates.count(SecurityEvent.ForeignSession).catch(() => undefined);
+      rejected(services, req, { reason: 'foreign_session', sessionId, principal: principalOwner(principal) });
+    }
+    sendHttpError(
+      res,
+      404,
+      ErrorCode.SessionNotFound,
+      'Session not found: it expired or was deleted; initialize a new one',
+    );
+    return undefined;
+  }
+  return { session, admission: rates.verdictOf(charge, touched.refused) };
+}
+
+/**
+ * The session DELETE may end, or undefined with the HTTP error sent. Only the principal that created a session may
+ * end it; anyone else gets the unknown-session answer. Without authentication the id is the only credential.
+ */
+export async function sessionToEnd(services: ApiServices, req: Request, res: Response): Promise<string | undefined> {
+  const sessionId = req.headers[SESSION_HEADER];
+  if (typeof sessionId !== 'string' || sessionId === '') {
+    sendHttpError(res, 400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
+    return undefined;
+  }
+  const principal = principalOf(res);
+  if (principal === undefined) return sessionId;
+  const session = sessionId.length <= MAX_SESSION_ID_LENGTH ? await services.sessions.get(sessionId) : undefined;
+  if (session?.owner === principalOwner(principal)) return sessionId;
+  if (session) rejected(services, req, { reason: 'foreign_session', sessionId, principal: principalOwner(principal) });
+  sendHttpError(res, 404, ErrorCode.SessionNotFound, 'Session not found');
+  return undefined;
+}
+
+/** The authenticated principal of the request (set by authGuard), undefined without authentication. */
+export function principalOf(res: Response): string | undefined {
+  const principal: unknown = res.locals['principal'];
+  return typeof principal === 'string' ? principal : undefined;
+}
+
+export function addressOf(req: Request): string {
+  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+}
+
+/** Audits a refused request (T-AUDIT-1) with the caller's address and HTTP method. */
+export function rejected(services: ApiServices, req: Request, fields: AuditFields): void {
+  audit(services.security.audit, AuditEvent.AccessRejected, {
+    address: addressOf(req),
+    httpMethod: req.method,
+    ...fields,
+  });
+}
