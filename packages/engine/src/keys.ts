@@ -69,7 +69,7 @@ export class KeySpace {
     return `${this.prefix}:ext-cursor:${queue}`;
   }
 
-  /** Hash: JSON-RPC request id -> hidden task id of the session's plain tools/call requests (for notifications/cancelled). */
+  /** Hash: JSON-RPC request id -> record id of the session's unanswered plain tools/calls (api plain-calls.ts). */
   sessionCalls(sessionId: string): string {
     return `${this.prefix}:session:${sessionId}:calls`;
   }
