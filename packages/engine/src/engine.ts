@@ -13,7 +13,7 @@ import { SessionStore } from './sessions.ts';
 import { Subscriber } from './subscriber.ts';
 import { TaskAdmin } from './task-admin.ts';
 import { TaskService, type TaskTiming } from './task-service.ts';
-import { DEFAULT_SESSION_STREAM, TaskStore } from './task-store.ts';
+import { DEFAULT_SESSION_STREAM, TaskStore } from './records/store.ts';
 
 export interface EngineConnections {
   /** The runner's own commands: records, sessions, event streams, scripts. */
