@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { spawnService, startSystem, type System } from '../support/processes.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
 const ALICE_KEY = `alice-${randomUUID()}`;
@@ -661,5 +661,39 @@ describe('without authentication (session binding, tasks/list off, per-address l
     }
     expect(refused?.error?.message).to.match(/task operations from this address .*RATE_LIMIT_PER_ADDRESS/);
     await sleep(0);
+  });
+});
+
+describe('secrets stay out of start-up errors (real api and worker processes)', function () {
+  this.timeout(60_000);
+
+  /** The output of a process that must refuse to start. */
+  async function refusedStart(app: 'api' | 'worker', env: Record<string, string>): Promise<string> {
+    try {
+      await spawnService(app, `apps/${app}/src/main.ts`, env, /^this never appears$/);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    throw new Error(`${app} started with a bad configuration`);
+  }
+
+  it('a rejected secret is named with the rule it breaks, never echoed; a Redis password is masked', async () => {
+    const secrets = {
+      ADMIN_TOKEN: `adm-${randomUUID().slice(0, 8)}`,
+      AUTH_JWT_SECRET: `jwt-${randomUUID()}`.slice(0, 30),
+      CALLBACK_SECRET: `cb-${randomUUID()}`.slice(0, 30),
+    };
+    const password = `pw-${randomUUID()}`;
+    const redis = { REDIS_URL: `redis://app:${password}@127.0.0.1:99999` };
+    const api = await refusedStart('api', { ...secrets, ...redis });
+    const worker = await refusedStart('worker', { CALLBACK_SECRET: secrets.CALLBACK_SECRET, ...redis });
+    for (const output of [api, worker]) {
+      expect(output).to.match(/exited with 1 before it was ready/);
+      expect(output).to.contain('REDIS_URL="redis://app:***@127.0.0.1:99999": ');
+      expect(output).to.match(/CALLBACK_SECRET \(value hidden, 30 characters\): use at least 32 characters/);
+      for (const secret of [...Object.values(secrets), password]) expect(output).to.not.contain(secret);
+    }
+    expect(api).to.match(/ADMIN_TOKEN \(value hidden, 12 characters\): use at least 16 characters/);
+    expect(api).to.match(/AUTH_JWT_SECRET \(value hidden, 30 characters\): an HS256 secret needs at least 32/);
   });
 });

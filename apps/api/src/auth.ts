@@ -149,18 +149,19 @@ function keysFromList(value: string | undefined): KeyEntry[] {
     .split(',')
     .map((item) => item.trim())
     .filter(Boolean)
-    .map((item) => {
+    .map((item, index) => {
       const colon = item.indexOf(':');
       const principal = item.slice(0, colon);
       const key = item.slice(colon + 1);
+      // Entries are named by their position: a malformed one may be a bare key, or a key and name swapped.
       if (colon <= 0 || !PRINCIPAL.test(principal)) {
         throw new ConfigError(
-          `Invalid configuration:\n  AUTH_API_KEYS: each entry is principal:key, the principal made of letters, digits and ._@+- (got an entry starting '${item.slice(0, 12)}...')`,
+          `Invalid configuration:\n  AUTH_API_KEYS (value hidden): entry ${index + 1} is not principal:key, the principal made of letters, digits and ._@+-`,
         );
       }
       if (key.length < MIN_API_KEY_LENGTH) {
         throw new ConfigError(
-          `Invalid configuration:\n  AUTH_API_KEYS: the key of '${principal}' is shorter than ${MIN_API_KEY_LENGTH} characters (e.g. openssl rand -hex 24)`,
+          `Invalid configuration:\n  AUTH_API_KEYS (value hidden): the key of entry ${index + 1} is shorter than ${MIN_API_KEY_LENGTH} characters (e.g. openssl rand -hex 24)`,
         );
       }
       return { principal, digest: sha256(key) };

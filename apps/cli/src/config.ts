@@ -10,14 +10,3 @@ export type CliConfig = Readonly<z.infer<typeof CliEnvSchema>>;
 export function loadCliConfig(env: NodeJS.ProcessEnv): CliConfig {
   return parseEnv(CliEnvSchema, env);
 }
-
-/** The Redis URL without its password, for messages. */
-export function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url;
-  }
-}

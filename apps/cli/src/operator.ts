@@ -5,6 +5,7 @@ import {
   closeRedis,
   createEngine,
   createRedis,
+  describeRedisTarget,
   type RedisClient,
   type TaskAdmin,
   type TaskService,
@@ -14,7 +15,7 @@ import {
 import type { TaskRecord } from '@mcp-tasks/protocol';
 import { toolRegistry } from '@mcp-tasks/tools';
 import type { Queue } from 'bullmq';
-import { loadCliConfig, redactedUrl, type CliConfig } from './config.ts';
+import { loadCliConfig, type CliConfig } from './config.ts';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -75,7 +76,7 @@ export async function withOperator<T>(env: NodeJS.ProcessEnv, use: (operator: Op
 
 /** Resolves once Redis answers PING; fails at the first connection error (an operator wants to know now). */
 async function reachable(redis: RedisClient, config: CliConfig): Promise<void> {
-  const target = config.REDIS_CLUSTER_NODES ?? redactedUrl(config.REDIS_URL);
+  const target = describeRedisTarget(config.REDIS_URL, config.REDIS_CLUSTER_NODES);
   const hint = 'set REDIS_URL (or REDIS_CLUSTER_NODES) and REDIS_PREFIX as for the api and the workers';
   let timer: NodeJS.Timeout | undefined;
   let onError: ((error: Error) => void) | undefined;

@@ -1,6 +1,7 @@
 // Environment parsing shared by every process: one zod schema per app, parsed once into a frozen object, with
 // errors that name the variable and what it accepts.
 import { z } from 'zod';
+import { isSecretVariable, maskUrlPasswords } from './redact.ts';
 import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
 
 /** The key prefix when none is set; in Redis Cluster mode the same name as a hash tag. */
@@ -79,8 +80,22 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv 
     : parsed.error.issues.map((issue) => ({ name: issue.path.join('.'), message: issue.message }));
   const data = parsed.success ? applyClusterRules(parsed.data, present, problems) : undefined;
   if (problems.length === 0) return Object.freeze(data as z.infer<S>);
-  const lines = problems.map(({ name, message }) => `  ${name}=${JSON.stringify(present[name] ?? '')}: ${message}`);
+  const lines = problems.map(
+    ({ name, message }) => `  ${shownValue(name, present[name])}: ${redactIn(message, name, present[name])}`,
+  );
   throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+}
+
+function shownValue(name: string, value: string | undefined): string {
+  if (value === undefined) return `${name} (unset)`;
+  if (isSecretVariable(name)) return `${name} (value hidden, ${value.length} characters)`;
+  return `${name}=${JSON.stringify(maskUrlPasswords(value))}`;
+}
+
+/** A validation message that quotes the rejected value (a custom check may) gets it hidden as well. */
+function redactIn(message: string, name: string, value: string | undefined): string {
+  const masked = maskUrlPasswords(message);
+  return isSecretVariable(name) && value && value.length >= 4 ? masked.split(value).join('***') : masked;
 }
 
 /**

@@ -24,6 +24,7 @@ export * from './metrics.ts';
 export * from './queue.ts';
 export * from './rate-limiter.ts';
 export * from './redis.ts';
+export * from './redact.ts';
 export * from './redis-target.ts';
 export * from './sessions.ts';
 export * from './stream-slots.ts';

@@ -1,6 +1,7 @@
 // Where the runner's Redis is: one server (REDIS_URL) or a Redis Cluster reached through seed nodes
 // (REDIS_CLUSTER_NODES), and how a cluster client is set up. Pure, so configuration errors surface at start-up.
 import type { ClusterOptions } from 'ioredis';
+import { maskUrlPasswords } from './redact.ts';
 
 export interface ClusterNodeAddress {
   host: string;
@@ -31,19 +32,21 @@ export function parseClusterNodes(value: string): ClusterSeeds {
   const nodes: ClusterNodeAddress[] = [];
   for (const entry of entries) {
     const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(entry);
+    // Messages quote the entry, never its password: they end up in start-up logs.
+    const shown = hasScheme ? maskUrlPasswords(entry) : entry.replace(/^[^@/]*@/, '***@');
     let url: URL;
     try {
       url = new URL(hasScheme ? entry : `redis://${entry}`);
     } catch {
-      throw new Error(`'${entry}' is not host:port or a redis:// URL`);
+      throw new Error(`'${shown}' is not host:port or a redis:// URL`);
     }
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-      throw new Error(`'${entry}': only redis:// and rediss:// URLs are accepted`);
+      throw new Error(`'${shown}': only redis:// and rediss:// URLs are accepted`);
     }
-    if (url.hostname === '') throw new Error(`'${entry}' has no host`);
-    if (!hasScheme && url.port === '') throw new Error(`'${entry}' has no port (write host:port)`);
+    if (url.hostname === '') throw new Error(`'${shown}' has no host`);
+    if (!hasScheme && url.port === '') throw new Error(`'${shown}' has no port (write host:port)`);
     if (url.pathname !== '' && url.pathname !== '/' && url.pathname !== '/0') {
-      throw new Error(`'${entry}': a Redis Cluster has only database 0`);
+      throw new Error(`'${shown}': a Redis Cluster has only database 0`);
     }
     if (hasScheme) {
       if (scheme !== undefined && scheme !== url.protocol) {
@@ -112,13 +115,9 @@ export function clusterOptions(seeds: ClusterSeeds, connectionName: string): Clu
 
 /** Where a process connects, for logs and messages: passwords masked, in URLs and in REDIS_CLUSTER_NODES alike. */
 export function describeRedisTarget(url: string, clusterNodes?: string): string {
-  if (clusterNodes === undefined) return maskPassword(url);
+  if (clusterNodes === undefined) return maskUrlPasswords(url);
   return `Redis Cluster via ${clusterNodes
     .split(',')
-    .map((entry) => maskPassword(entry.trim()))
+    .map((entry) => maskUrlPasswords(entry.trim()))
     .join(',')}`;
-}
-
-function maskPassword(entry: string): string {
-  return entry.replace(/^(rediss?:\/\/[^:@/]*:)[^@/]+@/i, '$1***@');
 }
