@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
 import { spawnService, startSystem, type System } from '../support/processes.ts';
+import { rawRequest } from '../support/raw-http.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
 const ALICE_KEY = `alice-${randomUUID()}`;
@@ -695,5 +696,66 @@ describe('secrets stay out of start-up errors (real api and worker processes)', 
     }
     expect(api).to.match(/ADMIN_TOKEN \(value hidden, 12 characters\): use at least 16 characters/);
     expect(api).to.match(/AUTH_JWT_SECRET \(value hidden, 30 characters\): an HS256 secret needs at least 32/);
+  });
+});
+
+describe('Origin on a non-loopback bind (HOST=0.0.0.0, without authentication)', function () {
+  this.timeout(60_000);
+  let open: System;
+  let listed: System;
+  const INITIALIZE = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'origin', version: '1' } },
+  });
+  const post = (system: System, headers: Record<string, string>) =>
+    rawRequest(system.apiUrl, {
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: INITIALIZE,
+    });
+
+  before(async () => {
+    [open, listed] = await Promise.all([
+      startSystem({ workers: 0, env: { HOST: '0.0.0.0' } }),
+      startSystem({
+        workers: 0,
+        env: { HOST: '0.0.0.0', ALLOWED_ORIGINS: 'https://App.Example.com:8443/, http://localhost:5173' },
+      }),
+    ]);
+  });
+  after(async () => {
+    await Promise.all([open?.stop(), listed?.stop()]);
+  });
+
+  it('C26-SEC-1: without ALLOWED_ORIGINS every request with an Origin is 403, a rebinding page (Host = Origin) too', async () => {
+    const port = new URL(open.apiUrl).port;
+    const cases: Record<string, string>[] = [
+      { origin: 'http://evil.example.com' },
+      // DNS rebinding: the attacker's name now resolves to us, so Host and Origin agree.
+      { origin: `http://rebind.example.com:${port}`, host: `rebind.example.com:${port}` },
+      { origin: `http://localhost:${port}` },
+      { origin: 'null' },
+    ];
+    for (const headers of cases) {
+      const reply = await post(open, headers);
+      expect(reply.status, JSON.stringify(headers)).to.equal(403);
+      expect((reply.json as RpcReply).error?.message).to.match(
+        /^Forbidden: Origin '.*' is not allowed \(ALLOWED_ORIGINS/,
+      );
+    }
+    // Clients that are not browsers send no Origin: served as before, under any Host name.
+    expect((await post(open, { host: `mcp.example.com:${port}` })).status).to.equal(200);
+    const warning = open.apis[0]?.records().find((r) => String(r['message']).includes('ALLOWED_ORIGINS'));
+    expect(warning?.['level']).to.equal('warn');
+  });
+
+  it('C26-SEC-1: with ALLOWED_ORIGINS exactly the listed origins pass (written in any case, with or without a slash)', async () => {
+    for (const origin of ['https://app.example.com:8443', 'http://localhost:5173']) {
+      expect((await post(listed, { origin })).status, origin).to.equal(200);
+    }
+    for (const origin of ['https://app.example.com', 'http://app.example.com:8443', 'http://localhost:5174']) {
+      expect((await post(listed, { origin })).status, origin).to.equal(403);
+    }
   });
 });

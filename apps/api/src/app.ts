@@ -24,6 +24,7 @@ import { toolRegistry } from '@mcp-tasks/tools';
 import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices } from './context.ts';
+import { isLoopbackHost } from './http-guards.ts';
 import { operationsRouter } from './ops.ts';
 import { PlainCalls } from './plain-calls.ts';
 import { callbacksRouter } from './callbacks.ts';
@@ -146,6 +147,13 @@ async function closeServer(server: Server): Promise<void> {
 
 /** Says loudly at start-up when anyone who reaches the port can use the api, and what that means. */
 function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator): void {
+  if (!isLoopbackHost(config.HOST) && config.ALLOWED_ORIGINS.length === 0) {
+    log.warn(
+      `HOST=${config.HOST} is not a loopback address and ALLOWED_ORIGINS is empty: every request that carries an ` +
+        'Origin header (any browser page) is refused with 403. Set ALLOWED_ORIGINS to the origins of your browser ' +
+        'clients, e.g. https://app.example.com.',
+    );
+  }
   if (auth.enabled) {
     log.info('authentication on: every /mcp request needs a bearer token; tasks are bound to its principal', {
       methods: auth.methods,

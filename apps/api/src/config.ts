@@ -63,16 +63,39 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     /** Enables /admin (dashboard, bull-board); unset: no admin routes at all. */
     ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters (e.g. openssl rand -hex 24)').optional(),
     METRICS_LIVE_SCAN_LIMIT: intFromEnv(10_000, { max: 1_000_000 }),
+    /** Browser origins allowed to call (DNS-rebinding protection); unset: loopback ones on a loopback bind, else none. */
     ALLOWED_ORIGINS: z
       .string()
       .default('')
-      .transform((value) =>
+      .transform((value, ctx) =>
         value
           .split(',')
-          .map((origin) => origin.trim())
-          .filter(Boolean),
+          .map((entry) => entry.trim())
+          .filter(Boolean)
+          .map((entry) => {
+            const origin = serializedOrigin(entry);
+            if (origin === undefined) {
+              ctx.addIssue({
+                code: 'custom',
+                message: `'${entry}' is not an origin: write scheme://host[:port], e.g. https://app.example.com`,
+              });
+            }
+            return origin ?? entry;
+          }),
       ),
   });
+
+/** An ALLOWED_ORIGINS entry as browsers send it (`scheme://host[:port]`, lower case), or undefined if it is not one. */
+function serializedOrigin(entry: string): string | undefined {
+  try {
+    const url = new URL(entry);
+    const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '';
+    if (!bare || (url.protocol !== 'http:' && url.protocol !== 'https:')) return undefined;
+    return url.origin;
+  } catch {
+    return undefined;
+  }
+}
 
 export type ApiConfig = Readonly<z.infer<typeof ApiEnvSchema>>;
 

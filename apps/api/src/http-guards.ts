@@ -18,8 +18,9 @@ function hostnameOf(hostHeader: string): string {
 }
 
 export interface GuardOptions {
-  /** Bound address; a loopback bind accepts only loopback Host and Origin names unless lists are given. */
+  /** Bound address; a loopback bind accepts only loopback Host names, and loopback Origins unless a list is given. */
   bindHost: string;
+  /** ALLOWED_ORIGINS, as serialized origins (`scheme://host[:port]`). */
   allowedOrigins: readonly string[];
 }
 
@@ -33,18 +34,28 @@ export function rebindingGuard(options: GuardOptions) {
       return;
     }
     const origin = req.headers.origin;
-    if (origin !== undefined && !originAllowed(origin, options, loopbackOnly)) {
-      sendHttpError(res, 403, ErrorCode.InvalidRequest, `Forbidden: Origin '${origin}' is not allowed`);
+    if (origin !== undefined && !originAllowed(origin, options)) {
+      sendHttpError(
+        res,
+        403,
+        ErrorCode.InvalidRequest,
+        `Forbidden: Origin '${origin}' is not allowed (ALLOWED_ORIGINS lists the browser origins this server accepts)`,
+      );
       return;
     }
     next();
   };
 }
 
-function originAllowed(origin: string, options: GuardOptions, loopbackOnly: boolean): boolean {
-  if (options.allowedOrigins.includes(origin)) return true;
-  if (options.allowedOrigins.length > 0) return false;
-  if (!loopbackOnly) return true;
+/**
+ * Whether a request that carries an Origin (a browser's) may go on. Only the allowlist, or on a loopback bind
+ * without one, loopback origins, pass. Comparing the Origin with the Host header would not do: a DNS-rebinding
+ * page is served from the attacker's name, which then resolves to us, so its Origin and Host agree. Requests
+ * without an Origin (not sent by a browser, or a same-origin GET) are not affected.
+ */
+export function originAllowed(origin: string, options: GuardOptions): boolean {
+  if (options.allowedOrigins.length > 0) return options.allowedOrigins.includes(origin.toLowerCase());
+  if (!isLoopbackHost(options.bindHost)) return false;
   try {
     return isLoopbackHost(new URL(origin).hostname);
   } catch {
