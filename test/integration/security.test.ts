@@ -48,6 +48,13 @@ function rawPost(
   });
 }
 
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'security', version: '1' } },
+};
+
 function sessionHeaders(client: McpTestClient, extra: Record<string, string> = {}): Record<string, string> {
   return {
     'content-type': 'application/json',
@@ -101,6 +108,7 @@ describe('security with bearer tokens (2 api replicas, 1 worker, API keys + HS25
         MAX_ARGUMENTS_BYTES: '1024',
         MAX_STREAMS_PER_SESSION: '2',
         RATE_LIMIT_FAILED_LOOKUPS: '1000',
+        AUTH_JWT_MAX_LIFETIME_MS: '3600000',
         RESULT_RECHECK_MS: '1000',
         INPUT_RECHECK_MS: '1000',
       },
@@ -151,16 +159,73 @@ describe('security with bearer tokens (2 api replicas, 1 worker, API keys + HS25
       }
     });
 
-    it('T-SEC-1: an HS256 JWT signed with AUTH_JWT_SECRET is accepted; its sub is the principal', async () => {
+    it('T-SEC-1: an HS256 JWT signed with AUTH_JWT_SECRET is accepted; its issuer and sub are the principal', async () => {
       const dave = await connectAs(system.apiUrl, await hs256({ sub: 'dave' }));
       const task = await dave.createTask('wait', { seconds: 0 });
       const owner = await system.redis.hget(`${system.prefix}:task:${String(task['taskId'])}`, 'owner');
-      expect(owner).to.equal('principal:dave');
-      // A JWT for alice is the same principal as alice's API key: her tasks, from a new session.
+      expect(owner).to.equal('principal:jwt:https://issuer.test|dave');
+      // The same subject from a new token and session is the same principal.
+      const daveAgain = await connectAs(system.apiUrl, await hs256({ sub: 'dave' }));
+      expect((await daveAgain.call('tasks/get', { taskId: task['taskId'] }))['taskId']).to.equal(task['taskId']);
+    });
+
+    it('T-SEC-1: a JWT whose sub is the name of an API-key principal is another principal (namespaced by source)', async () => {
       const aliceByJwt = await connectAs(system.apiUrl, await hs256({ sub: 'alice' }));
-      const mine = await alice.createTask('wait', { seconds: 0 });
-      expect((await aliceByJwt.call('tasks/get', { taskId: mine['taskId'] }))['taskId']).to.equal(mine['taskId']);
-      expect(await rpcError(dave.call('tasks/get', { taskId: mine['taskId'] }))).to.include({ code: -32602 });
+      const byKey = await alice.createTask('wait', { seconds: 0 });
+      const byJwt = await aliceByJwt.createTask('wait', { seconds: 0 });
+      const ownerOf = (task: Record<string, unknown>) =>
+        system.redis.hget(`${system.prefix}:task:${String(task['taskId'])}`, 'owner');
+      expect(await ownerOf(byKey)).to.equal('principal:key:alice');
+      expect(await ownerOf(byJwt)).to.equal('principal:jwt:https://issuer.test|alice');
+      expect(await rpcError(aliceByJwt.call('tasks/get', { taskId: byKey['taskId'] }))).to.include({ code: -32602 });
+      expect(await rpcError(alice.call('tasks/get', { taskId: byJwt['taskId'] }))).to.include({ code: -32602 });
+      // Nor can the JWT use the API-key principal's session.
+      const foreign = await rawPost(system.apiUrl, {
+        authorization: aliceByJwt.headers['authorization'] as string,
+        'mcp-session-id': String(alice.sessionId),
+      });
+      expect(foreign.status).to.equal(404);
+    });
+
+    it('T-SEC-1: a JWT without exp, or living longer than AUTH_JWT_MAX_LIFETIME_MS, gets 401 invalid_token', async () => {
+      const secret = new TextEncoder().encode(JWT_SECRET);
+      const claims = { sub: 'dave', iss: 'https://issuer.test', aud: 'mcp-task-runner' };
+      const now = Math.floor(Date.now() / 1000);
+      const refused = [
+        // No exp: valid for ever, were it accepted.
+        [await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().sign(secret), /"exp" claim/],
+        // Issued now for 2 h, and without iat for 2 h from now: the limit is 1 h.
+        [await hs256({ sub: 'dave' }, { expiresIn: '2h' }), /lives longer than the 3600 s/],
+        [
+          await new SignJWT(claims)
+            .setProtectedHeader({ alg: 'HS256' })
+            .setExpirationTime(now + 7200)
+            .sign(secret),
+          /lives longer/,
+        ],
+        // iat in the past does not make a far exp acceptable.
+        [
+          await new SignJWT(claims)
+            .setProtectedHeader({ alg: 'HS256' })
+            .setIssuedAt(now - 1800)
+            .setExpirationTime(now + 3000)
+            .sign(secret),
+          /lives longer/,
+        ],
+      ] as const;
+      for (const [token, reason] of refused) {
+        const response = await rawPost(system.apiUrl, { authorization: `Bearer ${token}` });
+        expect(response.status).to.equal(401);
+        expect(response.headers.get('www-authenticate')).to.match(/error="invalid_token", error_description="/);
+        expect(((await response.json()) as RpcReply).error?.message).to.match(reason);
+      }
+      // Within the limit: issued 30 min ago, 20 min to go.
+      const fine = await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuedAt(now - 1800)
+        .setExpirationTime(now + 1200)
+        .sign(secret);
+      expect((await rawPost(system.apiUrl, { authorization: `Bearer ${fine}` }, INITIALIZE)).status).to.equal(200);
     });
   });
 
@@ -353,19 +418,19 @@ describe('security with bearer tokens (2 api replicas, 1 worker, API keys + HS25
       });
       const about = records.filter((record) => record['taskId'] === taskId);
       expect(about.find((r) => r['event'] === 'task.created')).to.deep.include({
-        principal: 'principal:alice',
+        principal: 'principal:key:alice',
         requestId: 'audit-create',
         sessionId: alice.sessionId,
       });
       expect(about.find((r) => r['event'] === 'task.result_retrieved')).to.deep.include({
-        principal: 'principal:alice',
+        principal: 'principal:key:alice',
         requestId: 'audit-result',
       });
       expect(about.find((r) => /^task\.(completed|failed)$/.test(String(r['event'])))).to.include({
-        principal: 'principal:alice',
+        principal: 'principal:key:alice',
       });
       expect(about.find((r) => r['event'] === 'access.rejected')).to.deep.include({
-        principal: 'principal:bob',
+        principal: 'principal:key:bob',
         reason: 'task_not_found',
         method: 'tasks/get',
       });
@@ -385,14 +450,16 @@ describe('security with bearer tokens (2 api replicas, 1 worker, API keys + HS25
 describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', function () {
   this.timeout(60_000);
   let system: System;
+  let rs384System: System;
   let issuer: Server;
   let signingKey: CryptoKey;
   let strangerKey: CryptoKey;
+  let rs384Key: CryptoKey;
   let jwksFetches = 0;
 
-  const es256 = (key: CryptoKey, kid: string, claims: Record<string, unknown> = { sub: 'erin' }) =>
+  const es256 = (key: CryptoKey, kid: string, claims: Record<string, unknown> = { sub: 'erin' }, alg = 'ES256') =>
     new SignJWT(claims)
-      .setProtectedHeader({ alg: 'ES256', kid })
+      .setProtectedHeader({ alg, kid })
       .setIssuedAt()
       .setIssuer('https://issuer.test')
       .setAudience('mcp-task-runner')
@@ -403,8 +470,14 @@ describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', functio
     const pair = await generateKeyPair('ES256');
     signingKey = pair.privateKey;
     strangerKey = (await generateKeyPair('ES256')).privateKey;
+    // A key of the issuer for an algorithm outside the default allowlist.
+    const rs384 = await generateKeyPair('RS384');
+    rs384Key = rs384.privateKey;
     const jwks = JSON.stringify({
-      keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }],
+      keys: [
+        { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' },
+        { ...(await exportJWK(rs384.publicKey)), kid: 'k2', alg: 'RS384', use: 'sig' },
+      ],
     });
     issuer = createServer((req, res) => {
       if (req.url !== '/.well-known/jwks.json') {
@@ -416,17 +489,18 @@ describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', functio
     });
     await new Promise<void>((resolve) => issuer.listen(0, '127.0.0.1', resolve));
     const { port } = issuer.address() as AddressInfo;
-    system = await startSystem({
-      workers: 0,
-      env: {
-        AUTH_JWKS_URL: `http://127.0.0.1:${port}/.well-known/jwks.json`,
-        AUTH_JWT_ISSUER: 'https://issuer.test',
-        AUTH_JWT_AUDIENCE: 'mcp-task-runner',
-      },
-    });
+    const env = {
+      AUTH_JWKS_URL: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+      AUTH_JWT_ISSUER: 'https://issuer.test',
+      AUTH_JWT_AUDIENCE: 'mcp-task-runner',
+    };
+    [system, rs384System] = await Promise.all([
+      startSystem({ workers: 0, env }),
+      startSystem({ workers: 0, env: { ...env, AUTH_JWT_ALGORITHMS: 'RS384' } }),
+    ]);
   });
   after(async () => {
-    await system?.stop();
+    await Promise.all([system?.stop(), rs384System?.stop()]);
     await new Promise((resolve) => issuer?.close(resolve));
   });
 
@@ -437,6 +511,39 @@ describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', functio
     const again = await connectAs(system.apiUrl, await es256(signingKey, 'k1'));
     expect(await again.call('tasks/list', {})).to.deep.equal({ tasks: [] });
     expect(jwksFetches).to.be.at.least(1);
+    const task = await erin.createTask('wait', { seconds: 0 });
+    const owner = await system.redis.hget(`${system.prefix}:task:${String(task['taskId'])}`, 'owner');
+    expect(owner).to.equal('principal:jwt:https://issuer.test|erin');
+  });
+
+  it('T-SEC-1: algorithms are pinned: a token signed by a JWKS key under an algorithm not in AUTH_JWT_ALGORITHMS is 401', async () => {
+    // The default allowlist has no RS384, although the issuer's JWKS has an RS384 key.
+    const rs384Token = await es256(rs384Key, 'k2', { sub: 'erin' }, 'RS384');
+    const refused = await rawPost(system.apiUrl, { authorization: `Bearer ${rs384Token}` });
+    expect(refused.status).to.equal(401);
+    expect(((await refused.json()) as RpcReply).error?.message).to.match(/the signing algorithm is not accepted/);
+    // An api that lists RS384 takes it, and then refuses ES256.
+    expect((await rawPost(rs384System.apiUrl, { authorization: `Bearer ${rs384Token}` }, INITIALIZE)).status).to.equal(
+      200,
+    );
+    const es256Token = await es256(signingKey, 'k1');
+    expect((await rawPost(rs384System.apiUrl, { authorization: `Bearer ${es256Token}` })).status).to.equal(401);
+    const started = rs384System.apis[0]?.records().find((r) => String(r['message']).startsWith('authentication on'));
+    expect(started?.['methods']).to.deep.equal([
+      `JWT (JWKS ${String(rs384System.env['AUTH_JWKS_URL'])}; RS384), lifetime at most 86400 s`,
+    ]);
+  });
+
+  it('T-SEC-1: a JWKS-signed token without exp is refused', async () => {
+    const noExp = await new SignJWT({ sub: 'erin' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuedAt()
+      .setIssuer('https://issuer.test')
+      .setAudience('mcp-task-runner')
+      .sign(signingKey);
+    const response = await rawPost(system.apiUrl, { authorization: `Bearer ${noExp}` });
+    expect(response.status).to.equal(401);
+    expect(((await response.json()) as RpcReply).error?.message).to.match(/"exp" claim/);
   });
 
   it('T-SEC-1: a JWT signed by another key, with an unknown kid, or unsigned gets 401 with error="invalid_token"', async () => {

@@ -54,7 +54,9 @@ describe('secrets in configuration errors', () => {
       [swapped, /entry 1 .*shorter than 16 characters/],
       [`alice:${'a'.repeat(20)},${bare}`, /entry 2 is not principal:key/],
     ] as const) {
-      const message = configError(() => createAuthenticator({ AUTH_API_KEYS: value }));
+      const message = configError(() =>
+        createAuthenticator({ AUTH_API_KEYS: value, AUTH_JWT_MAX_LIFETIME_MS: 60_000 }),
+      );
       expect(message).to.match(rule);
       expect(message).to.not.contain('kkkk').and.not.contain(bare);
     }

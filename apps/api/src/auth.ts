@@ -7,7 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { ConfigError } from '@mcp-tasks/engine';
 import { ErrorCode } from '@mcp-tasks/protocol';
-import type { ApiConfig } from './config.ts';
+import { JWKS_DEFAULT_ALGORITHMS, type ApiConfig } from './config.ts';
 
 export type AuthOutcome =
   { ok: true; principal: string } | { ok: false; reason: 'missing' | 'invalid'; detail: string };
@@ -29,11 +29,27 @@ export function principalOwner(principal: string): string {
   return `principal:${principal}`;
 }
 
+/**
+ * Principals are namespaced by where they come from, so that a name in one source cannot claim another's tasks:
+ * `key:<name>` for an API key, `jwt:<iss>|<sub>` for a JWT (`iss` empty when the token has none). OpenID Connect
+ * makes `sub` unique only within its issuer, hence the issuer; it cannot contain `|`, so the first `|` ends it.
+ */
+export function apiKeyPrincipal(name: string): string {
+  return `key:${name}`;
+}
+
+export function jwtPrincipal(issuer: string | undefined, subject: string): string {
+  return `jwt:${issuer ?? ''}|${subject}`;
+}
+
 const PRINCIPAL = /^[A-Za-z0-9._@+-]{1,128}$/;
 /** A `sub` may be any printable ASCII without spaces (e.g. `auth0|123`). */
 const JWT_SUBJECT = /^[\x21-\x7e]{1,256}$/;
+/** An `iss` likewise, without `|` (the separator in the principal). */
+const JWT_ISSUER = /^[\x21-\x7b\x7d\x7e]{1,256}$/;
 const MIN_API_KEY_LENGTH = 16;
 const REALM = 'mcp-task-runner';
+const CLOCK_TOLERANCE_S = 5;
 
 interface KeyEntry {
   principal: string;
@@ -42,7 +58,14 @@ interface KeyEntry {
 
 type SecurityConfig = Pick<
   ApiConfig,
-  'AUTH_API_KEYS' | 'AUTH_API_KEYS_FILE' | 'AUTH_JWT_SECRET' | 'AUTH_JWKS_URL' | 'AUTH_JWT_ISSUER' | 'AUTH_JWT_AUDIENCE'
+  | 'AUTH_API_KEYS'
+  | 'AUTH_API_KEYS_FILE'
+  | 'AUTH_JWT_SECRET'
+  | 'AUTH_JWKS_URL'
+  | 'AUTH_JWT_ISSUER'
+  | 'AUTH_JWT_AUDIENCE'
+  | 'AUTH_JWT_ALGORITHMS'
+  | 'AUTH_JWT_MAX_LIFETIME_MS'
 >;
 
 export function createAuthenticator(config: SecurityConfig): Authenticator {
@@ -54,7 +77,7 @@ export function createAuthenticator(config: SecurityConfig): Authenticator {
     ...(keys.length > 0 ? [`${keys.length} API key(s)`] : []),
     // A key file, even empty, turns authentication on: emptying it to revoke every key must not open the api.
     ...(config.AUTH_API_KEYS_FILE !== undefined ? [`API keys in ${config.AUTH_API_KEYS_FILE} (SIGHUP reloads)`] : []),
-    ...(jwt ? [config.AUTH_JWT_SECRET ? 'JWT (HS256 secret)' : `JWT (JWKS ${config.AUTH_JWKS_URL})`] : []),
+    ...(jwt ? [jwt.description] : []),
   ];
   return {
     enabled: methods.length > 0,
@@ -74,7 +97,7 @@ export function createAuthenticator(config: SecurityConfig): Authenticator {
       if (fromKey !== undefined) return { ok: true, principal: fromKey };
       if (jwt && token.split('.').length === 3) {
         try {
-          return { ok: true, principal: await jwt(token) };
+          return { ok: true, principal: await jwt.verify(token) };
         } catch (error) {
           return { ok: false, reason: 'invalid', detail: describeJwtError(error) };
         }
@@ -140,7 +163,7 @@ function matchKey(keys: readonly KeyEntry[], token: string): string | undefined 
   for (const key of keys) {
     if (timingSafeEqual(key.digest, digest)) principal = key.principal;
   }
-  return principal;
+  return principal === undefined ? undefined : apiKeyPrincipal(principal);
 }
 
 function keysFromList(value: string | undefined): KeyEntry[] {
@@ -189,33 +212,65 @@ function keysFromFile(path: string | undefined): KeyEntry[] {
   });
 }
 
-function jwtVerifier(config: SecurityConfig): ((token: string) => Promise<string>) | undefined {
+interface JwtVerifier {
+  /** For the start-up log. */
+  description: string;
+  /** The token's principal; throws when the token is not accepted. */
+  verify(token: string): Promise<string>;
+}
+
+function jwtVerifier(config: SecurityConfig): JwtVerifier | undefined {
   if (config.AUTH_JWT_SECRET && config.AUTH_JWKS_URL) {
     throw new ConfigError(
       'Invalid configuration:\n  AUTH_JWKS_URL: set either AUTH_JWT_SECRET (HS256) or AUTH_JWKS_URL, not both',
     );
   }
+  if (config.AUTH_JWT_ALGORITHMS && !config.AUTH_JWKS_URL) {
+    throw new ConfigError(
+      'Invalid configuration:\n  AUTH_JWT_ALGORITHMS: applies to AUTH_JWKS_URL only (AUTH_JWT_SECRET tokens are HS256)',
+    );
+  }
+  // `exp` is required: a token without one would be valid for ever.
   const options = {
     ...(config.AUTH_JWT_ISSUER ? { issuer: config.AUTH_JWT_ISSUER } : {}),
     ...(config.AUTH_JWT_AUDIENCE ? { audience: config.AUTH_JWT_AUDIENCE } : {}),
-    clockTolerance: 5,
+    requiredClaims: ['exp'],
+    clockTolerance: CLOCK_TOLERANCE_S,
   };
   let verify: (token: string) => Promise<JWTPayload>;
+  let description: string;
   if (config.AUTH_JWT_SECRET) {
     const secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
     verify = async (token) => (await jwtVerify(token, secret, { ...options, algorithms: ['HS256'] })).payload;
+    description = 'JWT (HS256 secret)';
   } else if (config.AUTH_JWKS_URL) {
     const jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
-    verify = async (token) => (await jwtVerify(token, jwks, options)).payload;
+    // Pinned: a JWKS key must not verify a token under an algorithm the operator did not choose.
+    const algorithms = [...(config.AUTH_JWT_ALGORITHMS ?? JWKS_DEFAULT_ALGORITHMS)];
+    verify = async (token) => (await jwtVerify(token, jwks, { ...options, algorithms })).payload;
+    description = `JWT (JWKS ${config.AUTH_JWKS_URL}; ${algorithms.join(', ')})`;
   } else {
     return undefined;
   }
-  return async (token) => {
-    const payload = await verify(token);
-    if (typeof payload.sub !== 'string' || !JWT_SUBJECT.test(payload.sub)) {
-      throw new Error('the token has no usable sub claim');
-    }
-    return payload.sub;
+  const maxLifetimeS = config.AUTH_JWT_MAX_LIFETIME_MS / 1000;
+  return {
+    description: `${description}, lifetime at most ${maxLifetimeS} s`,
+    async verify(token) {
+      const payload = await verify(token);
+      // Counted from `iat`, or from now when it is absent or in the future, so a far `exp` never passes.
+      const now = Date.now() / 1000;
+      const start = typeof payload.iat === 'number' ? Math.min(payload.iat, now) : now;
+      if ((payload.exp as number) - start > maxLifetimeS + CLOCK_TOLERANCE_S) {
+        throw new Error(`the token lives longer than the ${maxLifetimeS} s this server accepts`);
+      }
+      if (typeof payload.sub !== 'string' || !JWT_SUBJECT.test(payload.sub)) {
+        throw new Error('the token has no usable sub claim');
+      }
+      if (payload.iss !== undefined && !JWT_ISSUER.test(payload.iss)) {
+        throw new Error('the token has no usable iss claim');
+      }
+      return jwtPrincipal(payload.iss, payload.sub);
+    },
   };
 }
 
@@ -225,5 +280,6 @@ function describeJwtError(error: unknown): string {
   if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') return `claim check failed: ${(error as Error).message}`;
   if (code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED') return 'the signature does not verify';
   if (typeof code === 'string' && code.startsWith('ERR_JWKS')) return 'no matching key in the JWKS';
+  if (code === 'ERR_JOSE_ALG_NOT_ALLOWED') return 'the signing algorithm is not accepted';
   return error instanceof Error && !code ? error.message : 'the token is not valid';
 }

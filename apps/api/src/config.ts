@@ -10,6 +10,31 @@ import {
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
 
+const DAY = 24 * 60 * 60_000;
+
+/** JWS algorithms AUTH_JWT_ALGORITHMS may list: signatures by a key pair, never `none` nor a shared secret. */
+export const JWKS_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
+
+/** What a JWKS-signed token may use when AUTH_JWT_ALGORITHMS is unset: what identity providers sign with. */
+export const JWKS_DEFAULT_ALGORITHMS: readonly (typeof JWKS_ALGORITHMS)[number][] = [
+  'RS256',
+  'PS256',
+  'ES256',
+  'EdDSA',
+];
+
 const flag = (defaultValue: boolean) =>
   z
     .enum(['true', 'false', '1', '0'], { message: "use 'true' or 'false'" })
@@ -28,6 +53,28 @@ export const SecurityEnvSchema = z.object({
   AUTH_JWKS_URL: z.string().url().optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
   AUTH_JWT_AUDIENCE: z.string().optional(),
+  /** JWS algorithms accepted with AUTH_JWKS_URL; unset: JWKS_DEFAULT_ALGORITHMS. Asymmetric ones only. */
+  AUTH_JWT_ALGORITHMS: z
+    .string()
+    .optional()
+    .transform((value) =>
+      value
+        ?.split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(
+          z.enum(JWKS_ALGORITHMS, {
+            message: `list of ${JWKS_ALGORITHMS.join(', ')} (asymmetric only; HS256 is AUTH_JWT_SECRET's)`,
+          }),
+        )
+        .min(1)
+        .optional(),
+    ),
+  /** A JWT must carry `exp`, at most this long after its `iat` (or after now, without one). */
+  AUTH_JWT_MAX_LIFETIME_MS: intFromEnv(DAY, { min: 1000 }),
   /** Declare and serve tasks/list; turn off where requestors cannot be told apart (T-SEC-2). */
   TASKS_LIST_ENABLED: flag(true),
   MAX_TASKS_PER_OWNER: intFromEnv(1000, { min: 1 }),

@@ -77,7 +77,7 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv 
   const parsed = schema.safeParse(present);
   const problems = parsed.success
     ? []
-    : parsed.error.issues.map((issue) => ({ name: issue.path.join('.'), message: issue.message }));
+    : parsed.error.issues.map((issue) => ({ name: String(issue.path[0] ?? ''), message: issue.message }));
   const data = parsed.success ? applyClusterRules(parsed.data, present, problems) : undefined;
   if (problems.length === 0) return Object.freeze(data as z.infer<S>);
   const lines = problems.map(
