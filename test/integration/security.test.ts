@@ -741,6 +741,29 @@ describe('without authentication (session binding, tasks/list off, per-address l
     expect(foreign).to.deep.equal(unknown);
   });
 
+  it('T-SEC-2, T-AUDIT-1: audit and log lines carry a digest of the session id, never the id (the only credential)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const sessionId = String(client.sessionId);
+    const task = await client.createTask('wait', { seconds: 0 });
+    await client.call('tasks/result', { taskId: task['taskId'] }, { headers: { accept: 'application/json' } });
+    // The documented recipe: printf %s "$SESSION_ID" | sha256sum | cut -c1-16
+    const digest = `sha256:${createHash('sha256').update(sessionId).digest('hex').slice(0, 16)}`;
+    const about = await eventually(() => {
+      const records = auditRecords(system).filter((r) => r['taskId'] === task['taskId']);
+      return records.some((r) => r['event'] === 'task.completed') ? records : undefined;
+    });
+    expect(about.find((r) => r['event'] === 'task.created')).to.deep.include({
+      principal: `session:${digest}`,
+      sessionId: digest,
+    });
+    expect(about.find((r) => r['event'] === 'task.result_retrieved')).to.deep.include({ sessionId: digest });
+    expect(about.find((r) => r['event'] === 'task.completed')).to.deep.include({ principal: `session:${digest}` });
+    const worker = (system.workers[0] as System['workers'][number]).records();
+    expect(worker.some((r) => r['taskId'] === task['taskId'] && r['owner'] === `session:${digest}`)).to.equal(true);
+    const everything = [...system.apis, ...system.workers].flatMap((child) => child.logs).join('\n');
+    expect(everything.includes(sessionId), 'a session id reached a log line').to.equal(false);
+  });
+
   it('T-SEC-3: requests naming made-up sessions count against no limit and leave no rate keys behind', async () => {
     const before = await system.redis.keys(`${system.prefix}:rate:*`);
     for (let i = 0; i < 20; i++) {

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { createAuthenticator } from '@mcp-tasks/api/auth';
 import { loadApiConfig } from '@mcp-tasks/api/config';
 import { loadCliConfig } from '@mcp-tasks/cli/config';
-import { ConfigError, isSecretVariable, maskUrlPasswords } from '@mcp-tasks/engine';
+import { ConfigError, isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from '@mcp-tasks/engine';
 import { loadWorkerConfig } from '@mcp-tasks/worker/config';
 
 function configError(load: () => unknown): string {
@@ -72,5 +72,25 @@ describe('secrets in configuration errors', () => {
     expect(maskUrlPasswords("at 'redis://u:p@h:1' and rediss://:x%2Cy@h2, http://h3/")).to.equal(
       "at 'redis://u:***@h:1' and rediss://:***@h2, http://h3/",
     );
+  });
+});
+
+describe('session ids in log records', () => {
+  const id = '6ffdb70f-df0a-40b6-b10c-2196b0c1d2e3';
+
+  it('T-SEC-2: without authentication, sessionId and session owners are logged as a 64-bit SHA-256 digest', () => {
+    expect(sessionDigest(id)).to.match(/^sha256:[0-9a-f]{16}$/);
+    expect(
+      redactSessionFields({ sessionId: id, principal: `session:${id}`, owner: `session:${id}` }, true),
+    ).to.deep.equal({
+      sessionId: sessionDigest(id),
+      principal: `session:${sessionDigest(id)}`,
+      owner: `session:${sessionDigest(id)}`,
+    });
+  });
+
+  it('with authentication, the session id stays (it is not a credential there); principals are untouched', () => {
+    const record = { sessionId: id, principal: 'principal:key:alice', owner: 'principal:jwt:https://idp|alice' };
+    expect(redactSessionFields({ ...record }, false)).to.deep.equal(record);
   });
 });

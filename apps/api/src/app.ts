@@ -39,7 +39,14 @@ export interface RunningApi {
 }
 
 export async function startApi(config: ApiConfig): Promise<RunningApi> {
-  const log = createLogger({ service: 'api', level: config.LOG_LEVEL, format: config.LOG_FORMAT });
+  const auth = createAuthenticator(config);
+  // Without authentication a session id is the only credential of its tasks: logs show its digest instead.
+  const log = createLogger({
+    service: 'api',
+    level: config.LOG_LEVEL,
+    format: config.LOG_FORMAT,
+    hashSessionIds: !auth.enabled,
+  });
   const cleanup = new CleanupStack();
   try {
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-api'), closeRedis);
@@ -61,7 +68,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     const auditLog = auditLogger(log);
     store.observe(auditObserver(auditLog));
     const security = {
-      auth: createAuthenticator(config),
+      auth,
       rates: new RateLimiter(redis, keys, {
         windowMs: config.RATE_LIMIT_WINDOW_MS,
         perPrincipal: config.RATE_LIMIT_PER_PRINCIPAL,

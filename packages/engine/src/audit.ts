@@ -1,6 +1,7 @@
 // The audit trail (T-AUDIT-1): one structured record per task event and per refused access, on a child logger
 // marked `audit: true` so that a log pipeline can route these records apart. Records name the principal, the
-// task, the tool and the request; never arguments, results, tokens or keys.
+// task, the tool and the request; never arguments, results, tokens or keys. Where a session id is a credential (no
+// authentication), the logger writes its digest instead (redact.ts), in these records as in every other line.
 import type { Logger } from './logger.ts';
 import type { TaskObserver } from './records/store.ts';
 
@@ -17,11 +18,15 @@ export const AuditEvent = {
 export type AuditEvent = (typeof AuditEvent)[keyof typeof AuditEvent];
 
 export interface AuditFields {
-  /** The task owner: `principal:<name>` with authentication, `session:<id>` without. */
+  /**
+   * The task owner: `principal:key:<name>` or `principal:jwt:<iss>|<sub>` with authentication; `session:<id>`
+   * without, logged as `session:sha256:<16 hex>`.
+   */
   principal?: string;
   taskId?: string;
   tool?: string;
   requestId?: string | number;
+  /** Logged as `sha256:<16 hex>` without authentication. */
   sessionId?: string;
   /** The client address (access rejections). */
   address?: string;

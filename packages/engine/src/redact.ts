@@ -1,4 +1,6 @@
-// What must not reach a log line or an error message: credentials in configuration values and URLs.
+// What must not reach a log line or an error message: credentials in configuration values and URLs, and session
+// ids where they are the only credential.
+import { createHash } from 'node:crypto';
 
 /**
  * Variables whose whole value is a credential (ADMIN_TOKEN, AUTH_JWT_SECRET, CALLBACK_SECRET, METRICS_TOKEN,
@@ -12,4 +14,34 @@ export function isSecretVariable(name: string): boolean {
 /** `scheme://user:password@host` anywhere in a text, with the password masked (REDIS_URL, REDIS_CLUSTER_NODES, ...). */
 export function maskUrlPasswords(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:@/\s,'"]*:)[^@/\s,'"]+@/gi, '$1***@');
+}
+
+/**
+ * What logs show instead of a session id when the session id is a credential (no authentication): the first 16 hex
+ * digits of its SHA-256, so that lines can still be correlated, and an operator who holds an id can find its lines
+ * (`printf %s "$SESSION_ID" | sha256sum | cut -c1-16`), but a log reader cannot use the session.
+ */
+export function sessionDigest(sessionId: string): string {
+  return `sha256:${createHash('sha256').update(sessionId, 'utf8').digest('hex').slice(0, 16)}`;
+}
+
+const SESSION_OWNER = 'session:';
+
+/**
+ * A log record's fields with session credentials replaced by their digests: task owners of the form
+ * `session:<id>` (`owner`, `principal`) always, since such an owner exists only without authentication, and
+ * `sessionId` fields when `hashSessionIds` says the session id is a credential.
+ */
+export function redactSessionFields<T extends Record<string | symbol, unknown>>(record: T, hashSessionIds: boolean): T {
+  for (const field of ['owner', 'principal'] as const) {
+    const value = record[field];
+    if (typeof value === 'string' && value.startsWith(SESSION_OWNER)) {
+      (record as Record<string, unknown>)[field] = SESSION_OWNER + sessionDigest(value.slice(SESSION_OWNER.length));
+    }
+  }
+  const sessionId = record['sessionId'];
+  if (hashSessionIds && typeof sessionId === 'string') {
+    (record as Record<string, unknown>)['sessionId'] = sessionDigest(sessionId);
+  }
+  return record;
 }
