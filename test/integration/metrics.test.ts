@@ -1,12 +1,17 @@
 // Prometheus metrics of the api (/metrics) and of a worker (WORKER_METRICS_PORT): scraped before and after real
 // tasks, the counters each process owns move, and the cluster-wide gauges read Redis.
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
+import type { TaskRecord } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { scrape } from '../support/prometheus.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { track } from '../support/resources.ts';
 
 describe('metrics: /metrics on the api and on a worker (real processes, real Redis)', function () {
   this.timeout(30_000);
@@ -17,7 +22,10 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
 
   before(async () => {
     const workerPort = await freePort();
-    system = await startSystem({ env: { WORKER_METRICS_PORT: String(workerPort), WORKER_SHUTDOWN_GRACE_MS: '500' } });
+    system = await startSystem({
+      // Live statuses read on every scrape: the gauges below must show a change at once.
+      env: { WORKER_METRICS_PORT: String(workerPort), WORKER_SHUTDOWN_GRACE_MS: '500', METRICS_LIVE_REFRESH_MS: '0' },
+    });
     client = await McpTestClient.connect(system.apiUrl);
     apiMetrics = system.apiUrl.replace(/\/mcp$/, '/metrics');
     workerMetrics = `http://127.0.0.1:${workerPort}/metrics`;
@@ -139,5 +147,148 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
   it('has no admin dashboard when ADMIN_TOKEN is unset', async () => {
     const response = await fetch(system.apiUrl.replace(/\/mcp$/, '/admin'));
     expect(response.status).to.equal(404);
+  });
+});
+
+describe('metrics: METRICS_TOKEN on the api and on a worker (real processes)', function () {
+  this.timeout(30_000);
+  const TOKEN = `metrics-${randomUUID()}`;
+  let system: System;
+  let apiMetrics: string;
+  let workerMetrics: string;
+
+  before(async () => {
+    const workerPort = await freePort();
+    system = await startSystem({
+      env: { METRICS_TOKEN: TOKEN, WORKER_METRICS_PORT: String(workerPort), WORKER_SHUTDOWN_GRACE_MS: '500' },
+    });
+    apiMetrics = system.apiUrl.replace(/\/mcp$/, '/metrics');
+    workerMetrics = `http://127.0.0.1:${workerPort}/metrics`;
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('/metrics needs Authorization: Bearer <METRICS_TOKEN> on both processes; health probes stay open', async () => {
+    for (const url of [apiMetrics, workerMetrics]) {
+      const wrong: Record<string, string>[] = [
+        {},
+        { authorization: `Bearer ${TOKEN}x` },
+        { authorization: `Basic ${TOKEN}` },
+      ];
+      for (const headers of wrong) {
+        const refused = await fetch(url, { headers });
+        expect(refused.status, `${url} ${JSON.stringify(headers)}`).to.equal(401);
+        expect(refused.headers.get('www-authenticate')).to.equal('Bearer realm="mcp-task-runner metrics"');
+        expect(await refused.text()).to.not.match(/mcpt_/);
+      }
+      const served = await scrape(url, { authorization: `Bearer ${TOKEN}` });
+      expect(served.text).to.match(/^# HELP mcpt_tasks_finished_total /m);
+      const health = await fetch(url.replace(/\/metrics$/, '/healthz'));
+      expect(health.status).to.equal(200);
+    }
+    expect((await fetch(apiMetrics.replace(/\/metrics$/, '/readyz'))).status).to.equal(200);
+  });
+});
+
+describe('metrics: the cost of a scrape does not grow with the tasks in Redis (own redis-server, INFO commandstats)', function () {
+  this.timeout(60_000);
+  const TASKS = 2500;
+  let redis: RedisServer;
+  let system: System;
+  let inspect: Redis;
+  let releaseInspect: (() => Promise<void>) | undefined;
+  let store: TaskStore;
+  let apiMetrics: string;
+  const ids: string[] = [];
+
+  /** Commands Redis ran since the last CONFIG RESETSTAT, by name (those inside scripts included). */
+  async function commandCalls(): Promise<Record<string, number>> {
+    const calls: Record<string, number> = {};
+    for (const line of (await inspect.info('commandstats')).split('\r\n')) {
+      const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+      if (match && !/^(info|config)/.test(match[1] as string)) calls[match[1] as string] = Number(match[2]);
+    }
+    return calls;
+  }
+  const total = (calls: Record<string, number>) => Object.values(calls).reduce((sum, n) => sum + n, 0);
+
+  before(async () => {
+    redis = await startRedisServer();
+    // No worker: nothing else talks to this Redis while scrapes are counted.
+    system = await startSystem({ redisUrl: redis.url, workers: 0, env: { METRICS_LIVE_REFRESH_MS: '5000' } });
+    system.redis.on('error', () => undefined);
+    inspect = new Redis(redis.url, { maxRetriesPerRequest: null });
+    releaseInspect = track('commandstats redis', () => inspect.disconnect());
+    apiMetrics = system.apiUrl.replace(/\/mcp$/, '/metrics');
+    store = new TaskStore(inspect, new KeySpace(system.prefix));
+    const now = Date.now();
+    for (let i = 0; i < TASKS; i += 250) {
+      await Promise.all(
+        Array.from({ length: 250 }, () => {
+          const record: TaskRecord = {
+            taskId: randomUUID(),
+            kind: 'task',
+            status: 'working',
+            createdAt: now,
+            lastUpdatedAt: now,
+            ttl: 600_000,
+            pollInterval: 1000,
+            owner: 'session:metrics-cost',
+            sessionId: 'metrics-cost',
+            tool: 'wait',
+          };
+          ids.push(record.taskId);
+          return store.create({ record, arguments: {} });
+        }),
+      );
+    }
+  });
+  after(async () => {
+    await releaseInspect?.();
+    await system?.stop();
+    await redis?.stop();
+  });
+
+  it('with 2,500 live tasks, ten scrapes run a bounded number of Redis commands and read no record', async () => {
+    // The first scrape of a process waits for one pass over the live records (the status breakdown).
+    const first = await scrape(apiMetrics);
+    expect(first.value('mcpt_tasks_live_total')).to.equal(TASKS);
+    expect(first.value('mcpt_tasks_live', { status: 'working' })).to.equal(TASKS);
+    await inspect.config('RESETSTAT');
+    for (let i = 0; i < 10; i++) {
+      const now = await scrape(apiMetrics);
+      expect(now.value('mcpt_tasks_live_total')).to.equal(TASKS);
+    }
+    const calls = await commandCalls();
+    // Per scrape: the live-set size, BullMQ's job counts (one script of ZCARDs and LLENs), its worker list and the
+    // security-counters hash, about a dozen commands whatever the number of tasks; a pass over the records would
+    // be 2,500 reads of task hashes.
+    expect(total(calls), JSON.stringify(calls)).to.be.at.most(10 * 20);
+    expect(calls['hget'] ?? 0, 'task status reads').to.equal(0);
+    expect(calls['hmget'] ?? 0).to.equal(0);
+    expect(calls['hgetall'] ?? 0, 'the security counters, once per scrape').to.be.at.most(10);
+  });
+
+  it('the status breakdown is read again at most once per METRICS_LIVE_REFRESH_MS, and then shows changes', async () => {
+    await store.transition(
+      { taskId: ids[0] as string, sessionId: 'metrics-cost', owner: 'session:metrics-cost' },
+      'input_required',
+    );
+    await inspect.config('RESETSTAT');
+    const started = Date.now();
+    const seen = await eventually(
+      async () => {
+        const now = await scrape(apiMetrics);
+        return now.value('mcpt_tasks_live', { status: 'input_required' }) === 1 ? now : undefined;
+      },
+      15_000,
+      100,
+    );
+    expect(seen.value('mcpt_tasks_live', { status: 'working' })).to.equal(TASKS - 1);
+    const elapsed = Date.now() - started;
+    // Scraped every 100 ms for `elapsed`: passes of 2,500 reads each, at most one per 5 s window (plus one).
+    const passes = (await commandCalls())['hget'] ?? 0;
+    expect(passes / TASKS).to.be.at.most(Math.ceil(elapsed / 5000) + 1);
   });
 });

@@ -18,9 +18,10 @@ function configError(load: () => unknown): string {
 }
 
 describe('secrets in configuration errors', () => {
-  it('a rejected ADMIN_TOKEN, AUTH_JWT_SECRET, or CALLBACK_SECRET is named with its rule, never echoed', () => {
+  it('a rejected ADMIN_TOKEN, AUTH_JWT_SECRET, CALLBACK_SECRET or METRICS_TOKEN is named with its rule, never echoed', () => {
     const env = {
       ADMIN_TOKEN: 'tok-0123456',
+      METRICS_TOKEN: 'metrics-01234',
       AUTH_JWT_SECRET: 'jwt-secret-0123456789',
       CALLBACK_SECRET: 'callback-secret-012345',
     };

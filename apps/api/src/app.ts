@@ -161,6 +161,12 @@ function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator):
         'clients, e.g. https://app.example.com.',
     );
   }
+  if (!isLoopbackHost(config.HOST) && config.METRICS_TOKEN === undefined) {
+    log.warn(
+      `HOST=${config.HOST} is not a loopback address and METRICS_TOKEN is unset: anyone who reaches this port can ` +
+        'read /metrics. Set METRICS_TOKEN (Prometheus: authorization.credentials), or keep the port private.',
+    );
+  }
   if (auth.enabled) {
     log.info('authentication on: every /mcp request needs a bearer token; tasks are bound to its principal', {
       methods: auth.methods,

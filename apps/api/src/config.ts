@@ -3,6 +3,7 @@ import {
   CallbackEnvSchema,
   intFromEnv,
   LogEnvSchema,
+  MetricsEnvSchema,
   parseEnv,
   RedisEnvSchema,
   SessionEnvSchema,
@@ -101,6 +102,7 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
+  .extend(MetricsEnvSchema.shape)
   .extend({
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: intFromEnv(3000, { max: 65535 }),
@@ -110,6 +112,8 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     /** Enables /admin (dashboard, bull-board); unset: no admin routes at all. */
     ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters (e.g. openssl rand -hex 24)').optional(),
     METRICS_LIVE_SCAN_LIMIT: intFromEnv(10_000, { max: 1_000_000 }),
+    /** How old the live-status breakdown may be before a scrape starts a new pass over the records (0: every scrape). */
+    METRICS_LIVE_REFRESH_MS: intFromEnv(30_000, { max: DAY }),
     /** Browser origins allowed to call (DNS-rebinding protection); unset: loopback ones on a loopback bind, else none. */
     ALLOWED_ORIGINS: z
       .string()

@@ -1,7 +1,15 @@
 // Endpoints for the people and machines that run the api: liveness, readiness (Redis reachable), Prometheus
-// metrics, the counting of refused /mcp requests, and the admin dashboard when ADMIN_TOKEN is set.
+// metrics (behind METRICS_TOKEN when set), the counting of refused /mcp requests, and the admin dashboard when
+// ADMIN_TOKEN is set.
 import express, { type Router } from 'express';
-import type { RedisClient, RunnerMetrics, TaskAdmin, ToolJobData } from '@mcp-tasks/engine';
+import {
+  METRICS_CHALLENGE,
+  metricsAccessAllowed,
+  type RedisClient,
+  type RunnerMetrics,
+  type TaskAdmin,
+  type ToolJobData,
+} from '@mcp-tasks/engine';
 import type { Queue } from 'bullmq';
 import { adminRouter } from './admin.ts';
 import type { ApiConfig } from './config.ts';
@@ -22,6 +30,7 @@ export async function operationsRouter({ config, redis, admin, queue, metrics }:
   metrics.addClusterGauges(admin, queue, {
     redisReady: () => redis.status === 'ready',
     liveScanLimit: config.METRICS_LIVE_SCAN_LIMIT,
+    liveRefreshMs: config.METRICS_LIVE_REFRESH_MS,
   });
   // Liveness answers while the process runs; readiness also needs Redis.
   router.get('/healthz', (_req, res) => {
@@ -33,7 +42,15 @@ export async function operationsRouter({ config, redis, admin, queue, metrics }:
       (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
     );
   });
-  router.get('/metrics', (_req, res, next) => {
+  router.get('/metrics', (req, res, next) => {
+    if (!metricsAccessAllowed(req.headers.authorization, config.METRICS_TOKEN)) {
+      res
+        .status(401)
+        .set('WWW-Authenticate', METRICS_CHALLENGE)
+        .type('text/plain')
+        .send('Unauthorized: /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+      return;
+    }
     metrics.text().then((text) => {
       res.set('Content-Type', metrics.contentType).send(text);
     }, next);

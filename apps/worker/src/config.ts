@@ -3,6 +3,7 @@ import {
   CallbackEnvSchema,
   intFromEnv,
   LogEnvSchema,
+  MetricsEnvSchema,
   parseEnv,
   RedisEnvSchema,
   SessionEnvSchema,
@@ -12,6 +13,7 @@ import { z } from 'zod';
 export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SessionEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
+  .extend(MetricsEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),

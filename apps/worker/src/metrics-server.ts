@@ -1,11 +1,15 @@
-// The worker's optional HTTP listener (WORKER_METRICS_PORT): /metrics for Prometheus and /healthz. Workers have no
-// other HTTP server; the counters they own (tasks finished, durations, queue wait) can only be scraped here.
+// The worker's optional HTTP listener (WORKER_METRICS_PORT): /metrics for Prometheus (behind METRICS_TOKEN when
+// set) and /healthz. Workers have no other HTTP server; the counters they own (tasks finished, durations, queue
+// wait) can only be scraped here.
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RunnerMetrics } from '@mcp-tasks/engine';
+import { METRICS_CHALLENGE, metricsAccessAllowed, type RunnerMetrics } from '@mcp-tasks/engine';
 
-export async function startMetricsServer(metrics: RunnerMetrics, host: string, port: number): Promise<Server> {
+export async function startMetricsServer(
+  metrics: RunnerMetrics,
+  listen: { host: string; port: number; token?: string },
+): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -20,12 +24,18 @@ export async function startMetricsServer(metrics: RunnerMetrics, host: string, p
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found: try /metrics or /healthz\n');
       return;
     }
+    if (!metricsAccessAllowed(req.headers.authorization, listen.token)) {
+      res
+        .writeHead(401, { 'Content-Type': 'text/plain', 'WWW-Authenticate': METRICS_CHALLENGE })
+        .end('Unauthorized: /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+      return;
+    }
     metrics.text().then(
       (text) => res.writeHead(200, { 'Content-Type': metrics.contentType }).end(text),
       (error: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${error.message}\n`),
     );
   });
-  server.listen(port, host);
+  server.listen(listen.port, listen.host);
   await once(server, 'listening');
   return server;
 }

@@ -141,9 +141,16 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
     cleanup.add('bullmq-worker', worker, (w) => closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log));
     if (config.WORKER_METRICS_PORT !== undefined) {
       metrics.addWorkerGauges(() => running.ids().length, config.WORKER_CONCURRENCY);
-      const server = await startMetricsServer(metrics, config.WORKER_METRICS_HOST, config.WORKER_METRICS_PORT);
+      const server = await startMetricsServer(metrics, {
+        host: config.WORKER_METRICS_HOST,
+        port: config.WORKER_METRICS_PORT,
+        ...(config.METRICS_TOKEN !== undefined ? { token: config.METRICS_TOKEN } : {}),
+      });
       cleanup.add('metrics-server', server, stopMetricsServer);
-      log.info('metrics served', { url: metricsUrl(server, config.WORKER_METRICS_HOST) });
+      log.info('metrics served', {
+        url: metricsUrl(server, config.WORKER_METRICS_HOST),
+        token: config.METRICS_TOKEN !== undefined,
+      });
     }
     // Tools served by external consumers: this worker maps their jobs' outcomes onto the tasks (docs/job-contract.md).
     for (const tool of toolRegistry.list()) {

@@ -67,6 +67,12 @@ export const TaskEnvSchema = z.object({
 
 export type TaskEnv = z.infer<typeof TaskEnvSchema>;
 
+/** Shared by api and workers: who may read /metrics. */
+export const MetricsEnvSchema = z.object({
+  /** When set, /metrics answers only requests with `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise). */
+  METRICS_TOKEN: z.string().min(16, 'use at least 16 characters (e.g. openssl rand -hex 24)').optional(),
+});
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }

@@ -1,8 +1,10 @@
 // Prometheus metrics, one registry per process. Counters are counted where the event happens: a task's creation
 // by the api replica that created it, its terminal transition by the one process whose transition won (the
 // worker that settled it, the api that cancelled it, the worker whose maintenance reconciled it). Summing over
-// every scraped process therefore counts each task once. Queue depth, workers and live statuses are read from
-// Redis at scrape time: every api replica reports the same cluster-wide value (aggregate them with max()).
+// every scraped process therefore counts each task once. Queue depth, workers and live tasks are read from Redis
+// at scrape time with a fixed number of commands whatever the number of tasks (counts and set sizes, no record
+// reads): every api replica reports the same cluster-wide value (aggregate them with max()).
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { TASK_STATUSES, TaskStatus } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
@@ -32,6 +34,21 @@ export const REJECTION_REASONS: Readonly<Record<number, string>> = {
   415: 'unsupported_media_type',
   429: 'too_many_requests',
 };
+
+/** The challenge of a /metrics request without the right METRICS_TOKEN (401). */
+export const METRICS_CHALLENGE = 'Bearer realm="mcp-task-runner metrics"';
+
+/**
+ * Whether a /metrics request may be served: always without METRICS_TOKEN, else only with
+ * `Authorization: Bearer <token>` (digests compared in constant time, so the time says nothing about the token).
+ */
+export function metricsAccessAllowed(authorization: string | undefined, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const presented = /^Bearer +(\S+) *$/i.exec(authorization ?? '')?.[1];
+  if (presented === undefined) return false;
+  const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+  return timingSafeEqual(digest(presented), digest(token));
+}
 
 export class RunnerMetrics {
   readonly registry = new Registry();
@@ -106,13 +123,18 @@ export class RunnerMetrics {
   /**
    * Cluster-wide gauges read from Redis at scrape time (register them on api processes). While Redis is not
    * connected, or does not answer within `timeoutMs`, they are left out of the scrape, so the process's own
-   * counters are still served during an outage.
+   * counters are still served during an outage. A scrape costs a fixed number of Redis commands; only the status
+   * breakdown of live tasks needs the records, and it is read by a pass of its own (LiveStatusSnapshot).
    */
   addClusterGauges(
     admin: TaskAdmin,
     queue: Queue<ToolJobData>,
-    options: { redisReady: () => boolean; liveScanLimit?: number; timeoutMs?: number },
+    options: { redisReady: () => boolean; liveScanLimit?: number; liveRefreshMs?: number; timeoutMs?: number },
   ): void {
+    const liveStatuses = new LiveStatusSnapshot(
+      async () => (await admin.liveCounts(options.liveScanLimit ?? 10_000)).counts,
+      options.liveRefreshMs ?? 30_000,
+    );
     const fromRedis = <L extends string>(gauge: Gauge<L>, read: () => Promise<void>, unlabelled = false) =>
       collectFromRedis(gauge, read, { ...options, unlabelled });
     new Gauge({
@@ -139,15 +161,16 @@ export class RunnerMetrics {
       name: `${METRICS_PREFIX}tasks_live`,
       help:
         'Non-terminal tasks by status (cluster-wide); status="input_required" are the tasks waiting for the ' +
-        'client. Counted over at most the oldest-updated METRICS_LIVE_SCAN_LIMIT live tasks.',
+        'client. Counted over at most the oldest-updated METRICS_LIVE_SCAN_LIMIT live tasks, by a pass at most ' +
+        'METRICS_LIVE_REFRESH_MS old.',
       labelNames: ['status'],
       registers: [this.registry],
       collect() {
         return fromRedis(this, async () => {
-          const live = await admin.liveCounts(options.liveScanLimit ?? 10_000);
+          const counts = await liveStatuses.read();
           for (const status of TASK_STATUSES) {
             if (status === TaskStatus.Working || status === TaskStatus.InputRequired) {
-              this.set({ status }, live.counts[status]);
+              this.set({ status }, counts[status]);
             }
           }
         });
@@ -215,5 +238,47 @@ export async function collectFromRedis<L extends string>(
     unknown();
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * The status breakdown of live tasks, the one gauge that needs task records (a status is a field of each record,
+ * and no Redis counter tracks it). Scrapes get the last pass's counts and start a new pass when those are older
+ * than `refreshMs` (one at a time, in the background), so however often /metrics is scraped the records are read
+ * at most about once per `refreshMs`; only the first scrape waits for a pass. `refreshMs` 0 reads them on every
+ * scrape.
+ */
+export class LiveStatusSnapshot {
+  readonly #read: () => Promise<Record<TaskStatus, number>>;
+  readonly #refreshMs: number;
+  #last: { counts: Record<TaskStatus, number>; at: number } | undefined;
+  #pass: Promise<void> | undefined;
+
+  constructor(read: () => Promise<Record<TaskStatus, number>>, refreshMs: number) {
+    this.#read = read;
+    this.#refreshMs = refreshMs;
+  }
+
+  async read(): Promise<Record<TaskStatus, number>> {
+    const last = this.#last;
+    if (last !== undefined && this.#refreshMs > 0 && Date.now() - last.at < this.#refreshMs) return last.counts;
+    const pass = (this.#pass ??= this.#refresh());
+    if (last === undefined || this.#refreshMs === 0) {
+      await pass;
+      const fresh = this.#last;
+      if (fresh === undefined) throw new Error('no live status counts yet');
+      return fresh.counts;
+    }
+    pass.catch(() => undefined);
+    return last.counts;
+  }
+
+  async #refresh(): Promise<void> {
+    const started = Date.now();
+    try {
+      this.#last = { counts: await this.#read(), at: started };
+    } finally {
+      this.#pass = undefined;
+    }
   }
 }
