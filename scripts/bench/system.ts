@@ -69,6 +69,8 @@ export class BenchSystem {
       // A huge limit keeps the check (and its cost) without ever refusing.
       RATE_LIMIT_PER_ADDRESS: '1000000000',
       RATE_LIMIT_PER_PRINCIPAL: '1000000000',
+      RATE_LIMIT_INITIALIZE_PER_ADDRESS: '1000000000',
+      MAX_SESSIONS_PER_ADDRESS: '1000000000',
     };
   }
 

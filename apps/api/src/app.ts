@@ -75,6 +75,8 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
         perAddress: config.RATE_LIMIT_PER_ADDRESS,
         failedLookups: config.RATE_LIMIT_FAILED_LOOKUPS,
         failedLookupsPerAddress: config.RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS,
+        initializePerPrincipal: config.RATE_LIMIT_INITIALIZE_PER_PRINCIPAL,
+        initializePerAddress: config.RATE_LIMIT_INITIALIZE_PER_ADDRESS,
       }),
       streams: new StreamSlots(redis, keys, config.MAX_STREAMS_PER_SESSION),
       audit: auditLog,

@@ -86,6 +86,11 @@ export const SecurityEnvSchema = z.object({
   RATE_LIMIT_PER_ADDRESS: intFromEnv(5000),
   RATE_LIMIT_FAILED_LOOKUPS: intFromEnv(100),
   RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS: intFromEnv(500),
+  /** Sessions held at once and `initialize` requests per window, per principal and per client address (0: none). */
+  MAX_SESSIONS_PER_PRINCIPAL: intFromEnv(1000),
+  MAX_SESSIONS_PER_ADDRESS: intFromEnv(1000),
+  RATE_LIMIT_INITIALIZE_PER_PRINCIPAL: intFromEnv(100),
+  RATE_LIMIT_INITIALIZE_PER_ADDRESS: intFromEnv(200),
   /** express `trust proxy`: which proxies' X-Forwarded-For names the client address (for per-address limits). */
   TRUST_PROXY: z
     .string()

@@ -1,6 +1,6 @@
 // Rate limits on task operations (T-SEC-3) and the throttling of failed task lookups, applied by the dispatcher
 // around the task methods; every refusal and every failed lookup leaves an audit record (T-AUDIT-1).
-import { audit, AuditEvent, RateScope, TASK_NOT_FOUND } from '@mcp-tasks/engine';
+import { audit, AuditEvent, RateScope, TASK_NOT_FOUND, type RateVerdict } from '@mcp-tasks/engine';
 import { ErrorCode, ProtocolError } from '@mcp-tasks/protocol';
 import type { RequestContext } from './context.ts';
 
@@ -20,6 +20,14 @@ const SCOPE_TEXT: Record<RateScope, { what: string; variable: string }> = {
     what: 'lookups of unknown task ids from this address',
     variable: 'RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS',
   },
+  [RateScope.InitializeOfPrincipal]: {
+    what: 'initialize requests by this requestor',
+    variable: 'RATE_LIMIT_INITIALIZE_PER_PRINCIPAL',
+  },
+  [RateScope.InitializeOfAddress]: {
+    what: 'initialize requests from this address',
+    variable: 'RATE_LIMIT_INITIALIZE_PER_ADDRESS',
+  },
 };
 
 /** What a request of `method` counts against (RateLimiter.charge): task operations and lookups pay, the rest not. */
@@ -32,8 +40,6 @@ export function rateChargeOf(method: string): 'free' | 'operation' | 'lookup' {
 export function admitTaskOperation(method: string, context: RequestContext): void {
   const { services, session, address, admission: verdict } = context;
   if (verdict.ok) return;
-  const { what, variable } = SCOPE_TEXT[verdict.scope];
-  const windowMs = services.security.rates.limits.windowMs;
   audit(services.security.audit, AuditEvent.AccessRejected, {
     reason: 'rate_limited',
     scope: verdict.scope,
@@ -43,7 +49,13 @@ export function admitTaskOperation(method: string, context: RequestContext): voi
     address,
     method,
   });
-  throw new ProtocolError(
+  throw rateLimitError(verdict, services.security.rates.limits.windowMs);
+}
+
+/** The -32029 of a refused request: what was counted, the limit and its variable, and when to retry. */
+export function rateLimitError(verdict: Extract<RateVerdict, { ok: false }>, windowMs: number): ProtocolError {
+  const { what, variable } = SCOPE_TEXT[verdict.scope];
+  return new ProtocolError(
     ErrorCode.LimitExceeded,
     `Rate limit exceeded: more than ${verdict.limit} ${what} in ${windowMs} ms (${variable}); ` +
       `retry after ${verdict.retryAfterMs} ms`,

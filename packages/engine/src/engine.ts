@@ -36,6 +36,9 @@ export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
   Partial<TaskEnv> & {
     /** The most unfinished tasks one owner may have; absent: no cap. */
     MAX_TASKS_PER_OWNER?: number;
+    /** The most live sessions of one principal and of one client address (0: no cap); absent: no cap. */
+    MAX_SESSIONS_PER_PRINCIPAL?: number;
+    MAX_SESSIONS_PER_ADDRESS?: number;
   };
 
 export interface Engine {
@@ -84,7 +87,10 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
   return {
     keys,
     store,
-    sessions: new SessionStore(redis, keys, config.SESSION_IDLE_TTL_MS),
+    sessions: new SessionStore(redis, keys, config.SESSION_IDLE_TTL_MS, {
+      maxPerPrincipal: config.MAX_SESSIONS_PER_PRINCIPAL ?? 0,
+      maxPerAddress: config.MAX_SESSIONS_PER_ADDRESS ?? 0,
+    }),
     events,
     subscriber,
     inputs: new InputBroker(redis, keys, store, events, subscriber),

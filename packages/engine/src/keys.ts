@@ -79,6 +79,19 @@ export class KeySpace {
     return `${this.prefix}:session:${sessionId}:streams`;
   }
 
+  /**
+   * Sorted set: the live sessions of one principal, scored by when each stops counting (a while after its idle
+   * expiry, see SessionStore), for MAX_SESSIONS_PER_PRINCIPAL.
+   */
+  ownerSessions(owner: string): string {
+    return `${this.prefix}:owner-sessions:${owner}`;
+  }
+
+  /** Sorted set: the live sessions initialized from one client address, scored likewise, for MAX_SESSIONS_PER_ADDRESS. */
+  addressSessions(address: string): string {
+    return `${this.prefix}:address-sessions:${address}`;
+  }
+
   /** Counter: requests of one principal or client address in one rate-limit window (`window` = its number). */
   rateBucket(scope: string, subject: string, window: number): string {
     return `${this.prefix}:rate:${scope}:${window}:${subject}`;

@@ -17,6 +17,10 @@ export interface RateLimits {
   failedLookups: number;
   /** Failed task lookups per client address per window (every principal behind it together); 0: no limit. */
   failedLookupsPerAddress: number;
+  /** `initialize` requests per principal per window (with authentication); 0: no limit. */
+  initializePerPrincipal: number;
+  /** `initialize` requests per client address per window; 0: no limit. */
+  initializePerAddress: number;
 }
 
 export const RateScope = {
@@ -24,6 +28,8 @@ export const RateScope = {
   Address: 'address',
   FailedLookupsOfPrincipal: 'failed-lookups-principal',
   FailedLookupsOfAddress: 'failed-lookups-address',
+  InitializeOfPrincipal: 'initialize-principal',
+  InitializeOfAddress: 'initialize-address',
 } as const;
 export type RateScope = (typeof RateScope)[keyof typeof RateScope];
 
@@ -40,10 +46,13 @@ export type SecurityEvent = (typeof SecurityEvent)[keyof typeof SecurityEvent];
 
 export type RateVerdict = { ok: true } | { ok: false; scope: RateScope; limit: number; retryAfterMs: number };
 
-/** What one request is counted against (RateLimiter.charge); SessionStore.touch applies it. */
+/**
+ * What one request is counted against (RateLimiter.charge, chargeInitialize); SessionStore.touch and
+ * SessionStore.create apply it.
+ */
 export interface RateCharge {
-  /** One bucket per scope, in the order of SCOPES. */
-  buckets: RateBucket[];
+  /** The buckets in the order the script takes them (SCOPES for a request, INITIALIZE_SCOPES for an initialize). */
+  buckets: ScopedBucket[];
   windowMs: number;
   /** The hash of security counters, and the counter in it that a refusal by a `hit` or a `check` bucket adds to. */
   countersKey: string;
@@ -57,6 +66,11 @@ const SCOPES: readonly RateScope[] = [
   RateScope.FailedLookupsOfPrincipal,
   RateScope.FailedLookupsOfAddress,
 ];
+
+const INITIALIZE_SCOPES: readonly RateScope[] = [RateScope.InitializeOfPrincipal, RateScope.InitializeOfAddress];
+
+/** A rate-limit bucket and what it limits. */
+export type ScopedBucket = RateBucket & { scope: RateScope };
 
 export class RateLimiter {
   readonly #scripts: RedisScripts;
@@ -88,10 +102,35 @@ export class RateLimiter {
     const window = Math.floor(now / windowMs);
     const subjects = [principal, address, principal, address];
     return {
-      buckets: SCOPES.map((scope, i): RateBucket => ({
+      buckets: SCOPES.map((scope, i): ScopedBucket => ({
+        scope,
         key: this.keys.rateBucket(scope, subjects[i] as string, window),
         limit: limits[i] as number,
         mode: i < 2 ? 'hit' : 'check',
+      })),
+      windowMs,
+      countersKey: this.keys.securityCounters(),
+      refusalCounters: { hit: SecurityEvent.ThrottledRequest, check: SecurityEvent.ThrottledLookup },
+      retryAfterMs: (window + 1) * windowMs - now,
+    };
+  }
+
+  /**
+   * What an `initialize` is counted against: the initialize budget of its principal (`principalOwner`; undefined
+   * without authentication, where only the address is counted) and of its address. SessionStore.create applies it
+   * in the round trip that creates the session, and `verdictOf` reads the outcome.
+   */
+  chargeInitialize(principal: string | undefined, address: string, now = Date.now()): RateCharge {
+    const { windowMs } = this.limits;
+    const window = Math.floor(now / windowMs);
+    const limits = [principal !== undefined ? this.limits.initializePerPrincipal : 0, this.limits.initializePerAddress];
+    const subjects = [principal ?? '-', address];
+    return {
+      buckets: INITIALIZE_SCOPES.map((scope, i): ScopedBucket => ({
+        scope,
+        key: this.keys.rateBucket(scope, subjects[i] as string, window),
+        limit: limits[i] as number,
+        mode: 'hit',
       })),
       windowMs,
       countersKey: this.keys.securityCounters(),
@@ -105,7 +144,7 @@ export class RateLimiter {
     if (refused === 0) return { ok: true };
     return {
       ok: false,
-      scope: SCOPES[refused - 1] as RateScope,
+      scope: charge.buckets[refused - 1]?.scope as RateScope,
       limit: charge.buckets[refused - 1]?.limit ?? 0,
       retryAfterMs: charge.retryAfterMs,
     };

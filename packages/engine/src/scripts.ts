@@ -87,6 +87,30 @@ export interface TouchSessionCall {
   refusalCounters: { hit: string; check: string };
 }
 
+export interface CreateSessionCall {
+  keys: {
+    session: string;
+    /** The live sessions of the session's owner and of its client address (sorted sets, for the caps). */
+    ownerSessions: string;
+    addressSessions: string;
+    counters: string;
+  };
+  /** Exactly two `hit` buckets: the principal's and the address's initialize budgets. */
+  buckets: readonly RateBucket[];
+  sessionId: string;
+  now: number;
+  idleMs: number;
+  /** When the new session stops counting under the caps unless used, epoch ms. */
+  countedUntil: number;
+  windowMs: number;
+  /** The most live sessions of the owner and of the address; 0: no cap. */
+  maxPerOwner: number;
+  maxPerAddress: number;
+  /** The security counters a refusal by a rate limit and by a cap increments. */
+  refusalCounters: { rate: string; cap: string };
+  fields: Record<string, string>;
+}
+
 export class RedisScripts {
   static readonly #byConnection = new WeakMap<RedisClient, RedisScripts>();
 
@@ -216,6 +240,48 @@ export class RedisScripts {
     if (reply.length === 0) return undefined;
     const [refused, ...flat] = reply;
     return { refused: Number(refused), fields: hashOf(flat) };
+  }
+
+  /**
+   * create-session-6.lua: stores the session after its initialize rate limits and the caps on live sessions admit
+   * it. `refused`: 0 created, 1 or 2 the principal's or the address's rate limit, 3 or 4 the owner's or the
+   * address's cap (`count`: the live sessions it holds).
+   */
+  async createSession(call: CreateSessionCall): Promise<{ refused: number; count: number }> {
+    const { keys, buckets } = call;
+    const [refused, count] = (await this.#run(
+      'createSession',
+      [keys.session, keys.ownerSessions, keys.addressSessions, ...buckets.map((bucket) => bucket.key), keys.counters],
+      [
+        call.sessionId,
+        call.now,
+        call.idleMs,
+        call.countedUntil,
+        call.windowMs,
+        ...buckets.map((bucket) => bucket.limit),
+        call.refusalCounters.rate,
+        call.maxPerOwner,
+        call.maxPerAddress,
+        call.refusalCounters.cap,
+        ...Object.entries(call.fields).flat(),
+      ],
+    )) as [number, number];
+    return { refused: Number(refused), count: Number(count) };
+  }
+
+  /** refresh-session-3.lua: keeps a session in use counted under its caps; false when the session is gone. */
+  async refreshSession(call: {
+    keys: { session: string; ownerSessions: string; addressSessions: string };
+    sessionId: string;
+    countedUntil: number;
+  }): Promise<boolean> {
+    const { keys } = call;
+    const refreshed = await this.#run(
+      'refreshSession',
+      [keys.session, keys.ownerSessions, keys.addressSessions],
+      [call.sessionId, call.countedUntil],
+    );
+    return refreshed === 1;
   }
 
   /** record-failed-lookup-3.lua: counts a failed lookup; the principal bucket's count. */

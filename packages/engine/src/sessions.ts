@@ -1,6 +1,8 @@
-// MCP sessions live in Redis so that any api replica serves any request of any session.
+// MCP sessions live in Redis so that any api replica serves any request of any session. What clients can make
+// Redis hold through them is bounded: a session stores a fixed-size projection of its initialize (the api's
+// initialize handler makes it), and the live sessions of a principal and of a client address are capped.
 import type { KeySpace } from './keys.ts';
-import type { RateCharge } from './rate-limiter.ts';
+import { SecurityEvent, type RateCharge } from './rate-limiter.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts } from './scripts.ts';
 
@@ -14,31 +16,99 @@ export interface Session {
   owner: string;
 }
 
+export interface SessionLimits {
+  /** The most live sessions of one principal (only with authentication); 0: no cap. */
+  maxPerPrincipal: number;
+  /** The most live sessions initialized from one client address; 0: no cap. */
+  maxPerAddress: number;
+}
+
+export const SessionCap = {
+  PerPrincipal: 'sessions_per_principal',
+  PerAddress: 'sessions_per_address',
+} as const;
+export type SessionCap = (typeof SessionCap)[keyof typeof SessionCap];
+
+/** Where an initialize comes from, and so what it is counted against. */
+export interface SessionOrigin {
+  /** The authenticated principal (`principal:<name>`); undefined without authentication. */
+  principal: string | undefined;
+  address: string;
+  /** Its rate-limit charge (RateLimiter.chargeInitialize). */
+  charge: RateCharge;
+}
+
+export type SessionAdmission =
+  | { ok: true }
+  /** A rate limit refused it: the number of the charge's bucket that did (RateLimiter.verdictOf). */
+  | { ok: false; refusedBucket: number }
+  /** The principal or the address already has `max` live sessions. */
+  | { ok: false; cap: SessionCap; max: number };
+
+const NO_CAPS: SessionLimits = { maxPerPrincipal: 0, maxPerAddress: 0 };
+
 export class SessionStore {
   readonly #scripts: RedisScripts;
+  /**
+   * How long a session counts under the caps after its last refresh: its idle timeout and a quarter more, so that
+   * a request refreshes its entries at most once per quarter of the timeout (one extra round trip), and a session
+   * that expired holds its slot at most that quarter longer.
+   */
+  readonly #countedForMs: number;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly idleTtlMs: number,
+    private readonly limits: SessionLimits = NO_CAPS,
   ) {
     this.#scripts = RedisScripts.on(redis);
+    this.#countedForMs = idleTtlMs + Math.ceil(idleTtlMs / 4);
   }
 
-  async create(session: Session): Promise<void> {
-    const key = this.keys.session(session.sessionId);
-    await this.redis
-      .multi()
-      .hset(key, {
-        sessionId: session.sessionId,
-        protocolVersion: session.protocolVersion,
-        clientCapabilities: JSON.stringify(session.clientCapabilities),
-        clientInfo: JSON.stringify(session.clientInfo),
-        createdAt: String(session.createdAt),
-        owner: session.owner,
-      })
-      .pexpire(key, this.idleTtlMs)
-      .exec();
+  /**
+   * Stores the session if its origin is within its limits, in one round trip: the initialize rate limits of
+   * `origin.charge`, then the caps on live sessions of the principal (with authentication) and of the address. A
+   * refused session is not stored.
+   */
+  async create(session: Session, origin: SessionOrigin, now = Date.now()): Promise<SessionAdmission> {
+    const maxPerPrincipal = origin.principal !== undefined ? this.limits.maxPerPrincipal : 0;
+    const { maxPerAddress } = this.limits;
+    const countedUntil = now + this.#countedForMs;
+    const fields = {
+      sessionId: session.sessionId,
+      protocolVersion: session.protocolVersion,
+      clientCapabilities: JSON.stringify(session.clientCapabilities),
+      clientInfo: JSON.stringify(session.clientInfo),
+      createdAt: String(session.createdAt),
+      owner: session.owner,
+      // Where it is counted; a session created with both caps off has no `countedUntil` and is never refreshed.
+      address: origin.address,
+      ...(maxPerPrincipal > 0 || maxPerAddress > 0 ? { countedUntil: String(countedUntil) } : {}),
+    };
+    const { charge } = origin;
+    const { refused } = await this.#scripts.createSession({
+      keys: {
+        session: this.keys.session(session.sessionId),
+        ownerSessions: this.keys.ownerSessions(session.owner),
+        addressSessions: this.keys.addressSessions(origin.address),
+        counters: charge.countersKey,
+      },
+      buckets: charge.buckets,
+      sessionId: session.sessionId,
+      now,
+      idleMs: this.idleTtlMs,
+      countedUntil,
+      windowMs: charge.windowMs,
+      maxPerOwner: maxPerPrincipal,
+      maxPerAddress,
+      refusalCounters: { rate: charge.refusalCounters.hit, cap: SecurityEvent.LimitExceeded },
+      fields,
+    });
+    if (refused === 0) return { ok: true };
+    if (refused === 3) return { ok: false, cap: SessionCap.PerPrincipal, max: maxPerPrincipal };
+    if (refused === 4) return { ok: false, cap: SessionCap.PerAddress, max: maxPerAddress };
+    return { ok: false, refusedBucket: refused };
   }
 
   /**
@@ -55,7 +125,9 @@ export class SessionStore {
       refusalCounters: charge.refusalCounters,
     });
     const session = parseSession(touched?.fields);
-    return session && touched ? { session, refused: touched.refused } : undefined;
+    if (!session || !touched) return undefined;
+    await this.#keepCounted(session, touched.fields);
+    return { session, refused: touched.refused };
   }
 
   /** The session without restarting its idle timer (for workers, which act for the session, not as it). */
@@ -63,8 +135,37 @@ export class SessionStore {
     return parseSession(await this.redis.hgetall(this.keys.session(sessionId)));
   }
 
+  /** Ends the session and frees its slots under the caps at once. */
   async delete(sessionId: string): Promise<boolean> {
-    return (await this.redis.del(this.keys.session(sessionId))) === 1;
+    const key = this.keys.session(sessionId);
+    const [owner, address] = await this.redis.hmget(key, 'owner', 'address');
+    const multi = this.redis.multi().del(key);
+    if (owner) multi.zrem(this.keys.ownerSessions(owner), sessionId);
+    if (address) multi.zrem(this.keys.addressSessions(address), sessionId);
+    const [deleted] = (await multi.exec()) ?? [];
+    return deleted?.[1] === 1;
+  }
+
+  /**
+   * A session in use stays counted: once a request keeps it alive past the moment its entries stop counting, the
+   * entries are pushed out (refresh-session-3.lua). A failed refresh is not the request's problem; the next one
+   * retries.
+   */
+  async #keepCounted(session: Session, hash: Record<string, string>): Promise<void> {
+    const now = Date.now();
+    // NaN (never counted) compares false.
+    if (!(Number(hash['countedUntil']) < now + this.idleTtlMs)) return;
+    await this.#scripts
+      .refreshSession({
+        keys: {
+          session: this.keys.session(session.sessionId),
+          ownerSessions: this.keys.ownerSessions(session.owner),
+          addressSessions: this.keys.addressSessions(hash['address'] ?? ''),
+        },
+        sessionId: session.sessionId,
+        countedUntil: now + this.#countedForMs,
+      })
+      .catch(() => undefined);
   }
 }
 

@@ -3,6 +3,7 @@
 import { audit, AuditEvent } from '@mcp-tasks/engine';
 import { ListParamsSchema, parseParams, resultOf, TaskIdParamsSchema, toWireTask } from '@mcp-tasks/protocol';
 import type { MethodHandler } from '../context.ts';
+import { holdingSlot } from '../stream-limit.ts';
 import { StreamReply } from '../stream-reply.ts';
 
 export const getTask: MethodHandler = async (params, { services, session }) => {
@@ -11,10 +12,8 @@ export const getTask: MethodHandler = async (params, { services, session }) => {
   return { ...toWireTask(record) };
 };
 
-export const getTaskResult: MethodHandler = async (
-  params,
-  { services, session, signal, canStream, log, requestId },
-) => {
+export const getTaskResult: MethodHandler = async (params, context) => {
+  const { services, session, signal, canStream, log, requestId } = context;
   const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/result');
   const read = () => services.tasks.getOwned(taskId, session.owner);
   const current = await read();
@@ -32,7 +31,8 @@ export const getTaskResult: MethodHandler = async (
       if (withinMs > 0) record = await services.tasks.waitForTerminal(taskId, signal, read, { withinMs });
       if (!services.tasks.isTerminal(record)) return new StreamReply(record, await since);
     } else {
-      record = await services.tasks.waitForTerminal(taskId, signal, read);
+      // Without SSE the request blocks until the task ends: it holds a slot as a stream would (stream-limit.ts).
+      record = await holdingSlot(context, () => services.tasks.waitForTerminal(taskId, signal, read));
     }
   }
   // Debug, as "requested" above: the audit record below says the same at info (T-AUDIT-1); log lines are a

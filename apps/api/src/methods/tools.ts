@@ -16,6 +16,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { MethodHandler, RequestContext } from '../context.ts';
+import { holdingSlot } from '../stream-limit.ts';
 
 export const listTools: MethodHandler = (_params, { services }) => Promise.resolve({ tools: services.tools.list() });
 
@@ -56,7 +57,12 @@ export const callTool: MethodHandler = async (params, context) => {
       ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
       ...(progressToken !== undefined ? { progressToken } : {}),
     });
-  if (!asTask) return services.plainCalls.run(context, create);
+  if (!asTask) {
+    // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
+    // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing.
+    const run = () => services.plainCalls.run(context, create);
+    return context.canStream ? run() : holdingSlot(context, run);
+  }
   const record = await create(TaskKind.Task);
   // The audit record says this at info; a second info line per task is measurable (docs/benchmarks.md).
   context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner, ttl: record.ttl });

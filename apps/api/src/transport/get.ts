@@ -5,9 +5,10 @@ import { ErrorCode, errorResponse } from '@mcp-tasks/protocol';
 import type { ApiServices } from '../context.ts';
 import { acceptsEventStream, sendHttpError, toWireError } from '../responses.ts';
 import { parseEventId } from '../sse.ts';
+import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer, streamSession } from '../streams.ts';
 import { openSession } from './session-gate.ts';
-import { acquireStreamSlot, serveStream, tooManyStreams } from './sse-slots.ts';
+import { acquireStreamSlot, serveStream } from './sse-slots.ts';
 
 export async function handleGet(services: ApiServices, req: Request, res: Response): Promise<void> {
   if (!acceptsEventStream(req.headers.accept)) {

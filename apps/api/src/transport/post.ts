@@ -26,10 +26,11 @@ import {
   toWireError,
   type ReplyFormat,
 } from '../responses.ts';
+import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer } from '../streams.ts';
 import { describeInvalidMessage, parseBody } from './body.ts';
 import { addressOf, openSession, principalOf, rejected, type OpenedSession } from './session-gate.ts';
-import { acquireStreamSlot, serveStream, tooManyStreams } from './sse-slots.ts';
+import { acquireStreamSlot, serveStream } from './sse-slots.ts';
 
 export async function handlePost(services: ApiServices, req: Request, res: Response): Promise<void> {
   const format = replyFormat(req.headers.accept);
@@ -53,7 +54,7 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
   if (request.success && request.data.method === 'initialize') {
     const { id, params } = request.data;
     try {
-      const { session, result } = await initialize(params, services, principalOf(res));
+      const { session, result } = await initialize(params, services, principalOf(res), addressOf(req));
       res.set('Mcp-Session-Id', session.sessionId);
       services.log.info('session created', { sessionId: session.sessionId, protocolVersion: session.protocolVersion });
       sendMessage(res, format, successResponse(id, result));
