@@ -29,7 +29,17 @@ const SCENARIOS: Scenario[] = [
   {
     name: 'flood',
     run: (rig, quick, seed) =>
-      flood(rig, quick ? { tasks: 500, clients: 20, seed } : { tasks: 5000, clients: 50, seed }),
+      flood(
+        rig,
+        quick
+          ? { tasks: 500, clients: 20, seed, hostile: { addresses: 3, perAddress: 400, capabilityBytes: 64 * 1024 } }
+          : {
+              tasks: 5000,
+              clients: 50,
+              seed,
+              hostile: { addresses: 10, perAddress: 1500, capabilityBytes: 32 * 1024 },
+            },
+      ),
   },
   {
     name: 'fuzz',

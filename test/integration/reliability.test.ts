@@ -36,8 +36,9 @@ describe('reliability: crash, restart, flood and fuzz (2 api replicas, 3 workers
     await rig?.stop();
   });
 
-  it('flood: 500 task-augmented calls from 20 clients over 2 replicas; none lost, Redis back to baseline after ttl', async () => {
-    expectClean(await flood(rig, { tasks: 500, clients: 20, seed: SEED }));
+  it('flood, T-RSRC-1, T-SEC-3: 500 task-augmented calls from 20 clients over 2 replicas while 3 hostile addresses send 400 initialize each with 64 KB capabilities; none lost, hostile sessions about 1 KB each and within the limits, Redis back to baseline after ttl', async () => {
+    const hostile = { addresses: 3, perAddress: 400, capabilityBytes: 64 * 1024 };
+    expectClean(await flood(rig, { tasks: 500, clients: 20, seed: SEED, hostile }));
   });
 
   it('fuzz: 1500 generated malformed or hostile messages get only JSON-RPC/HTTP errors; no crash, hang or 5xx', async () => {

@@ -25,6 +25,12 @@ export const RIG_ENV: Record<string, string> = {
   RESULT_RECHECK_MS: '1000',
   TASK_TTL_MAX_MS: '600000',
   TASK_TTL_DEFAULT_MS: '120000',
+  // The flood's hostile sessions come from addresses of their own (X-Forwarded-For, the test as the proxy).
+  TRUST_PROXY: 'loopback',
+  // The defaults, spelled out because the flood checks what they let through.
+  RATE_LIMIT_WINDOW_MS: '10000',
+  RATE_LIMIT_INITIALIZE_PER_ADDRESS: '200',
+  MAX_SESSIONS_PER_ADDRESS: '1000',
 };
 
 export interface Rig {
@@ -731,10 +737,25 @@ async function scanKeys(redis: System['redis'], pattern: string): Promise<string
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 7. Flood: many task-augmented calls from concurrent clients over every replica.
+// 7. Flood: many task-augmented calls from concurrent clients over every replica, while hostile clients open
+// sessions as fast as they can with megabyte-sized capabilities.
 
-export async function flood(rig: Rig, options: { tasks: number; clients: number; seed: number }) {
-  const report = new Report(`flood (${options.tasks} tasks, ${options.clients} clients)`);
+/** Hostile sessions during the flood: `perAddress` initialize calls from each of `addresses` addresses. */
+export interface HostileSessions {
+  addresses: number;
+  perAddress: number;
+  /** Padding in each one's capabilities and clientInfo, in characters. */
+  capabilityBytes: number;
+}
+
+export async function flood(
+  rig: Rig,
+  options: { tasks: number; clients: number; seed: number; hostile: HostileSessions },
+) {
+  const report = new Report(
+    `flood (${options.tasks} tasks, ${options.clients} clients; ` +
+      `${options.hostile.addresses * options.hostile.perAddress} hostile initialize)`,
+  );
   const ttl = 8000;
   const random = prng(options.seed);
   const { redis, prefix } = rig.system;
@@ -756,6 +777,7 @@ export async function flood(rig: Rig, options: { tasks: number; clients: number;
   const limited = { count: 0 };
   const started = Date.now();
   let lastCreated = 0;
+  const hostile = hostileSessions(rig, options.hostile, report);
   await inLanes(plan, options.clients, async (step, i) => {
     const client = clients[i % clients.length] as McpTestClient;
     let taskId: string | undefined;
@@ -793,14 +815,30 @@ export async function flood(rig: Rig, options: { tasks: number; clients: number;
   const seconds = (Date.now() - started) / 1000;
   report.figures['tasks/s (create+result+check)'] = Math.round(options.tasks / seconds);
   report.figures['limit errors (-32029)'] = limited.count;
+  const attack = await hostile;
+  // Honest clients are still served once the hostile addresses are refused: a new session, a task, its result.
+  const late = await McpTestClient.connect(via(rig, '').url);
+  try {
+    const problem = await checkTask(rig, late, {
+      taskId: String((await late.createTask('wait', { seconds: 0 }, { ttl }))['taskId']),
+      sessionId: String(late.sessionId),
+      tool: 'wait',
+      expect: expectedOutcome('wait', { seconds: 0 }),
+    });
+    if (problem) report.fail(`honest client after the hostile sessions: ${problem}`);
+  } catch (error) {
+    report.fail(`honest client after the hostile sessions: ${String(error)}`);
+  }
+  lastCreated = Date.now();
   const peakMemory = await memory();
   const peakRss = rss();
-  await Promise.all(clients.map((client) => client.terminate()));
+  await checkHostileSessions(rig, attack, report);
+  await Promise.all([...clients, late].map((client) => client.terminate()));
   // After the ttl (and the session streams' idle expiry) everything the flood wrote is gone again.
   await sleep(Math.max(0, lastCreated + ttl + 1500 - Date.now()));
   // Session-scoped keys (the event stream that held the flood's notifications, its calls hash) expire
   // SESSION_IDLE_TTL_MS after the session's last event, not with the tasks: counted apart.
-  const sessionIds = new Set(clients.map((client) => String(client.sessionId)));
+  const sessionIds = new Set([...clients, late].map((client) => String(client.sessionId)));
   const keys = await scanKeys(redis, `${prefix}:*`);
   const sessionScoped = keys.filter((key) => [...sessionIds].some((id) => key.includes(id)));
   // Rate-limit windows (per address, principal, session) expire on their own after two windows.
@@ -808,6 +846,8 @@ export async function flood(rig: Rig, options: { tasks: number; clients: number;
   const extra = keys.filter(
     (key) =>
       !baseKeys.has(key) &&
+      // One hash of a few counters, created by the first refusal (the hostile sessions'), kept for monitoring.
+      key !== `${prefix}:security-counters` &&
       !sessionScoped.includes(key) &&
       !limiterWindows.includes(key) &&
       !BULLMQ_QUEUE_KEY.test(key.slice(prefix.length + 1)),
@@ -830,6 +870,110 @@ export async function flood(rig: Rig, options: { tasks: number; clients: number;
     report.fail(`Redis memory did not come back: ${kb(baseMemory)} -> ${kb(afterMemory)}`);
   }
   return report.done();
+}
+
+interface HostileOutcome {
+  /** Session ids accepted, by address. */
+  accepted: Map<string, string[]>;
+  startedAt: number;
+  endedAt: number;
+}
+
+/**
+ * Sends the hostile initialize calls, `perAddress` from each address on two lanes each, and sorts the answers:
+ * a session, or -32029 (rate limit or session cap). Anything else is a failure.
+ */
+async function hostileSessions(rig: Rig, options: HostileSessions, report: Report): Promise<HostileOutcome> {
+  const accepted = new Map<string, string[]>();
+  const refused = new Map<string, number>();
+  // Spread over a used capability, an unused one, a nested used one and clientInfo: each must be cut away.
+  const padding = (share: number) => 'x'.repeat(Math.floor(options.capabilityBytes * share));
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: {
+      protocolVersion: '2025-11-25',
+      capabilities: {
+        elicitation: { form: {}, padding: padding(0.4) },
+        experimental: { padding: padding(0.3) },
+        tasks: { requests: { elicitation: { create: { padding: padding(0.2) } } } },
+      },
+      clientInfo: { name: padding(0.1), version: '1' },
+    },
+  });
+  const startedAt = Date.now();
+  const attempts = Array.from({ length: options.addresses * options.perAddress }, (_, i) => i % options.addresses);
+  await inLanes(attempts, options.addresses * 2, async (index, i) => {
+    const address = `198.51.100.${index + 1}`;
+    const client = via(rig, '', i);
+    client.headers = { 'x-forwarded-for': address };
+    try {
+      const reply = await client.post(body);
+      const json = reply.json as RpcReply | undefined;
+      const sessionId = reply.headers.get('mcp-session-id');
+      if (reply.status === 200 && json?.result && sessionId) {
+        accepted.set(address, [...(accepted.get(address) ?? []), sessionId]);
+        return;
+      }
+      const limit = (json?.error?.data as { limit?: string } | undefined)?.limit;
+      if (json?.error?.code === -32029 && (limit === 'initialize-address' || limit === 'sessions_per_address')) {
+        refused.set(limit, (refused.get(limit) ?? 0) + 1);
+        return;
+      }
+      report.fail(`hostile initialize from ${address}: HTTP ${reply.status} ${reply.text.slice(0, 200)}`);
+    } catch (error) {
+      report.fail(`hostile initialize from ${address}: ${String(error)}`);
+    }
+  });
+  const count = [...accepted.values()].reduce((sum, ids) => sum + ids.length, 0);
+  report.figures['hostile initialize sent/accepted'] = `${attempts.length}/${count}`;
+  report.figures['hostile refused (rate/cap)'] =
+    `${refused.get('initialize-address') ?? 0}/${refused.get('sessions_per_address') ?? 0}`;
+  report.figures['hostile bytes sent'] = `${Math.round((attempts.length * body.length) / 1024 / 1024)} MiB`;
+  return { accepted, startedAt, endedAt: Date.now() };
+}
+
+/**
+ * What the hostile sessions hold in Redis: each about a kilobyte whatever it sent, no address more sessions than
+ * its initialize rate and its cap let through; then ends them (DELETE), which must leave none of their keys.
+ */
+async function checkHostileSessions(rig: Rig, attack: HostileOutcome, report: Report): Promise<void> {
+  const { redis, prefix, env } = rig.system;
+  const windowMs = Number(env['RATE_LIMIT_WINDOW_MS']);
+  const windows = Math.ceil((attack.endedAt - attack.startedAt) / windowMs) + 1;
+  const allowed = Math.min(
+    Number(env['MAX_SESSIONS_PER_ADDRESS']),
+    windows * Number(env['RATE_LIMIT_INITIALIZE_PER_ADDRESS']),
+  );
+  let stored = 0;
+  let largest = 0;
+  for (const [address, ids] of attack.accepted) {
+    if (ids.length > allowed) report.fail(`${address}: ${ids.length} hostile sessions, at most ${allowed} allowed`);
+    const counted = await redis.zcard(`${prefix}:address-sessions:${address}`);
+    if (counted !== ids.length) report.fail(`${address}: ${counted} sessions counted, ${ids.length} created`);
+    const pipeline = redis.pipeline();
+    for (const id of ids) pipeline.call('MEMORY', 'USAGE', `${prefix}:session:${id}`);
+    for (const [, bytes] of (await pipeline.exec()) ?? []) {
+      stored += Number(bytes);
+      largest = Math.max(largest, Number(bytes));
+    }
+    stored += Number((await redis.call('MEMORY', 'USAGE', `${prefix}:address-sessions:${address}`)) ?? 0);
+  }
+  report.figures['hostile sessions in Redis'] = `${Math.round(stored / 1024)} KiB (largest session ${largest} B)`;
+  if (largest > 2048) report.fail(`a hostile session holds ${largest} bytes of Redis`);
+  for (const [address, ids] of attack.accepted) {
+    await inLanes(ids, 8, async (id) => {
+      const reply = await rawRequest(via(rig, '').url, {
+        method: 'DELETE',
+        headers: { 'mcp-session-id': id, 'x-forwarded-for': address },
+      });
+      if (reply.status !== 204) report.fail(`DELETE of hostile session ${id}: HTTP ${reply.status}`);
+    });
+    if ((await redis.exists(`${prefix}:address-sessions:${address}`)) !== 0) {
+      report.fail(`${address}: its live-session set outlived its sessions`);
+    }
+  }
 }
 
 /** BullMQ's own keys of the tool queue that outlive jobs (meta, id counter, event log, markers). */
