@@ -99,7 +99,7 @@ describe('session limits with API keys (2 api replicas; initialize per principal
     const refusal = await eventually(() =>
       auditRecords(system).find((r) => r['reason'] === 'rate_limited' && r['method'] === 'initialize'),
     );
-    expect(refusal).to.deep.include({ principal: 'principal:alice', scope: 'initialize-principal' });
+    expect(refusal).to.deep.include({ principal: 'principal:key:alice', scope: 'initialize-principal' });
     const counters = await system.redis.hgetall(`${system.prefix}:security-counters`);
     expect(Number(counters['throttled_requests'])).to.be.at.least(1);
   });
@@ -116,11 +116,11 @@ describe('session limits with API keys (2 api replicas; initialize per principal
     );
     expect(refused.error?.data).to.deep.equal({ limit: 'sessions_per_principal', max: 2 });
     expect((await deleteSession(url(1), String(first.sessionId), bearer(CAROL_KEY))).status).to.equal(204);
-    const members = await system.redis.zrange(`${system.prefix}:owner-sessions:principal:carol`, '0', '-1');
+    const members = await system.redis.zrange(`${system.prefix}:owner-sessions:principal:key:carol`, '0', '-1');
     expect(members).to.deep.equal([second.sessionId]);
     expect((await initialize(url(0), bearer(CAROL_KEY))).error).to.equal(undefined);
     const refusal = auditRecords(system).find((r) => r['reason'] === 'too_many_sessions');
-    expect(refusal).to.deep.include({ principal: 'principal:carol', method: 'initialize', address: '127.0.0.1' });
+    expect(refusal).to.deep.include({ principal: 'principal:key:carol', method: 'initialize', address: '127.0.0.1' });
   });
 
   it(`T-RSRC-1: a session in use keeps its slot; an idle one frees it soon after it expires (SESSION_IDLE_TTL_MS ${IDLE_MS} ms)`, async () => {
