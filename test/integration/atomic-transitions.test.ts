@@ -1,5 +1,6 @@
 // The state machine in Redis under races: transitions are one Lua script each, so exactly one of two racing
-// moves out of a status wins, and terminal statuses never move again (DESIGN invariant 1).
+// moves out of a status wins, and terminal statuses never move again (DESIGN invariant 1). A worker's moves are
+// fenced by its attempt, and a later attempt withdraws the input requests an earlier one left.
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -12,7 +13,14 @@ import {
   TaskKeys,
   TaskStore,
 } from '@mcp-tasks/engine';
-import { cancelledSettlement, settleWithResult, TASK_STATUSES, type TaskRecord } from '@mcp-tasks/protocol';
+import {
+  cancelledSettlement,
+  lostSettlement,
+  settleWithResult,
+  TASK_STATUSES,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import { eventually } from '../support/mcp-client.ts';
 import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
@@ -29,6 +37,8 @@ describe('atomic transitions in Redis', () => {
     store = new TaskStore(redis, keys);
   });
   after(() => release());
+
+  const notice = (requestId: string) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
 
   async function newTask(): Promise<TaskRecord> {
     const now = Date.now();
@@ -120,6 +130,99 @@ describe('atomic transitions in Redis', () => {
     if (!first.ok || !second.ok) throw new Error('transitions should succeed');
     expect(first.lastUpdatedAt).to.be.above(lastUpdatedAt - 1);
     expect(second.lastUpdatedAt).to.be.above(first.lastUpdatedAt);
+  });
+
+  it('a stale attempt cannot move the task: once attempt 2 started, attempt 1 can neither note, ask nor settle it', async () => {
+    const task = await newTask();
+    const done = settleWithResult({ content: [{ type: 'text', text: 'done' }] });
+    expect((await store.beginAttempt(task, 1, 'Running on a.', notice)).ok).to.equal(true);
+    expect((await store.note(task, 'working', 'Still on a.', { attempt: 1 })).ok).to.equal(true);
+    expect((await store.beginAttempt(task, 2, 'Running on b.', notice)).ok).to.equal(true);
+
+    const stale = { ok: false, reason: 'stale', current: 'working', attempt: 2 };
+    expect(await store.settle(task, done, { attempt: 1 })).to.deep.equal(stale);
+    expect(await store.note(task, 'working', 'Still on a.', { attempt: 1 })).to.deep.equal(stale);
+    expect(
+      await store.transition(task, 'input_required', { input: { requestId: 'mcpt-stale', delta: 1 }, attempt: 1 }),
+    ).to.deep.equal(stale);
+    expect(await store.beginAttempt(task, 1, 'Running on a again.', notice)).to.deep.equal(stale);
+    const unchanged = await store.inspect(task.taskId);
+    expect(unchanged?.record.status).to.equal('working');
+    expect(unchanged?.record.statusMessage).to.equal('Running on b.');
+    expect(await redis.hget(new TaskKeys(keys).record(task.taskId), 'pendingInputs')).to.equal('0');
+
+    expect((await store.settle(task, done, { attempt: 2 })).ok).to.equal(true);
+    const settled = await store.inspect(task.taskId);
+    expect(settled?.record.outcome).to.deep.equal(done.outcome);
+    expect(settled?.history.filter((entry) => entry.status === 'completed')).to.have.length(1);
+  });
+
+  it('moves from outside a worker carry no attempt and are not fenced: a cancel wins over a running attempt', async () => {
+    const task = await newTask();
+    expect((await store.beginAttempt(task, 3, 'Running on a.', notice)).ok).to.equal(true);
+    expect((await store.settle(task, cancelledSettlement())).ok).to.equal(true);
+    expect(await store.settle(task, lostSettlement('late'), { attempt: 3 })).to.deep.include({
+      ok: false,
+      reason: 'rejected',
+    });
+  });
+
+  it('T-INPUT-4: a new attempt withdraws the requests an earlier one left: deleted, the count reset, back to working, the client told', async () => {
+    const subscriberRedis = new Redis(await sharedRedisUrl());
+    const releaseSubscriber = track('atomic-transitions subscriber', () => subscriberRedis.disconnect());
+    try {
+      const events = new SessionEvents(redis, keys, DEFAULT_SESSION_STREAM);
+      const broker = new InputBroker(redis, keys, store, events, new Subscriber(subscriberRedis));
+      const task = await newTask();
+      const session = { sessionId: task.sessionId, owner: task.owner };
+      expect((await broker.beginAttempt(task, 1, 'Running on a.')).ok).to.equal(true);
+      // Attempt 1 asks twice and waits, as a worker that then dies would.
+      const abandoned = new AbortController();
+      const options = { signal: abandoned.signal, timeoutMs: 60_000, recheckMs: 1000, resumeMessage: 'Back on a.' };
+      const asks = ['First?', 'Second?'].map((message) =>
+        broker.ask(task, 'elicitation/create', { message }, { ...options, attempt: 1 }).then(
+          () => 'answered',
+          (error: Error) => error.message,
+        ),
+      );
+      const record = new TaskKeys(keys).record(task.taskId);
+      const oldIds = await eventually(async () => {
+        const ids = Object.keys(await redis.hgetall(keys.sessionInputs(task.sessionId)));
+        return ids.length === 2 && (await redis.hget(record, 'pendingInputs')) === '2' ? ids : undefined;
+      });
+      expect((await store.get(task.taskId))?.status).to.equal('input_required');
+      const since = await events.lastId(task.sessionId);
+
+      expect((await broker.beginAttempt(task, 2, 'Running on b.')).ok).to.equal(true);
+      expect(await redis.hget(record, 'pendingInputs')).to.equal('0');
+      expect(await redis.hlen(keys.sessionInputs(task.sessionId))).to.equal(0);
+      for (const id of oldIds) {
+        expect(await redis.exists(keys.inputRequest(id))).to.equal(0);
+        // The same refusal as for an unknown id (400 at the api).
+        expect(await broker.answer(session, id, { result: { action: 'accept' } })).to.equal('unknown');
+      }
+      const stored = await store.inspect(task.taskId);
+      expect(stored?.record.status).to.equal('working');
+      expect(stored?.history.map((entry) => entry.status).slice(-2)).to.deep.equal(['input_required', 'working']);
+      const after = await events.after(task.sessionId, since);
+      const cancelled = after.flatMap((event) =>
+        'message' in event && event.message['method'] === 'notifications/cancelled' ? [event.message['params']] : [],
+      );
+      expect(cancelled.map((params) => (params as { requestId: string }).requestId)).to.have.members(oldIds);
+      expect(after.some((event) => 'status' in event && event.status.status === 'working')).to.equal(true);
+
+      // Attempt 1 unwinds late: its requests are gone already, and its moves no longer count.
+      abandoned.abort();
+      expect(await Promise.all(asks)).to.deep.equal(['This operation was aborted', 'This operation was aborted']);
+      expect(await redis.hget(record, 'pendingInputs')).to.equal('0');
+      expect((await store.get(task.taskId))?.status).to.equal('working');
+      const late = await events.after(task.sessionId, since);
+      expect(
+        late.filter((event) => 'message' in event && event.message['method'] === 'notifications/cancelled'),
+      ).to.have.length(2);
+    } finally {
+      await releaseSubscriber();
+    }
   });
 
   it('a transition of a missing or expired task says so and creates nothing', async () => {

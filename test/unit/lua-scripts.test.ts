@@ -6,11 +6,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const LUA_DIR = new URL('../../packages/engine/src/lua/', import.meta.url);
 
-/** Commands our scripts call whose first argument is their one key. */
+/** Commands our scripts call whose first argument is their one key (DEL: our scripts give it one). */
 const KEY_FIRST = new Set([
+  'DEL',
   'EXISTS',
   'GET',
   'HDEL',
+  'HEXISTS',
   'HGET',
   'HGETALL',
   'HINCRBY',
@@ -20,6 +22,11 @@ const KEY_FIRST = new Set([
   'INCR',
   'PEXPIRE',
   'PEXPIREAT',
+  'SADD',
+  'SCARD',
+  'SISMEMBER',
+  'SMEMBERS',
+  'SREM',
   'XADD',
   'ZADD',
   'ZCARD',
@@ -82,6 +89,18 @@ describe('the Lua scripts', () => {
           numberOfKeys,
         );
       }
+    }
+  });
+
+  it('take keys beyond those their name counts only as KEYS[<count> + i], declared as KEYS[<count + 1>...]', () => {
+    for (const { file, numberOfKeys, header, body } of scripts()) {
+      const beyond = new RegExp(`KEYS\\[${numberOfKeys}\\s*\\+\\s*[^\\]]+\\]`, 'g');
+      const uses = [...body.matchAll(beyond)];
+      const declared = [...new Set([...header.matchAll(/KEYS\[(\d+)\.\.\.\]/g)].map(([, index]) => Number(index)))];
+      expect(
+        declared,
+        `${file}: declares KEYS[${numberOfKeys + 1}...] exactly when it uses keys beyond the named`,
+      ).to.deep.equal(uses.length > 0 ? [numberOfKeys + 1] : []);
     }
   });
 

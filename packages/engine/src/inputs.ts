@@ -16,7 +16,7 @@ import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
-import type { TaskStore } from './records/store.ts';
+import type { TaskStore, TransitionResult } from './records/store.ts';
 
 export const INPUT_REQUEST_ID_PREFIX = 'mcpt-';
 
@@ -30,6 +30,8 @@ export interface AskOptions {
   resumeMessage: string;
   /** Add the related-task `_meta` (default); tasks/result and friends must not carry it (T-META-2). */
   relatedTask?: boolean;
+  /** The attempt of the task's job that asks: once a later one has started, this one's requests no longer count. */
+  attempt?: number;
 }
 
 export type InputAnswer = { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
@@ -78,14 +80,22 @@ export class InputBroker {
       .pexpire(this.keys.sessionInputs(task.sessionId), this.store.streams.idleMs)
       .exec();
     const waiter = await this.subscriber.waiter(this.keys.inputChannel(requestId));
+    const { attempt } = options;
     let answered = false;
     try {
       const moved = await this.store.transition(task, TaskStatus.InputRequired, {
         statusMessage: `Waiting for the client to answer ${method}.`,
-        pendingDelta: 1,
+        input: { requestId, delta: 1 },
+        ...(attempt !== undefined ? { attempt } : {}),
       });
-      if (!moved.ok)
-        throw new LocalError('task-ended', `The task is no longer running (${moved.reason})`, { taskId: task.taskId });
+      if (!moved.ok) {
+        throw moved.reason === 'stale'
+          ? new LocalError('attempt-superseded', `A later attempt (${moved.attempt}) runs the task now`, {
+              taskId: task.taskId,
+              attempt: moved.attempt,
+            })
+          : new LocalError('task-ended', `The task is no longer running (${moved.reason})`, { taskId: task.taskId });
+      }
       await this.events.append(task.sessionId, task.taskId, message);
       for (;;) {
         const raw = await this.redis.hget(requestKey, 'response');
@@ -105,15 +115,37 @@ export class InputBroker {
       }
     } finally {
       await waiter.close();
-      await this.redis.multi().del(requestKey).hdel(this.keys.sessionInputs(task.sessionId), requestId).exec();
-      // Tell the client the question is void (the task ended, or the wait timed out), so it can close the prompt.
-      if (!answered) await this.#withdraw(task, requestId, options.signal.aborted).catch(() => undefined);
+      const removed = await this.redis
+        .multi()
+        .del(requestKey)
+        .hdel(this.keys.sessionInputs(task.sessionId), requestId)
+        .exec();
+      // Tell the client the question is void (the task ended, or the wait timed out), so it can close the prompt;
+      // unless a later attempt withdrew it already (and told the client).
+      if (!answered && removed?.[0]?.[1] === 1) {
+        const reason = options.signal.aborted ? 'The task no longer needs the answer.' : 'No answer came in time.';
+        await this.events
+          .append(task.sessionId, task.taskId, cancelledNotice(requestId, reason))
+          .catch(() => undefined);
+      }
       // Back to working once no request is outstanding; a cancelled or settled task stays as it is.
       await this.store.transition(task, TaskStatus.Working, {
         statusMessage: answered ? options.resumeMessage : `${options.resumeMessage} (an input request was abandoned)`,
-        pendingDelta: -1,
+        input: { requestId, delta: -1 },
+        ...(attempt !== undefined ? { attempt } : {}),
       });
     }
+  }
+
+  /**
+   * Starts `attempt` of the task's job (TaskStore.beginAttempt): the requests an earlier attempt left waiting for
+   * the client are withdrawn, the client is told with notifications/cancelled, and an answer to one of them is
+   * refused as for an unknown request (T-INPUT-4).
+   */
+  beginAttempt(task: TaskRecord, attempt: number, statusMessage: string): Promise<TransitionResult> {
+    return this.store.beginAttempt(task, attempt, statusMessage, (requestId) =>
+      cancelledNotice(requestId, 'The task was restarted: this request no longer applies.'),
+    );
   }
 
   /**
@@ -138,18 +170,6 @@ export class InputBroker {
       .pexpireat(requestKey, expiresAt);
   }
 
-  /** notifications/cancelled for a request the worker gave up on: the client may drop it (no answer expected). */
-  async #withdraw(task: TaskRecord, requestId: string, aborted: boolean): Promise<void> {
-    await this.events.append(task.sessionId, task.taskId, {
-      jsonrpc: '2.0',
-      method: 'notifications/cancelled',
-      params: {
-        requestId,
-        reason: aborted ? 'The task no longer needs the answer.' : 'No answer came in time.',
-      },
-    });
-  }
-
   /**
    * Routes a client's JSON-RPC response to the worker waiting for it. Only the session (or owner) the request was
    * sent to may answer it; anything else is `unknown` and changes nothing.
@@ -169,6 +189,11 @@ export class InputBroker {
     });
     return verdict === 1 ? 'accepted' : verdict === 2 ? 'already-answered' : 'unknown';
   }
+}
+
+/** notifications/cancelled for a request we gave up on: the client may drop it (no answer expected). */
+function cancelledNotice(requestId: string, reason: string): Record<string, unknown> {
+  return { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } };
 }
 
 function newRequestId(): string {

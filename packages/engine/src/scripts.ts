@@ -1,16 +1,22 @@
 // Our Redis scripts, registered one way (BullMQ's scripts.ts is the model): every file in lua/ is named
 // `<command>-<numberOfKeys>.lua` and opens with a header listing its KEYS, ARGV and return values. This module
 // loads them all, defines them on a connection once (EVALSHA, falling back to EVAL), and is the only code that
-// puts their keys and arguments in order: callers pass named keys and values.
+// puts their keys and arguments in order: callers pass named keys and values. A script whose header declares
+// `KEYS[<numberOfKeys + 1>...]` also takes a variable number of keys after its named ones (keys it is given, so
+// that it never touches a key it did not declare).
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from './redis.ts';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 const FILE_NAME = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
+const MORE_KEYS = /KEYS\[(\d+)\.\.\.\]/;
 
 interface ScriptFile {
+  /** The keys it always takes. */
   numberOfKeys: number;
+  /** It takes more keys after those (its header declares `KEYS[numberOfKeys + 1...]`). */
+  moreKeys: boolean;
   lua: string;
 }
 
@@ -20,7 +26,13 @@ const SCRIPTS: ReadonlyMap<string, ScriptFile> = new Map(
     const match = FILE_NAME.exec(file);
     if (!match) throw new Error(`Lua script '${file}' must be named <command>-<numberOfKeys>.lua`);
     const command = (match[1] as string).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
-    return [command, { numberOfKeys: Number(match[2]), lua: readFileSync(new URL(file, LUA_DIR), 'utf8') }];
+    const numberOfKeys = Number(match[2]);
+    const lua = readFileSync(new URL(file, LUA_DIR), 'utf8');
+    const more = MORE_KEYS.exec(lua.slice(0, lua.indexOf(']]')));
+    if (more && Number(more[1]) !== numberOfKeys + 1) {
+      throw new Error(`Lua script '${file}': more keys start at KEYS[${numberOfKeys + 1}], not KEYS[${more[1]}]`);
+    }
+    return [command, { numberOfKeys, moreKeys: more !== null, lua }];
   }),
 );
 
@@ -48,7 +60,18 @@ export interface CreateTaskCall {
 }
 
 export interface TransitionCall {
-  keys: { record: string; live: string; events: string; ownerLive: string };
+  keys: {
+    record: string;
+    live: string;
+    events: string;
+    ownerLive: string;
+    /** The task's outstanding input request ids. */
+    inputs: string;
+    /** The session's input requests waiting for its client. */
+    sessionInputs: string;
+    /** The input request hashes to withdraw, in the order of `begin.withdraw` (only when `begin` is set). */
+    withdrawn: readonly string[];
+  };
   taskId: string;
   to: TaskStatus;
   from: readonly TaskStatus[];
@@ -60,14 +83,24 @@ export interface TransitionCall {
   taskChannel: string;
   sessionChannel: string;
   stream: { idleMs: number; maxLength: number };
-  pendingDelta: -1 | 0 | 1;
+  /** An input request asked (1) or answered or abandoned (-1). */
+  input: { requestId: string; delta: 1 | -1 } | undefined;
+  /** The worker attempt making the move; undefined: not fenced. */
+  attempt: number | undefined;
+  /** This move starts `attempt`: the requests outstanding are withdrawn (ids, and the notice to send for each). */
+  begin: { withdraw: readonly { requestId: string; notice: string }[] } | undefined;
+  /** What the caller read; the move is refused when the record changed since. */
+  unchangedSince: { lastUpdatedAt: number; external: boolean } | undefined;
 }
 
 export type TransitionReply =
   | { verdict: 'ok'; status: TaskStatus; lastUpdatedAt: number }
   | { verdict: 'unchanged'; status: TaskStatus; lastUpdatedAt: number }
   | { verdict: 'missing' }
-  | { verdict: 'rejected'; current: TaskStatus };
+  | { verdict: 'rejected'; current: TaskStatus }
+  | { verdict: 'stale'; current: TaskStatus; attempt: number }
+  | { verdict: 'changed'; current: TaskStatus }
+  | { verdict: 'withdraw'; requestIds: string[] };
 
 /** One rate-limit bucket of a request: `hit` counts the request, `check` only refuses when the bucket is full. */
 export interface RateBucket {
@@ -127,9 +160,10 @@ export class RedisScripts {
   readonly #redis: RedisClient;
 
   private constructor(redis: RedisClient) {
-    for (const [command, { numberOfKeys, lua }] of SCRIPTS) {
+    for (const [command, { numberOfKeys, moreKeys, lua }] of SCRIPTS) {
       if (command in redis) throw new Error(`Script '${command}' would shadow a method of the Redis client`);
-      redis.defineCommand(command, { numberOfKeys, lua });
+      // Without numberOfKeys, ioredis takes the key count as the first argument of each call.
+      redis.defineCommand(command, moreKeys ? { lua } : { numberOfKeys, lua });
     }
     this.#redis = redis;
   }
@@ -154,12 +188,14 @@ export class RedisScripts {
     return { admitted: admitted === 1, count };
   }
 
-  /** transition-4.lua: one atomic move along the state machine, with its status event. */
+  /** transition-6.lua: one atomic move along the state machine, with its status event. */
   async transition(call: TransitionCall): Promise<TransitionReply> {
-    const { keys } = call;
-    const [verdict, a, b] = (await this.#run(
+    const { keys, begin, unchangedSince } = call;
+    const withdraw = begin?.withdraw ?? [];
+    if (withdraw.length !== keys.withdrawn.length) throw new Error('transition: one key per request to withdraw');
+    const [verdict, a, b, ...rest] = (await this.#run(
       'transition',
-      [keys.record, keys.live, keys.events, keys.ownerLive],
+      [keys.record, keys.live, keys.events, keys.ownerLive, keys.inputs, keys.sessionInputs, ...keys.withdrawn],
       [
         call.to,
         `,${call.from.join(',')},`,
@@ -172,14 +208,30 @@ export class RedisScripts {
         call.sessionChannel,
         call.stream.idleMs,
         call.stream.maxLength,
-        call.pendingDelta,
+        call.input?.delta ?? 0,
+        call.input?.requestId ?? '',
+        call.attempt ?? '',
+        begin ? '1' : '0',
+        unchangedSince?.lastUpdatedAt ?? '',
+        unchangedSince ? (unchangedSince.external ? '1' : '0') : '',
+        ...withdraw.flatMap(({ requestId, notice }) => [requestId, notice]),
       ],
-    )) as [string, string?, string?];
-    if (verdict === 'ok' || verdict === 'unchanged') {
-      return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
+    )) as [string, string?, string?, ...string[]];
+    switch (verdict) {
+      case 'ok':
+      case 'unchanged':
+        return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
+      case 'missing':
+        return { verdict };
+      case 'stale':
+        return { verdict, current: a as TaskStatus, attempt: Number(b) };
+      case 'changed':
+        return { verdict, current: a as TaskStatus };
+      case 'withdraw':
+        return { verdict, requestIds: [a, b, ...rest].filter((id) => id !== undefined) };
+      default:
+        return { verdict: 'rejected', current: a as TaskStatus };
     }
-    if (verdict === 'missing') return { verdict };
-    return { verdict: 'rejected', current: a as TaskStatus };
   }
 
   /** get-owned-1.lua: the record's fields when `owner` owns it. */
@@ -316,10 +368,12 @@ export class RedisScripts {
 
   #run(command: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const script = SCRIPTS.get(command);
-    if (script?.numberOfKeys !== keys.length) {
+    const fits = script?.moreKeys ? keys.length >= script.numberOfKeys : script?.numberOfKeys === keys.length;
+    if (!script || !fits) {
       throw new Error(`Script '${command}' takes ${script?.numberOfKeys ?? 'no'} keys, given ${keys.length}`);
     }
     const run = (this.#redis as unknown as Record<string, Command>)[command] as Command;
+    if (script.moreKeys) return run.call(this.#redis, keys.length, ...keys, ...args);
     return run.call(this.#redis, ...keys, ...args);
   }
 }

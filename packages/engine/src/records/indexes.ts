@@ -1,6 +1,6 @@
 // The sets a task belongs to besides its record: its owner's index and the all-tasks index (by creation, for
 // listing), the live set (non-terminal tasks, for the reconciler), the expiries (for the janitor) and its owner's
-// unfinished tasks (for MAX_TASKS_PER_OWNER). create-task-6.lua and transition-4.lua write them atomically with
+// unfinished tasks (for MAX_TASKS_PER_OWNER). create-task-6.lua and transition-6.lua write them atomically with
 // the record; this is the rest: reading them, and the one way a task is deleted from all of them.
 import type { RedisClient } from '../redis.ts';
 import { decodeExpiryEntry, type ExpiryEntry } from './codec.ts';

@@ -35,6 +35,14 @@ export class TaskKeys {
     return `${this.#prefix}:live`;
   }
 
+  /**
+   * Set: the ids of the task's input requests still outstanding (transition-6.lua keeps it with the count of them),
+   * so that a new attempt can withdraw what an earlier one left. It expires with the task.
+   */
+  inputs(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}:inputs`;
+  }
+
   /** Sorted set: an owner's unfinished tasks scored by expiry, for the cap on tasks per owner (MAX_TASKS_PER_OWNER). */
   ownerLive(owner: string): string {
     return `${this.#prefix}:owner-live:${owner}`;

@@ -6,11 +6,11 @@ import {
   LocalError,
   sourcesOf,
   TaskKind,
+  TaskStatus,
   type ExternalRef,
   type Outcome,
   type Settlement,
   type TaskRecord,
-  type TaskStatus,
 } from '@mcp-tasks/protocol';
 import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
@@ -37,7 +37,35 @@ import { TaskKeys } from './keys.ts';
 export type TransitionResult =
   | { ok: true; status: TaskStatus; lastUpdatedAt: number; changed: boolean }
   | { ok: false; reason: 'missing' }
-  | { ok: false; reason: 'rejected'; current: TaskStatus };
+  | { ok: false; reason: 'rejected'; current: TaskStatus }
+  /** A later attempt of the task's job has started (`attempt`): this one may no longer move it. */
+  | { ok: false; reason: 'stale'; current: TaskStatus; attempt: number }
+  /** The record is no longer what the caller read (`unchangedSince`). */
+  | { ok: false; reason: 'changed'; current: TaskStatus };
+
+/** What may come with a move besides its target status. */
+export interface TransitionChange {
+  statusMessage?: string;
+  outcome?: Outcome;
+  /** The statuses the move may start from (default: the state machine's sources of the target). */
+  from?: readonly TaskStatus[];
+  /**
+   * One of the task's input requests was asked (1) or answered or abandoned (-1): the set of outstanding requests
+   * changes in the same step, and the status moves only when it says so (first request: to input_required; last
+   * one: back to working).
+   */
+  input?: { requestId: string; delta: 1 | -1 };
+  /**
+   * The attempt of the task's job making the move (a worker's moves): refused once a later attempt has started.
+   * Moves from outside a worker (cancel, reconciliation, callbacks) carry none and are not fenced.
+   */
+  attempt?: number;
+  /** The record as the caller read it: the move is refused when the record changed since (compare-and-set). */
+  unchangedSince?: Pick<TaskRecord, 'lastUpdatedAt' | 'external'>;
+}
+
+/** What a settlement or a note of a worker or the reconciler carries for the transition's guards. */
+export type TransitionGuard = Pick<TransitionChange, 'attempt' | 'unchangedSince'>;
 
 export interface NewTask {
   record: TaskRecord;
@@ -78,6 +106,8 @@ export interface SessionStreamOptions {
 }
 
 export const DEFAULT_SESSION_STREAM: SessionStreamOptions = { idleMs: 3_600_000, maxLength: 1000 };
+
+const MAX_WITHDRAW_ROUNDS = 5;
 
 /** A record with what operators inspect besides it. */
 export interface StoredTask {
@@ -206,22 +236,76 @@ export class TaskStore {
   }
 
   /**
-   * Moves a task along the state machine; exactly one of racing transitions out of a status wins. With
-   * `pendingDelta`, the count of outstanding input requests changes in the same step, and the status moves only
-   * when that count says so (first request: to input_required; last answer: back to working).
+   * Moves a task along the state machine; exactly one of racing transitions out of a status wins. See
+   * TransitionChange for the input-request count, the attempt fence and the compare-and-set that can come with it.
    */
-  async transition(
+  async transition(task: TaskRef, to: TaskStatus, change: TransitionChange = {}): Promise<TransitionResult> {
+    const reply = await this.#transition(task, to, change);
+    // Only a move that starts an attempt asks for the requests to withdraw.
+    if ('verdict' in reply) throw new Error('transition: unexpected withdrawal');
+    return reply;
+  }
+
+  settle(task: TaskRef, settlement: Settlement, guard: TransitionGuard = {}): Promise<TransitionResult> {
+    return this.transition(task, settlement.status, { ...settlement, ...guard });
+  }
+
+  /** Changes the statusMessage of a task that is still `status`, without moving it (and moves lastUpdatedAt). */
+  note(
+    task: TaskRef,
+    status: TaskStatus,
+    statusMessage: string,
+    guard: TransitionGuard = {},
+  ): Promise<TransitionResult> {
+    return this.transition(task, status, { statusMessage, from: [status], ...guard });
+  }
+
+  /**
+   * Starts `attempt` of the task's job: from then on earlier attempts can no longer move the task. The input
+   * requests earlier attempts left outstanding (a worker died waiting for the client) are withdrawn in the same
+   * step: deleted, so that a late answer is refused as unknown; the client told with `notice(requestId)`
+   * (notifications/cancelled) on the session's stream; the count reset; and the task back to `working` with
+   * `statusMessage`, as any move, with its history entry and status notification.
+   */
+  async beginAttempt(
+    task: TaskRef,
+    attempt: number,
+    statusMessage: string,
+    notice: (requestId: string) => Record<string, unknown>,
+  ): Promise<TransitionResult> {
+    const change = { statusMessage, from: [TaskStatus.Working, TaskStatus.InputRequired], attempt };
+    let withdraw: string[] = [];
+    // The script names the outstanding requests when they are not those given; they change between two calls
+    // only while an earlier attempt still asks, so a few rounds settle it.
+    for (let round = 0; round < MAX_WITHDRAW_ROUNDS; round++) {
+      const reply = await this.#transition(task, TaskStatus.Working, change, withdraw, notice);
+      if (!('verdict' in reply)) return reply;
+      withdraw = reply.requestIds;
+    }
+    throw new LocalError('attempt-not-started', `Attempt ${attempt} could not withdraw the earlier input requests`, {
+      taskId: task.taskId,
+      attempt,
+    });
+  }
+
+  async #transition(
     task: TaskRef,
     to: TaskStatus,
-    change: { statusMessage?: string; outcome?: Outcome; from?: readonly TaskStatus[]; pendingDelta?: -1 | 0 | 1 } = {},
-  ): Promise<TransitionResult> {
+    change: TransitionChange,
+    withdraw?: readonly string[],
+    notice?: (requestId: string) => Record<string, unknown>,
+  ): Promise<TransitionResult | { verdict: 'withdraw'; requestIds: string[] }> {
     const { taskId, sessionId, owner } = task;
+    const { unchangedSince } = change;
     const reply = await this.#scripts.transition({
       keys: {
         record: this.#tasks.record(taskId),
         live: this.#tasks.live(),
         events: this.keys.sessionEvents(sessionId),
         ownerLive: this.#tasks.ownerLive(owner),
+        inputs: this.#tasks.inputs(taskId),
+        sessionInputs: this.keys.sessionInputs(sessionId),
+        withdrawn: (withdraw ?? []).map((requestId) => this.keys.inputRequest(requestId)),
       },
       taskId,
       to,
@@ -233,25 +317,37 @@ export class TaskStore {
       taskChannel: this.keys.taskChannel(taskId),
       sessionChannel: this.keys.sessionChannel(sessionId),
       stream: this.streams,
-      pendingDelta: change.pendingDelta ?? 0,
+      input: change.input,
+      attempt: change.attempt,
+      begin: withdraw
+        ? { withdraw: withdraw.map((requestId) => ({ requestId, notice: JSON.stringify(notice?.(requestId)) })) }
+        : undefined,
+      unchangedSince: unchangedSince
+        ? { lastUpdatedAt: unchangedSince.lastUpdatedAt, external: unchangedSince.external !== undefined }
+        : undefined,
     });
-    if (reply.verdict === 'ok' && isTerminal(to)) {
-      this.#finished(task, to, reply.lastUpdatedAt).catch(() => undefined);
+    switch (reply.verdict) {
+      case 'ok':
+      case 'unchanged':
+        if (reply.verdict === 'ok' && isTerminal(to))
+          this.#finished(task, to, reply.lastUpdatedAt).catch(() => undefined);
+        return {
+          ok: true,
+          status: reply.status,
+          lastUpdatedAt: reply.lastUpdatedAt,
+          changed: reply.verdict === 'ok',
+        };
+      case 'missing':
+        return { ok: false, reason: 'missing' };
+      case 'stale':
+        return { ok: false, reason: 'stale', current: reply.current, attempt: reply.attempt };
+      case 'changed':
+        return { ok: false, reason: 'changed', current: reply.current };
+      case 'rejected':
+        return { ok: false, reason: 'rejected', current: reply.current };
+      case 'withdraw':
+        return reply;
     }
-    if (reply.verdict === 'ok' || reply.verdict === 'unchanged') {
-      return { ok: true, status: reply.status, lastUpdatedAt: reply.lastUpdatedAt, changed: reply.verdict === 'ok' };
-    }
-    if (reply.verdict === 'missing') return { ok: false, reason: 'missing' };
-    return { ok: false, reason: 'rejected', current: reply.current };
-  }
-
-  settle(task: TaskRef, settlement: Settlement): Promise<TransitionResult> {
-    return this.transition(task, settlement.status, settlement);
-  }
-
-  /** Changes the statusMessage of a task that is still `status`, without moving it (and moves lastUpdatedAt). */
-  note(task: TaskRef, status: TaskStatus, statusMessage: string): Promise<TransitionResult> {
-    return this.transition(task, status, { statusMessage, from: [status] });
   }
 
   /**
