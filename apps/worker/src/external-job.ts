@@ -140,7 +140,7 @@ export async function runExternalJob(
         return settleWithExternalFailure(tool.name, status.message);
     }
   } finally {
-    deps.running.finish(record.taskId);
+    deps.running.finish(record.taskId, controller);
   }
 }
 

@@ -42,7 +42,9 @@ async function processJob(
 ): Promise<void> {
   const { store, tools, running } = deps;
   const { taskId } = job.data;
-  let log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: job.attemptsStarted });
+  // BullMQ counts the starts of a job, so a later attempt has a higher number: it fences this one's moves.
+  const attempt = job.attemptsStarted;
+  let log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: attempt });
   const record = await store.get(taskId);
   if (!record) {
     log.info('skipping job: its task expired or was deleted');
@@ -66,16 +68,29 @@ async function processJob(
         new ProtocolError(ErrorCode.MethodNotFound, `This worker has no tool '${job.data.tool}'`),
       ),
       log,
+      attempt,
     );
     return;
   }
   if (isExternalTool(tool)) {
-    // Submission is idempotent per task id and re-runs of a poll are the design, so retrySafe does not apply.
+    // Submission is idempotent per task id and re-runs of a poll are the design, so retrySafe does not apply; nor
+    // does the attempt fence: every poll is a new attempt, and the external system has one outcome to report.
     const outcome = await runExternalJob(deps, job, token, bullSignal, record, tool, log);
     if (outcome) await settle(deps, record, outcome, log);
     return;
   }
-  if (job.attemptsStarted > 1 && tool.retrySafe === false) {
+  // From here on an earlier attempt (a worker that died, or lost the job's lock and runs on) can no longer move
+  // the task, and the input requests it left waiting are withdrawn (T-INPUT-4).
+  const begun = await deps.inputs.beginAttempt(record, attempt, `Running on ${deps.workerName}.`);
+  if (!begun.ok) {
+    log.info('skipping job: its task cannot start this attempt', {
+      reason: begun.reason,
+      ...(begun.reason === 'missing' ? {} : { status: begun.current }),
+      ...(begun.reason === 'stale' ? { latestAttempt: begun.attempt } : {}),
+    });
+    return;
+  }
+  if (attempt > 1 && tool.retrySafe === false) {
     await settle(
       deps,
       record,
@@ -91,14 +106,12 @@ async function processJob(
         },
       },
       log,
+      attempt,
     );
     return;
   }
 
   const controller = running.start(taskId, bullSignal);
-  // Not awaited: the tool need not wait a round trip for the note, and the settlement below is sent after it on
-  // the same connection, so Redis applies the two in order.
-  const noted = store.note(record, TaskStatus.Working, `Running on ${deps.workerName}.`).catch(() => undefined);
   const context = createToolContext(deps, record, job, controller.signal, log);
   let settlement: Settlement;
   try {
@@ -118,25 +131,37 @@ async function processJob(
       await job.moveToDelayed(Date.now(), token);
       throw new DelayedError();
     }
+    if (controller.signal.aborted && reason === AbortReason.LockLost) {
+      // No settlement: the job's next attempt (stalled-job recovery) runs the tool again and settles the task.
+      log.warn('tool stopped: this worker lost the job lock, so the task is left to the next attempt', { reason });
+      return;
+    }
     if (controller.signal.aborted) {
       log.info('tool stopped', { reason });
       return;
     }
     settlement = settleWithError(tool.name, error);
   } finally {
-    running.finish(taskId);
-    await noted;
+    running.finish(taskId, controller);
   }
-  await settle(deps, record, settlement, log);
+  await settle(deps, record, settlement, log, attempt);
 }
 
-async function settle(deps: JobDeps, task: TaskRecord, settlement: Settlement, log: Logger): Promise<void> {
-  const moved = await deps.store.settle(task, settlement);
+async function settle(
+  deps: JobDeps,
+  task: TaskRecord,
+  settlement: Settlement,
+  log: Logger,
+  attempt?: number,
+): Promise<void> {
+  const moved = await deps.store.settle(task, settlement, attempt === undefined ? {} : { attempt });
   if (moved.ok) log.info('task settled', { status: settlement.status });
-  // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped.
+  // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped. Or a later attempt
+  // runs the task now (this worker lost the job's lock): that attempt settles it.
   else
     log.info('task outcome dropped', {
       reason: moved.reason,
-      ...(moved.reason === 'rejected' ? { current: moved.current } : {}),
+      ...(moved.reason === 'missing' ? {} : { current: moved.current }),
+      ...(moved.reason === 'stale' ? { latestAttempt: moved.attempt } : {}),
     });
 }

@@ -1,6 +1,12 @@
 // The tasks this process runs right now, each with the controller that aborts its tool.
 
-export const AbortReason = { Cancelled: 'cancelled', Shutdown: 'shutdown', Gone: 'gone' } as const;
+export const AbortReason = {
+  Cancelled: 'cancelled',
+  Shutdown: 'shutdown',
+  Gone: 'gone',
+  /** BullMQ could not renew the job's lock: another worker may run the job already (a later attempt). */
+  LockLost: 'lock-lost',
+} as const;
 export type AbortReason = (typeof AbortReason)[keyof typeof AbortReason];
 
 export class RunningTasks {
@@ -13,13 +19,18 @@ export class RunningTasks {
     return controller;
   }
 
-  finish(taskId: string): void {
-    this.#controllers.delete(taskId);
+  /**
+   * Forgets the task's controller, if it is still `controller`: a later attempt of the same job may have started in
+   * this process while an aborted earlier one was still unwinding.
+   */
+  finish(taskId: string, controller: AbortController): void {
+    if (this.#controllers.get(taskId) === controller) this.#controllers.delete(taskId);
   }
 
+  /** Aborts the task's tool; false when it does not run here or was aborted already. */
   abort(taskId: string, reason: AbortReason): boolean {
     const controller = this.#controllers.get(taskId);
-    if (!controller) return false;
+    if (!controller || controller.signal.aborted) return false;
     controller.abort(reason);
     return true;
   }

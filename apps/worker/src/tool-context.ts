@@ -56,6 +56,7 @@ export function createToolContext(
       timeoutMs: deps.input.timeoutMs,
       recheckMs: deps.input.recheckMs,
       resumeMessage: `Running on ${deps.workerName}.`,
+      attempt: job.attemptsStarted,
     };
     try {
       // A client that runs such requests as tasks of its own (T-CAP-3) gets them task-augmented: it answers at once

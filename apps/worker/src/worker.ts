@@ -122,6 +122,14 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
       },
     );
     waitBudget.attach(worker);
+    // BullMQ renews job locks but does not stop a processor whose lock it lost: the job may run elsewhere already
+    // (stalled-job recovery), so the tool stops here; the attempt fence refuses whatever it would still settle.
+    worker.on('lockRenewalFailed', (jobIds) => {
+      // A tool job's id is its task id (toolJobOptions).
+      for (const taskId of jobIds) {
+        if (running.abort(taskId, AbortReason.LockLost)) log.warn('job lock lost: stopping its tool', { taskId });
+      }
+    });
     worker.on('active', (job) => metrics.jobStarted(job));
     worker.on('error', (error) => log.warn('worker error', { error: error.message }));
     worker.on('failed', (job, error) => {
