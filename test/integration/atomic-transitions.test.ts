@@ -4,14 +4,18 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
 import {
+  createLogger,
   DEFAULT_SESSION_STREAM,
   InputBroker,
   KeySpace,
+  Maintenance,
   SessionEvents,
   Subscriber,
   TaskKeys,
   TaskStore,
+  type ToolJobData,
 } from '@mcp-tasks/engine';
 import {
   cancelledSettlement,
@@ -40,7 +44,7 @@ describe('atomic transitions in Redis', () => {
 
   const notice = (requestId: string) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
 
-  async function newTask(): Promise<TaskRecord> {
+  async function newTask(on = store): Promise<TaskRecord> {
     const now = Date.now();
     const record: TaskRecord = {
       taskId: randomUUID(),
@@ -54,7 +58,7 @@ describe('atomic transitions in Redis', () => {
       sessionId: 'race',
       tool: 'wait',
     };
-    await store.create({ record, arguments: {} });
+    await on.create({ record, arguments: {} });
     return record;
   }
 
@@ -222,6 +226,43 @@ describe('atomic transitions in Redis', () => {
       ).to.have.length(2);
     } finally {
       await releaseSubscriber();
+    }
+  });
+
+  it('the reconciler settles by compare-and-set: a task that changed while its job was read is left as it is', async () => {
+    // Its own key space: the reconciler looks at every live task of it.
+    const own = new TaskStore(redis, new KeySpace(uniquePrefix()));
+    const log = createLogger({ service: 'test', level: 'error' });
+    const changes = {
+      // A callback task: the worker records where the work runs, then its job finishes on purpose.
+      'marked for a callback': (task: TaskRecord) =>
+        own.markExternal(task, { mode: 'callback', externalId: 'ext-1', submittedAt: Date.now() }),
+      'noted by its worker': (task: TaskRecord) => own.note(task, 'working', 'Submitted; waiting for its report.'),
+      unchanged: () => Promise.resolve(undefined),
+    };
+    for (const [name, change] of Object.entries(changes)) {
+      const task = await newTask(own);
+      // The job is read after the record: the change lands between the two reads.
+      const queue = {
+        getJob: async (id: string) => {
+          if (id === task.taskId) await change(task);
+          return { getState: () => Promise.resolve('completed'), returnvalue: undefined, failedReason: undefined };
+        },
+      } as unknown as Queue<ToolJobData>;
+      const maintenance = new Maintenance(redis, own, queue, log, {
+        intervalMs: 60_000,
+        reconcileAfterMs: 0,
+        batchSize: 100,
+      });
+      const settled = await maintenance.reconcileStale(Date.now() + 1);
+      const status = (await own.get(task.taskId))?.status;
+      if (name === 'unchanged') {
+        // The guard refuses only a stale read: an unchanged stuck task is settled as before.
+        expect([settled, status], name).to.deep.equal([1, 'failed']);
+      } else {
+        expect([settled, status], name).to.deep.equal([0, 'working']);
+      }
+      await own.settle(task, cancelledSettlement());
     }
   });
 

@@ -113,7 +113,12 @@ export class Maintenance {
             : state === 'completed'
               ? settleWithJobReturn(record.tool, job?.returnvalue)
               : settleWithJobFailure(record.tool, job?.failedReason);
-        const moved = await this.store.settle(record, outcome);
+        // Compare-and-set: the job state was read after the record, and the record may have moved meanwhile (a
+        // callback task marked and its job finished on purpose); then the verdict is void and the next pass decides.
+        const moved = await this.store.settle(record, outcome, { unchangedSince: record });
+        if (!moved.ok && moved.reason === 'changed') {
+          this.log.info('reconciliation skipped: the task changed while it was checked', { taskId, jobState: state });
+        }
         if (moved.ok) {
           settled++;
           this.log.warn('task settled by reconciliation', {
