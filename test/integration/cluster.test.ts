@@ -101,6 +101,37 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
     expect(second).to.not.have.property('nextCursor');
   });
 
+  it('T-TTL-1: the expiry sweep deletes an expired task with its index entries and events (one slot, one MULTI)', async () => {
+    const owner = await McpTestClient.connect(String(system.apis[0]?.url));
+    const finished = String((await owner.createTask('wait', { seconds: 0 }, { ttl: 1000 }))['taskId']);
+    await owner.call('tasks/result', { taskId: finished });
+    const running = String((await owner.createTask('wait', { seconds: 30 }, { ttl: 1000 }))['taskId']);
+    const redis = system.redis as Cluster;
+    const events = `${system.prefix}:session:${String(owner.sessionId)}:events`;
+    const traces = async () => {
+      const [expiries, all, live, records, entries] = await Promise.all([
+        redis.zrange(`${system.prefix}:expiries`, '0', '-1'),
+        redis.zrange(`${system.prefix}:all-tasks`, '0', '-1'),
+        redis.zrange(`${system.prefix}:live`, '0', '-1'),
+        redis.exists(`${system.prefix}:task:${finished}`, `${system.prefix}:task:${running}`),
+        redis.xrange(events, '-', '+'),
+      ]);
+      const mentions = [...expiries, ...all, ...live, ...entries.map(([, fields]) => fields.join(' '))].filter(
+        (text) => text.includes(finished) || text.includes(running),
+      );
+      return mentions.length + records;
+    };
+    expect(await traces()).to.be.above(0);
+    await eventually(async () => ((await traces()) === 0 ? true : undefined));
+    await eventually(() =>
+      system.workers.some((worker) =>
+        worker.records().some((line) => line['taskId'] === running && line['message'] === 'tool stopped'),
+      )
+        ? true
+        : undefined,
+    );
+  });
+
   it('T-CANCEL-2: a cancel on one replica stops the tool a worker runs (control channel over the cluster)', async () => {
     const created = await client.createTask('wait', { seconds: 30 });
     await cancelWhileRunning(created['taskId']);

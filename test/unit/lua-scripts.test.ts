@@ -31,6 +31,7 @@ const KEY_FIRST = new Set([
   'ZADD',
   'ZCARD',
   'ZREM',
+  'ZRANGEBYSCORE',
   'ZREMRANGEBYSCORE',
 ]);
 /** Commands that take no key (PUBLISH names a channel). */

@@ -64,14 +64,30 @@ export class SessionEvents {
   }
 
   /**
-   * Deletes the entries of `taskIds` (status, progress, input requests) from the session's event stream, once the
-   * tasks expired. The stream is capped (about `maxLength` entries), so one read per session is bounded.
+   * Deletes the entries (status, progress, input requests) of expired tasks from their sessions' event streams,
+   * `taskIds` by session, in two round trips whatever the number of sessions. Each stream is capped (about
+   * `maxLength` entries), so reading one whole is bounded.
    */
-  async dropTaskEvents(sessionId: string, taskIds: ReadonlySet<string>): Promise<void> {
-    const key = this.keys.sessionEvents(sessionId);
-    const entries = await this.redis.xrange(key, '-', '+');
-    const ids = entries.flatMap(([id, fields]) => (taskIds.has(hashOf(fields)['taskId'] ?? '') ? [id] : []));
-    for (let i = 0; i < ids.length; i += 500) await this.redis.xdel(key, ...ids.slice(i, i + 500));
+  async dropTaskEvents(taskIds: ReadonlyMap<string, ReadonlySet<string>>): Promise<void> {
+    if (taskIds.size === 0) return;
+    const sessions = [...taskIds.keys()];
+    const reads = this.redis.pipeline();
+    for (const sessionId of sessions) reads.xrange(this.keys.sessionEvents(sessionId), '-', '+');
+    const replies = (await reads.exec()) ?? [];
+    const deletes = this.redis.pipeline();
+    sessions.forEach((sessionId, i) => {
+      const [error, entries] = replies[i] ?? [];
+      if (error) throw error;
+      const dropped = taskIds.get(sessionId) as ReadonlySet<string>;
+      const ids = (entries as [string, string[]][]).flatMap(([id, fields]) =>
+        dropped.has(hashOf(fields)['taskId'] ?? '') ? [id] : [],
+      );
+      const key = this.keys.sessionEvents(sessionId);
+      for (let at = 0; at < ids.length; at += 500) deletes.xdel(key, ...ids.slice(at, at + 500));
+    });
+    if (deletes.length === 0) return;
+    const failure = ((await deletes.exec()) ?? []).find(([error]) => error);
+    if (failure?.[0]) throw failure[0];
   }
 
   /** The id of the newest event, or "0-0" for an empty stream: where a new reader starts. */

@@ -16,6 +16,7 @@ import type { ExternalQueues } from './external-queues.ts';
 import type { Logger } from './logger.ts';
 import type { ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
+import type { ClaimedExpiry } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
 
 export interface MaintenanceOptions {
@@ -23,13 +24,34 @@ export interface MaintenanceOptions {
   /** A live task untouched this long is checked against its BullMQ job. */
   reconcileAfterMs: number;
   batchSize: number;
+  /**
+   * Expired tasks claimed and deleted together (default 5000): a few commands per thousand tasks, and one read of
+   * each session's event stream per batch.
+   */
+  sweepBatchSize?: number;
+  /**
+   * A pass sweeps for at most this long (default 1000 ms), so that it cannot starve the reconciler; a pass that
+   * stopped with expired tasks left is followed by the next one at once rather than after `intervalMs`.
+   */
+  sweepBudgetMs?: number;
+  /** How long a sweeper holds the expired tasks it claimed before another may claim them (default 30 s). */
+  claimLeaseMs?: number;
   /** Queues of tools served by external consumers: their tasks are checked against the job in that queue. */
   externalQueues?: ExternalQueues;
+}
+
+const SWEEP_DEFAULTS = { sweepBatchSize: 5000, sweepBudgetMs: 1000, claimLeaseMs: 30_000 } as const;
+
+/** What one sweep did: the tasks it deleted, and whether it stopped with expired tasks left (its time budget). */
+export interface SweepResult {
+  swept: number;
+  more: boolean;
 }
 
 export class Maintenance {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
+  #stopping = false;
   readonly #events: SessionEvents;
 
   constructor(
@@ -43,48 +65,75 @@ export class Maintenance {
   }
 
   start(): void {
+    this.#stopping = false;
     const tick = () => {
+      let behind = false;
       this.#running = this.runOnce()
-        .then(() => undefined)
+        .then((pass) => void (behind = pass.behind))
         .catch((error: unknown) => {
           this.log.warn('maintenance pass failed', { error: String(error) });
         })
         .finally(() => {
           this.#running = undefined;
-          if (this.#timer) this.#timer = setTimeout(tick, this.options.intervalMs);
+          if (this.#timer) this.#timer = setTimeout(tick, behind ? 0 : this.options.intervalMs);
         });
     };
     this.#timer = setTimeout(tick, this.options.intervalMs);
   }
 
   async stop(): Promise<void> {
+    this.#stopping = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#running;
   }
 
-  async runOnce(now = Date.now()): Promise<{ expired: number; reconciled: number }> {
-    const expired = await this.sweepExpired(now);
+  /** One pass; `behind` when expired tasks were left for the next pass. */
+  async runOnce(now = Date.now()): Promise<{ expired: number; reconciled: number; behind: boolean }> {
+    const { swept, more } = await this.sweepExpired(now);
     const reconciled = await this.reconcileStale(now);
-    return { expired, reconciled };
+    return { expired: swept, reconciled, behind: more };
   }
 
-  /** Removes what belongs to expired tasks; each entry is claimed by the one process whose ZREM removed it. */
-  async sweepExpired(now: number): Promise<number> {
-    const { indexes } = this.store;
+  /**
+   * Deletes what belongs to tasks expired at `now`, batch after batch until none is left or the time budget is
+   * spent. Each batch is claimed atomically, so several workers share the work without doing it twice; its deletes
+   * are idempotent and the claim is released only by the last of them, so a worker that dies half way leaves the
+   * batch to be claimed again when its lease ends.
+   */
+  async sweepExpired(now: number): Promise<SweepResult> {
+    const { sweepBatchSize, sweepBudgetMs, claimLeaseMs } = { ...SWEEP_DEFAULTS, ...this.options };
+    const stopAt = performance.now() + sweepBudgetMs;
     let swept = 0;
-    const eventsOf = new Map<string, Set<string>>();
-    for await (const entry of indexes.claimExpired(now, this.options.batchSize)) {
-      const { taskId, sessionId } = entry;
-      if (sessionId) eventsOf.set(sessionId, (eventsOf.get(sessionId) ?? new Set()).add(taskId));
-      await indexes.deleteTask(entry);
-      await stopTaskWork(this.queue, this.redis, this.store.keys, taskId);
-      swept++;
+    let more = true;
+    while (more && !this.#stopping && performance.now() < stopAt) {
+      const claimed = await this.store.indexes.claimExpired(now, sweepBatchSize, now + claimLeaseMs);
+      await this.#deleteExpired(claimed);
+      swept += claimed.length;
+      more = claimed.length === sweepBatchSize;
     }
+    if (swept > 0) this.log.info('expired tasks swept', { count: swept, ...(more ? { more } : {}) });
+    return { swept, more };
+  }
+
+  async #deleteExpired(claimed: readonly ClaimedExpiry[]): Promise<void> {
+    if (claimed.length === 0) return;
+    const { indexes } = this.store;
+    const live = await indexes.areLive(claimed.map((task) => task.taskId));
+    // A task that ended has no job left to remove nor work to stop: only an expired live task costs BullMQ calls.
+    await Promise.all(
+      claimed.flatMap((task, i) =>
+        live[i] ? [stopTaskWork(this.queue, this.redis, this.store.keys, task.taskId)] : [],
+      ),
+    );
     // The events expire with the task (DESIGN invariant 4) rather than with the session.
-    for (const [sessionId, taskIds] of eventsOf) await this.#events.dropTaskEvents(sessionId, taskIds);
-    if (swept > 0) this.log.info('expired tasks swept', { count: swept });
-    return swept;
+    const eventsOf = new Map<string, Set<string>>();
+    for (const { sessionId, taskId } of claimed) {
+      if (sessionId) eventsOf.set(sessionId, (eventsOf.get(sessionId) ?? new Set()).add(taskId));
+    }
+    await this.#events.dropTaskEvents(eventsOf);
+    // Last, as it releases the claims: whatever failed before is redone by whoever claims them next.
+    await indexes.deleteClaimed(claimed);
   }
 
   /** Settles live tasks whose BullMQ job says they can no longer finish (DESIGN invariant 6). */

@@ -234,6 +234,16 @@ export class RedisScripts {
     }
   }
 
+  /** claim-expired-1.lua: up to `limit` entries due at `now`, held by this caller until `leaseEnd`. */
+  async claimExpired(call: {
+    keys: { expiries: string };
+    now: number;
+    limit: number;
+    leaseEnd: number;
+  }): Promise<string[]> {
+    return (await this.#run('claimExpired', [call.keys.expiries], [call.now, call.limit, call.leaseEnd])) as string[];
+  }
+
   /** get-owned-1.lua: the record's fields when `owner` owns it. */
   async getOwned(call: { keys: { record: string }; owner: string }): Promise<Record<string, string> | undefined> {
     const flat = (await this.#run('getOwned', [call.keys.record], [call.owner])) as string[];

@@ -3,6 +3,7 @@
 // unfinished tasks (for MAX_TASKS_PER_OWNER). create-task-6.lua and transition-6.lua write them atomically with
 // the record; this is the rest: reading them, and the one way a task is deleted from all of them.
 import type { RedisClient } from '../redis.ts';
+import { RedisScripts } from '../scripts.ts';
 import { decodeExpiryEntry, type ExpiryEntry } from './codec.ts';
 import type { TaskKeys } from './keys.ts';
 
@@ -18,11 +19,26 @@ export interface MemberRange {
   reverse: boolean;
 }
 
+/** Tasks per claim script and per deleting MULTI: each holds Redis for a few milliseconds at most. */
+const STEP = 1000;
+
+/** What names a task's entries in the sets: its id, its owner and its index member. */
+export type TaskEntries = Omit<ExpiryEntry, 'sessionId'>;
+
+/** An expiry entry a sweeper claimed: the task it names, and the entry as stored (the deletion removes it). */
+export interface ClaimedExpiry extends ExpiryEntry {
+  entry: string;
+}
+
 export class TaskIndexes {
+  readonly #scripts: RedisScripts;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: TaskKeys,
-  ) {}
+  ) {
+    this.#scripts = RedisScripts.on(redis);
+  }
 
   /** Members of an index in a lexical range: O(log N + count) whatever the size of the index. */
   async members(index: TaskIndex, range: MemberRange): Promise<string[]> {
@@ -62,32 +78,86 @@ export class TaskIndexes {
   }
 
   /**
-   * Claims up to `limit` tasks past their expiry at `now`, one at a time as the caller takes them: each entry
-   * belongs to the one process whose ZREM removed it, so several janitors can run at once.
+   * Claims up to `limit` expiry entries due at `now` for the caller until `leaseEnd` (claim-expired-1.lua): several
+   * sweepers share the due entries without taking one twice, and the entries of a sweeper that died before it
+   * deleted their tasks are claimed again once the lease ends. deleteClaimed releases them.
    */
-  async *claimExpired(now: number, limit: number): AsyncGenerator<ExpiryEntry> {
-    const entries = await this.redis.zrangebyscore(this.keys.expiries(), '-inf', now, 'LIMIT', 0, limit);
-    for (const entry of entries) {
-      if ((await this.redis.zrem(this.keys.expiries(), entry)) === 1) yield decodeExpiryEntry(entry);
+  async claimExpired(now: number, limit: number, leaseEnd: number): Promise<ClaimedExpiry[]> {
+    const claimed: ClaimedExpiry[] = [];
+    // In steps, so that no single script holds Redis for long.
+    while (claimed.length < limit) {
+      const step = Math.min(STEP, limit - claimed.length);
+      const entries = await this.#scripts.claimExpired({
+        keys: { expiries: this.keys.expiries() },
+        now,
+        limit: step,
+        leaseEnd,
+      });
+      for (const entry of entries) claimed.push({ ...decodeExpiryEntry(entry), entry });
+      if (entries.length < step) break;
     }
+    return claimed;
+  }
+
+  /** Whether each task is live (non-terminal), in one round trip; an expired record still counts by its last status. */
+  async areLive(taskIds: readonly string[]): Promise<boolean[]> {
+    if (taskIds.length === 0) return [];
+    const scores = await this.redis.zmscore(this.keys.live(), ...taskIds);
+    return scores.map((score) => score !== null);
   }
 
   /**
-   * Deletes a task: its record and its entry in every set, at once (MULTI). `expiryEntries` are the expiries
-   * members to remove (none when the janitor claimed it already).
+   * Deletes a task: its record and its entry in every set, at once (MULTI), with `expiryEntries`, its members of
+   * the expiries set.
    */
-  async deleteTask(task: Omit<ExpiryEntry, 'sessionId'>, expiryEntries: readonly string[] = []): Promise<void> {
-    const multi = this.redis
-      .multi()
-      .del(this.keys.record(task.taskId))
-      .zrem(this.keys.live(), task.taskId)
-      .zrem(this.keys.ownerIndex(task.owner), task.member)
-      .zrem(this.keys.allTasks(), task.member)
-      .zrem(this.keys.ownerLive(task.owner), task.taskId);
+  deleteTask(task: TaskEntries, expiryEntries: readonly string[] = []): Promise<void> {
+    return this.deleteTasks([task], expiryEntries);
+  }
+
+  /**
+   * Deletes tasks: their records and their entries in every set, with `expiryEntries` (the janitor's claims, or
+   * the entries of a task deleted before its ttl), in one MULTI: a few commands plus two per owner, whatever the
+   * number of tasks.
+   */
+  async deleteTasks(tasks: readonly TaskEntries[], expiryEntries: readonly string[] = []): Promise<void> {
+    if (tasks.length === 0 && expiryEntries.length === 0) return;
+    const multi = this.redis.multi();
+    if (tasks.length > 0) {
+      const ids = tasks.map((task) => task.taskId);
+      multi
+        .del(...ids.map((id) => this.keys.record(id)))
+        .zrem(this.keys.live(), ...ids)
+        .zrem(this.keys.allTasks(), ...tasks.map((task) => task.member));
+      const byOwner = new Map<string, TaskEntries[]>();
+      for (const task of tasks) {
+        const owned = byOwner.get(task.owner);
+        if (owned) owned.push(task);
+        else byOwner.set(task.owner, [task]);
+      }
+      for (const [owner, owned] of byOwner) {
+        multi
+          .zrem(this.keys.ownerIndex(owner), ...owned.map((task) => task.member))
+          .zrem(this.keys.ownerLive(owner), ...owned.map((task) => task.taskId));
+      }
+    }
     if (expiryEntries.length > 0) multi.zrem(this.keys.expiries(), ...expiryEntries);
     const replies = await multi.exec();
     const failure = replies?.find(([error]) => error);
     if (failure?.[0]) throw failure[0];
+  }
+
+  /**
+   * Deletes the tasks the janitor claimed and releases their claims: each step of a thousand tasks in one MULTI,
+   * so that no transaction holds Redis for long.
+   */
+  async deleteClaimed(claimed: readonly ClaimedExpiry[]): Promise<void> {
+    for (let at = 0; at < claimed.length; at += STEP) {
+      const step = claimed.slice(at, at + STEP);
+      await this.deleteTasks(
+        step,
+        step.map((task) => task.entry),
+      );
+    }
   }
 
   #key(index: TaskIndex): string {
