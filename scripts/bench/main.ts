@@ -55,6 +55,7 @@ async function main(): Promise<number> {
     if (wanted.has('latency')) results.latency = await workloads.latency();
     // Footprint before reads: its key-by-key accounting need not scan the tasks the reads workload stores.
     if (wanted.has('footprint')) results.footprint = await workloads.footprint();
+    if (wanted.has('expiry')) results.expiry = await workloads.expiry();
     if (wanted.has('reads')) results.reads = await workloads.reads();
     if (wanted.has('scaleout')) results.scaleout = await workloads.scaleOut();
     progress.phase('stopping processes');

@@ -1,6 +1,6 @@
 // Command-line options of `pnpm bench`: parsed once into a checked, defaulted, frozen object.
 
-export const WORKLOADS = ['throughput', 'latency', 'reads', 'footprint', 'scaleout'] as const;
+export const WORKLOADS = ['throughput', 'latency', 'reads', 'footprint', 'expiry', 'scaleout'] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 export interface BenchOptions {
@@ -20,6 +20,8 @@ export interface BenchOptions {
   large: number;
   /** Tasks per footprint measurement. */
   footprint: number;
+  /** Tasks expiring at once per expiry measurement. */
+  expiry: number;
   /** Worker process counts of the scale-out workload. */
   workers: number[];
   /** count_primes argument of the scale-out workload, and tasks per measurement. */
@@ -47,6 +49,7 @@ const FULL = {
   small: 1000,
   large: 100_000,
   footprint: 2000,
+  expiry: 10_000,
   workers: [1, 2, 4],
   // About 20 ms of CPU per task: the tool, not our per-task overhead (a few ms), should dominate scale-out.
   primesBelow: 5_000_000,
@@ -63,6 +66,7 @@ const QUICK: typeof FULL = {
   reads: 60,
   large: 20_000,
   footprint: 1000,
+  expiry: 5000,
   primesBelow: 3_000_000,
   primesTasks: 40,
   measureTimeoutMs: 10_000,
@@ -83,6 +87,7 @@ Starts its own redis-server, api and worker processes and compares our runner wi
   --reads N                requests per read measurement (${FULL.reads}, quick ${QUICK.reads})
   --small N, --large N     tasks stored for the read measurements (${FULL.small} and ${FULL.large}, quick ${QUICK.large})
   --footprint N            tasks per memory measurement (${FULL.footprint}, quick ${QUICK.footprint})
+  --expiry N               tasks expiring at once per expiry measurement (${FULL.expiry}, quick ${QUICK.expiry})
   --workers LIST           worker process counts for scale-out (${FULL.workers.join(',')})
   --primes-below N         count_primes argument for scale-out (${FULL.primesBelow}, quick ${QUICK.primesBelow})
   --primes-tasks N         count_primes tasks per scale-out measurement (${FULL.primesTasks}, quick ${QUICK.primesTasks});
@@ -135,6 +140,7 @@ export function parseOptions(argv: readonly string[]): Readonly<BenchOptions> {
     'small',
     'large',
     'footprint',
+    'expiry',
     'workers',
     'primes-below',
     'primes-tasks',
@@ -195,6 +201,7 @@ export function parseOptions(argv: readonly string[]): Readonly<BenchOptions> {
     small,
     large,
     footprint: int('footprint', base.footprint),
+    expiry: int('expiry', base.expiry),
     workers,
     primesBelow: int('primes-below', base.primesBelow, 2),
     primesTasks: int('primes-tasks', base.primesTasks),

@@ -80,6 +80,7 @@ export function buildTables(results: BenchResults): Table[] {
   if (head) tables.push(comparisonTable(results, reps));
   if (results.footprint) tables.push(memoryByKindTable(results.footprint));
   if (results.reads) tables.push(readsTable(results));
+  if (results.expiry) tables.push(expiryTable(results.expiry));
   if (results.scaleout) tables.push(scaleOutTable(results));
   if (results.throughput) {
     tables.push(sizingTable(results.throughput));
@@ -241,6 +242,46 @@ function readsTable(results: BenchResults): Table {
     rows,
     notes: [
       `Storing ${label(reads.large)} finished tasks through TaskStore.create took ${fmt(reads.seedSeconds, 1)} s.`,
+    ],
+  };
+}
+
+/** The goal of the expiry workload: a sweep rate, and nothing of the tasks left behind in any repetition. */
+export const EXPIRY_GOAL = '>= 2,000 tasks/s, keyspace back to baseline';
+
+function expiryTable(expiry: NonNullable<BenchResults['expiry']>): Table {
+  const rate = medianOf(expiry.samples, (s) => s.tasksPerSecond);
+  const clean = expiry.samples.filter((sample) => Object.keys(sample.leftovers).length === 0).length;
+  const leftovers = expiry.samples.flatMap((sample, i) =>
+    Object.entries(sample.leftovers).map(([name, count]) => `#${i + 1} ${name} ${count >= 0 ? '+' : ''}${count}`),
+  );
+  return {
+    title: `Expiry: ${fmt(expiry.tasks)} finished tasks expiring at once, ${expiry.workers} worker processes sweeping (medians of ${expiry.samples.length} repetitions)`,
+    columns: ['measure', 'value', 'goal'],
+    align: ['left', 'right', 'left'],
+    rows: [
+      [
+        'expired tasks swept per second, first claim to last delete',
+        fmt(rate),
+        verdict(
+          EXPIRY_GOAL,
+          met(rate, (v) => v >= 2000 && clean === expiry.samples.length),
+        ),
+      ],
+      [
+        `seconds from the expiry to the last delete (a pass starts every ${fmt(expiry.intervalMs / 1000, 1)} s)`,
+        fmt(
+          medianOf(expiry.samples, (s) => s.secondsFromExpiry),
+          2,
+        ),
+        '',
+      ],
+      ['repetitions with the keyspace back to baseline', `${clean}/${expiry.samples.length}`, ''],
+    ],
+    notes: [
+      "Baseline: task records, the expiries, all-tasks and live sets, and the owners' indexes and sessions' " +
+        'event entries, as before the tasks were stored.' +
+        (leftovers.length > 0 ? ` Left over: ${leftovers.join(', ')}.` : ''),
     ],
   };
 }

@@ -70,6 +70,25 @@ export interface FootprintResult {
   };
 }
 
+export interface ExpirySample {
+  /** Expired tasks deleted per second, from the first claim to the last delete. */
+  tasksPerSecond: number;
+  /** Seconds from the tasks' expiry to the last delete (the wait for the workers' next pass included). */
+  secondsFromExpiry: number;
+  /** What differs from before the tasks were stored, by count (empty: the keyspace is back to its baseline). */
+  leftovers: Record<string, number>;
+}
+
+export interface ExpiryResult {
+  /** Tasks expiring at once per measurement. */
+  tasks: number;
+  /** Our worker processes running (and sweeping) during the measurements. */
+  workers: number;
+  /** Their MAINTENANCE_INTERVAL_MS: how long expired tasks may wait for a pass to start. */
+  intervalMs: number;
+  samples: ExpirySample[];
+}
+
 export interface ScaleOutPoint {
   workers: number;
   ours: number[];
@@ -90,6 +109,7 @@ export interface BenchResults {
   latency?: Sides<LatencySummary>;
   reads?: ReadsResult;
   footprint?: FootprintResult;
+  expiry?: ExpiryResult;
   scaleout?: ScaleOutResult;
   /** Measurements cut short by --timeout-seconds, by name. */
   truncated: string[];

@@ -1,8 +1,9 @@
-// The five workloads, each run against our system and against raw BullMQ on the same Redis, repetitions
+// The six workloads, each run against our system and against raw BullMQ on the same Redis, repetitions
 // interleaved (ours, raw, ours, raw, ...) so that a noisy neighbour hurts both sides alike.
 import { randomUUID } from 'node:crypto';
 import { encodeCursor, indexMember, TaskKeys, TaskStore } from '@mcp-tasks/engine';
 import type { TaskRecord } from '@mcp-tasks/protocol';
+import { loadWorkerConfig } from '@mcp-tasks/worker/config';
 import type { Job } from 'bullmq';
 import { drive, type DriveResult } from './drive.ts';
 import { SCALE_OUT_MAX_REPS } from './options.ts';
@@ -10,6 +11,8 @@ import type { BenchClient } from './mcp.ts';
 import { commandStats, memoryUsage, redisCpuSeconds, storedPerTask, usageByKind, usedMemory } from './redis-info.ts';
 import type {
   CpuPerTask,
+  ExpiryResult,
+  ExpirySample,
   FootprintResult,
   ReadSample,
   ReadsResult,
@@ -25,6 +28,11 @@ const NOOP_ARGS = { seconds: 0 };
 export const NOOP_RESULT = { content: [{ type: 'text', text: 'Waited 0s' }] };
 
 type Side = 'ours' | 'raw';
+
+/** Worker processes running during the expiry workload: each sweeps, and they share the work. */
+export const EXPIRY_WORKERS = 2;
+/** Tasks per session in the expiry workload: each leaves one event, well within a session stream's cap. */
+const EXPIRING_PER_SESSION = 500;
 
 export class Workloads {
   /** Names of measurements the deadline cut short. */
@@ -369,6 +377,144 @@ export class Workloads {
         rawWaiting: rawWaiting.byKind,
       },
     };
+  }
+
+  /**
+   * Workload 6: `expiry` finished tasks, each with its status event, all expiring at one instant, swept by our
+   * worker processes as they run (MAINTENANCE_INTERVAL_MS and the sweep's defaults). Measures the expired tasks
+   * deleted per second from the first claim to the last delete, and checks that what they held is gone again.
+   */
+  async expiry(): Promise<ExpiryResult> {
+    const { progress, redis, keys } = this.system;
+    const { reps, expiry: count, measureTimeoutMs } = this.options;
+    const intervalMs = loadWorkerConfig(this.system.env).MAINTENANCE_INTERVAL_MS;
+    progress.phase(`expiry: starting ${EXPIRY_WORKERS} worker processes`);
+    await this.system.setWorkers(EXPIRY_WORKERS);
+    // Fresh sessions, so that their event streams hold only the events of these tasks.
+    const owners = await Promise.all(
+      Array.from({ length: Math.ceil(count / EXPIRING_PER_SESSION) }, () => this.system.newClient()),
+    );
+    const expiries = new TaskKeys(keys).expiries();
+    const samples: ExpirySample[] = [];
+    // The tasks expire once all are stored, so that no sweep starts before: the time to store them is planned from
+    // the last repetition's pace (2,000 tasks/s before the first, which a busy machine of 2 cores exceeds), with half
+    // of it again as a margin.
+    let storedPerMs = 2;
+    for (let rep = 1; rep <= reps; rep++) {
+      const before = await this.taskKeyspace(owners);
+      progress.phase(`expiry ${rep}/${reps}: storing ${count} tasks that expire at once`);
+      const seedStarted = Date.now();
+      const expiresAt = seedStarted + 500 + Math.ceil((1.5 * count) / storedPerMs);
+      await this.seedExpiring(owners, count, expiresAt);
+      const seedEnded = Date.now();
+      storedPerMs = count / Math.max(1, seedEnded - seedStarted);
+      // A sweep may have begun before the last task was stored: its figure is then low, and the run says so.
+      if (seedEnded >= expiresAt) this.truncated.push(`expiry #${rep} (stored after they expired)`);
+      progress.phase(`expiry ${rep}/${reps}: waiting for the workers to sweep them`);
+      const deadline = expiresAt + intervalMs + measureTimeoutMs;
+      // The sweep's time runs from the last poll that found no task claimed to the first that finds all deleted: an
+      // upper bound, so that the rate is a lower bound whatever the polling interval.
+      let beforeClaims = Number.NaN;
+      let claimed = false;
+      let left = count;
+      let end = Number.NaN;
+      for (;;) {
+        const sent = performance.now();
+        const replies = (await redis.pipeline().zcount(expiries, '-inf', expiresAt).zcard(expiries).exec()) ?? [];
+        end = performance.now();
+        const [unclaimed, total] = replies.map(([, value]) => Number(value)) as [number, number];
+        // A claim re-scores its entries beyond the expiry; the last delete brings the set back to its size before.
+        if (unclaimed < count) claimed = true;
+        else if (!claimed) beforeClaims = sent;
+        left = total - before.expiries;
+        if (left <= 0) break;
+        if (Date.now() > deadline) {
+          this.truncated.push(`expiry #${rep}`);
+          break;
+        }
+        if (claimed) progress.tick(count - left, count);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      const sweptAt = Date.now();
+      const after = await this.taskKeyspace(owners);
+      const leftovers: Record<string, number> = {};
+      for (const [name, value] of Object.entries(after)) {
+        const grown = value - (before[name] ?? 0);
+        if (grown !== 0) leftovers[name] = grown;
+      }
+      samples.push({
+        tasksPerSecond: perSecond(count - Math.max(0, left), end - beforeClaims),
+        secondsFromExpiry: (sweptAt - expiresAt) / 1000,
+        leftovers,
+      });
+    }
+    await this.system.setWorkers(1);
+    return { tasks: count, workers: EXPIRY_WORKERS, intervalMs, samples };
+  }
+
+  /**
+   * Stores `count` tasks of `owners` through the engine's TaskStore, pipelined, as the api and a worker would have
+   * left them: created `working`, then completed (the transition writes the status event to the session's
+   * stream), all expiring at `expiresAt`.
+   */
+  private async seedExpiring(owners: readonly BenchClient[], count: number, expiresAt: number): Promise<void> {
+    const { progress, redis, keys } = this.system;
+    const store = new TaskStore(redis, keys);
+    const batch = 1000;
+    for (let start = 0; start < count; start += batch) {
+      const writes: Promise<unknown>[] = [];
+      for (let i = start; i < Math.min(count, start + batch); i++) {
+        const owner = owners[i % owners.length] as BenchClient;
+        const createdAt = Date.now();
+        const record: TaskRecord = {
+          taskId: randomUUID(),
+          kind: 'task',
+          status: 'working',
+          createdAt,
+          lastUpdatedAt: createdAt,
+          ttl: expiresAt - createdAt,
+          pollInterval: 1000,
+          owner: owner.owner,
+          sessionId: owner.sessionId,
+          tool: 'wait',
+        };
+        writes.push(
+          store
+            .create({ record, arguments: NOOP_ARGS })
+            .then(() => store.transition(record, 'completed', { outcome: { result: NOOP_RESULT } })),
+        );
+      }
+      await Promise.all(writes);
+      progress.tick(Math.min(count, start + batch), count);
+    }
+  }
+
+  /** What tasks occupy: records, index entries, and the event entries and owner sets of `owners`. */
+  private async taskKeyspace(owners: readonly BenchClient[]): Promise<Record<string, number> & { expiries: number }> {
+    const { redis, keys, prefix } = this.system;
+    const tasks = new TaskKeys(keys);
+    let records = 0;
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', tasks.record('*'), 'COUNT', 5000);
+      cursor = next;
+      records += found.length;
+    } while (cursor !== '0');
+    const counts = {
+      [`${tasks.record('*').slice(prefix.length + 1)} keys`]: records,
+      expiries: await redis.zcard(tasks.expiries()),
+      'all-tasks': await redis.zcard(tasks.allTasks()),
+      live: await redis.zcard(tasks.live()),
+      "owners' index entries": 0,
+      "owners' unfinished": 0,
+      "sessions' events": 0,
+    };
+    for (const owner of owners) {
+      counts["owners' index entries"] += await redis.zcard(tasks.ownerIndex(owner.owner));
+      counts["owners' unfinished"] += await redis.zcard(tasks.ownerLive(owner.owner));
+      counts["sessions' events"] += await redis.xlen(keys.sessionEvents(owner.sessionId));
+    }
+    return counts;
   }
 
   /** Workload 5: count_primes tasks with 1, 2, 4 ... worker processes, ours and raw. */

@@ -21,7 +21,7 @@ describe('scripts/bench', function () {
       'tsx',
       'scripts/bench/main.ts',
       ...['--reps', '1', '--clients', '4', '--tasks', '40', '--latency-samples', '10', '--reads', '5'],
-      ...['--small', '20', '--large', '200', '--footprint', '20', '--workers', '1,2'],
+      ...['--small', '20', '--large', '200', '--footprint', '20', '--expiry', '300', '--workers', '1,2'],
       ...['--primes-below', '20000', '--primes-tasks', '4', '--timeout-seconds', '60', '--json', json],
     ];
     const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -35,7 +35,13 @@ describe('scripts/bench', function () {
     try {
       const [code] = (await once(child, 'exit')) as [number | null];
       expect(code, `bench failed:\n${stderr}`).to.equal(0);
-      for (const title of ['Ours vs raw BullMQ', 'Reads with 20 and 200 tasks', 'Scale-out', 'CPU per no-op task']) {
+      for (const title of [
+        'Ours vs raw BullMQ',
+        'Reads with 20 and 200 tasks',
+        'Expiry: 300 finished tasks expiring at once',
+        'Scale-out',
+        'CPU per no-op task',
+      ]) {
         expect(stdout).to.include(title);
       }
       // Progress went to stderr, one line per phase when not in a terminal.
@@ -47,6 +53,10 @@ describe('scripts/bench', function () {
       expect(results.latency?.ours[0]?.samples).to.equal(10);
       expect(results.reads?.atLarge).to.have.length(1);
       expect(results.footprint?.finished.oursRecord).to.be.above(0);
+      expect(results.expiry?.samples).to.have.length(1);
+      expect(results.expiry?.samples[0]?.tasksPerSecond).to.be.above(0);
+      expect(results.expiry?.samples[0]?.leftovers, 'keyspace back to baseline').to.deep.equal({});
+      expect(stdout).to.include('>= 2,000 tasks/s, keyspace back to baseline');
       expect(results.scaleout?.points.map((point) => point.workers)).to.deep.equal([1, 2]);
       expect(results.truncated).to.deep.equal([]);
     } finally {

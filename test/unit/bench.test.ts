@@ -4,7 +4,15 @@ import { expect } from 'chai';
 import { parseReply } from '../../scripts/bench/mcp.ts';
 import { OptionsError, parseCount, parseOptions } from '../../scripts/bench/options.ts';
 import { keyKind, parseCommandStats, parseInfo, storedPerTask } from '../../scripts/bench/redis-info.ts';
-import { buildTables, fmt, fmtRatio, fmtSigned, renderReport, renderTable } from '../../scripts/bench/report.ts';
+import {
+  buildTables,
+  fmt,
+  fmtRatio,
+  fmtSigned,
+  renderReport,
+  renderTable,
+  type Table,
+} from '../../scripts/bench/report.ts';
 import type { BenchResults, ThroughputSample } from '../../scripts/bench/results.ts';
 import { counterDelta, median, percentile, perSecond, ratio, summarizeLatency } from '../../scripts/bench/stats.ts';
 
@@ -52,6 +60,8 @@ describe('bench: options', () => {
     expect(quick.quick).to.equal(true);
     expect(quick.reps).to.be.below(full.reps);
     expect(quick.large).to.be.below(full.large);
+    expect(quick.expiry).to.be.below(full.expiry);
+    expect(full.only).to.include('expiry');
     const custom = parseOptions(['--quick', '--tasks=2k', '--clients', '8', '--workers', '1,3', '--only', 'reads']);
     expect(custom).to.include({ tasks: 2000, clients: 8 });
     expect(custom.workers).to.deep.equal([1, 3]);
@@ -173,6 +183,16 @@ describe('bench: report', () => {
         waiting: { ours: 3000, raw: 700, oursStored: 2500, rawStored: 600 },
         byKind: { oursFinished: { 'task:*': 1400 }, oursWaiting: {}, rawFinished: { 'noop:*': 950 }, rawWaiting: {} },
       },
+      expiry: {
+        tasks: 20_000,
+        workers: 2,
+        intervalMs: 5000,
+        samples: [
+          { tasksPerSecond: 9000, secondsFromExpiry: 4, leftovers: {} },
+          { tasksPerSecond: 7000, secondsFromExpiry: 3, leftovers: {} },
+          { tasksPerSecond: 8000, secondsFromExpiry: 5, leftovers: {} },
+        ],
+      },
       scaleout: {
         primesBelow: 1_000_000,
         tasks: 50,
@@ -187,11 +207,12 @@ describe('bench: report', () => {
       'measure',
       'side',
       'request',
+      'measure',
       'worker processes',
       'process',
       'command',
     ]);
-    const [comparison, , reads, scale] = tables;
+    const [comparison, , reads, expiry, scale] = tables;
     expect(comparison?.rows[0]).to.deep.equal([
       'throughput, no-op tasks, 32 clients (tasks/s)',
       '600',
@@ -205,9 +226,34 @@ describe('bench: report', () => {
       '<= 2 KiB + result: ok',
     );
     expect(reads?.rows[2]?.slice(3)).to.deep.equal(['2.00x', '<= 1.5x: MISSED']);
+    expect(expiry?.rows[0]?.slice(1)).to.deep.equal(['8,000', '>= 2,000 tasks/s, keyspace back to baseline: ok']);
+    expect(expiry?.rows[2]?.[1]).to.equal('3/3');
     expect(scale?.rows[1]).to.deep.equal(['2', '18.0', '30.0', '0.60x', '1.80x']);
     const text = renderReport(results);
     expect(text).to.match(/^## mcp-task-runner bench: 2 cores \(CPU\)/);
     expect(text).to.include('tasks/s per core');
+  });
+
+  it('misses the expiry goal when the sweep is slow, or when a repetition left anything behind', () => {
+    const run = (samples: NonNullable<BenchResults['expiry']>['samples']): Table => {
+      const results: BenchResults = {
+        machine: { cores: 2, cpu: 'CPU', node: 'v20', redis: '7.0', bullmq: '6.7.0', platform: 'linux x64' },
+        options: { reps: samples.length },
+        durationSeconds: 1,
+        truncated: [],
+        expiry: { tasks: 1000, workers: 2, intervalMs: 5000, samples },
+      };
+      return buildTables(results)[0] as Table;
+    };
+    expect(run([{ tasksPerSecond: 1500, secondsFromExpiry: 6, leftovers: {} }]).rows[0]?.[2]).to.equal(
+      '>= 2,000 tasks/s, keyspace back to baseline: MISSED',
+    );
+    const leaky = run([
+      { tasksPerSecond: 5000, secondsFromExpiry: 3, leftovers: {} },
+      { tasksPerSecond: 5000, secondsFromExpiry: 3, leftovers: { 'all-tasks': 12 } },
+    ]);
+    expect(leaky.rows[0]?.[2]).to.equal('>= 2,000 tasks/s, keyspace back to baseline: MISSED');
+    expect(leaky.rows[2]?.[1]).to.equal('1/2');
+    expect(leaky.notes?.join(' ')).to.include('#2 all-tasks +12');
   });
 });
