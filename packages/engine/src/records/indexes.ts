@@ -125,7 +125,8 @@ export class TaskIndexes {
     if (tasks.length > 0) {
       const ids = tasks.map((task) => task.taskId);
       multi
-        .del(...ids.map((id) => this.keys.record(id)))
+        // The input-request set expires with the record; deleted here too for a task deleted before its ttl.
+        .del(...ids.flatMap((id) => [this.keys.record(id), this.keys.inputs(id)]))
         .zrem(this.keys.live(), ...ids)
         .zrem(this.keys.allTasks(), ...tasks.map((task) => task.member));
       const byOwner = new Map<string, TaskEntries[]>();
