@@ -623,7 +623,7 @@ describe('rate limits and enumeration (API keys, short failed-lookup budget)', f
   before(async () => {
     system = await startSystem({
       env: {
-        AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY}`,
+        AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY},carol:${CAROL_KEY}`,
         RATE_LIMIT_WINDOW_MS: '60000',
         RATE_LIMIT_FAILED_LOOKUPS: '20',
         RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS: '1000',
@@ -685,6 +685,45 @@ describe('rate limits and enumeration (API keys, short failed-lookup budget)', f
       .split('\n')
       .find((l) => l.startsWith('mcpt_security_events{') && l.includes('event="failed_lookups"'));
     expect(Number(line?.split(' ').pop())).to.be.at.least(20);
+  });
+
+  it('T-SEC-3, T-AUDIT-1: resuming a stream with a Last-Event-ID that names a task is a lookup: charged, throttled, audited', async () => {
+    const carol = await connectAs(system.apiUrl, CAROL_KEY);
+    const before = Number((await system.redis.hget(`${system.prefix}:security-counters`, 'failed_lookups')) ?? 0);
+    const resume = (taskId: string) => {
+      // The id an answer stream gives its events: "t.<base64url [taskId, requestId, kind]>.<stream id>".
+      const origin = Buffer.from(JSON.stringify([taskId, 7, 'task'])).toString('base64url');
+      return fetch(carol.url, {
+        method: 'GET',
+        headers: {
+          accept: 'text/event-stream',
+          authorization: `Bearer ${CAROL_KEY}`,
+          'mcp-session-id': carol.sessionId ?? '',
+          'mcp-protocol-version': '2025-11-25',
+          'last-event-id': `t.${origin}.0-0`,
+        },
+      });
+    };
+    const statuses: number[] = [];
+    let notFound = 0;
+    // 20 failed lookups per 60 s window: a few windows' worth at most before one is refused.
+    for (let i = 0; i < 45 && !statuses.includes(429); i++) {
+      const response = await resume(randomUUID());
+      statuses.push(response.status);
+      const text = await response.text();
+      if (response.status === 200 && text.includes('"code":-32602')) notFound++;
+      if (response.status === 429) expect(text).to.match(/RATE_LIMIT_FAILED_LOOKUPS/);
+    }
+    expect(statuses).to.include(429);
+    expect(notFound).to.be.at.least(1);
+    const after = Number((await system.redis.hget(`${system.prefix}:security-counters`, 'failed_lookups')) ?? 0);
+    expect(after - before).to.be.at.least(notFound);
+    await eventually(() => {
+      const audited = auditRecords(system).filter(
+        (record) => record['reason'] === 'task_not_found' && record['principal'] === 'principal:key:carol',
+      );
+      return audited.length >= notFound ? audited : undefined;
+    });
   });
 
   it('T-SEC-3: task operations per principal are capped (RATE_LIMIT_PER_PRINCIPAL) with -32029', async () => {

@@ -79,7 +79,7 @@ export class PlainCalls {
   async read(taskId: string, owner: string): Promise<TaskRecord> {
     const record = await this.deps.store.get(taskId);
     if (!record || record.owner !== owner) {
-      throw new ProtocolError(ErrorCode.InternalError, 'The call is gone: it finished and was answered, or expired');
+      throw new PlainCallGoneError();
     }
     return record;
   }
@@ -160,5 +160,15 @@ export class PlainCalls {
 
   async #forget(sessionId: string, requestId: JsonRpcId): Promise<void> {
     await this.deps.redis.hdel(this.deps.keys.sessionCalls(sessionId), JSON.stringify(requestId));
+  }
+}
+
+/**
+ * A resumed answer stream names a plain call that is not the caller's, or no longer exists: -32603 on the wire (a
+ * plain call has no task to be "not found"), and a failed lookup for the rate limits, like an unknown task id.
+ */
+export class PlainCallGoneError extends ProtocolError {
+  constructor() {
+    super(ErrorCode.InternalError, 'The call is gone: it finished and was answered, or expired');
   }
 }

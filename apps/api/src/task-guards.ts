@@ -1,8 +1,9 @@
 // Rate limits on task operations (T-SEC-3) and the throttling of failed task lookups, applied by the dispatcher
 // around the task methods; every refusal and every failed lookup leaves an audit record (T-AUDIT-1).
-import { audit, AuditEvent, RateScope, TASK_NOT_FOUND, type RateVerdict } from '@mcp-tasks/engine';
-import { ErrorCode, ProtocolError } from '@mcp-tasks/protocol';
+import { audit, AuditEvent, RateScope, type RateVerdict } from '@mcp-tasks/engine';
+import { ErrorCode, ProtocolError, TaskNotFoundError } from '@mcp-tasks/protocol';
 import type { RequestContext } from './context.ts';
+import { PlainCallGoneError } from './plain-calls.ts';
 
 /** Methods that count against the per-principal and per-address rate limits. */
 const TASK_OPERATIONS = new Set(['tools/call', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
@@ -36,8 +37,11 @@ export function rateChargeOf(method: string): 'free' | 'operation' | 'lookup' {
   return TASK_OPERATIONS.has(method) ? 'operation' : 'free';
 }
 
+/** What the guards read of a request: a JSON-RPC request's context, or a GET stream's. */
+export type GuardContext = Pick<RequestContext, 'services' | 'session' | 'address' | 'requestId' | 'log'>;
+
 /** Throws -32029 when the request was over a rate limit (counted as its session was read, RateLimiter.charge). */
-export function admitTaskOperation(method: string, context: RequestContext): void {
+export function admitTaskOperation(method: string, context: GuardContext & Pick<RequestContext, 'admission'>): void {
   const { services, session, address, admission: verdict } = context;
   if (verdict.ok) return;
   audit(services.security.audit, AuditEvent.AccessRejected, {
@@ -71,9 +75,10 @@ export async function noteFailedLookup(
   method: string,
   params: Record<string, unknown> | undefined,
   error: ProtocolError,
-  context: RequestContext,
+  context: GuardContext,
 ): Promise<void> {
-  if (!LOOKUPS.has(method) || error.code !== ErrorCode.InvalidParams || error.message !== TASK_NOT_FOUND) return;
+  const missed = error instanceof TaskNotFoundError || error instanceof PlainCallGoneError;
+  if (!LOOKUPS.has(method) || !missed) return;
   const { services, session, address } = context;
   const taskId = params?.['taskId'];
   audit(services.security.audit, AuditEvent.AccessRejected, {

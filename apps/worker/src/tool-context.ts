@@ -8,7 +8,14 @@ import {
   type Logger,
   type ToolJobData,
 } from '@mcp-tasks/engine';
-import { LocalError, relatedTaskMeta, TaskKind, type TaskRecord, type ToolContext } from '@mcp-tasks/protocol';
+import {
+  LocalError,
+  LocalErrorCode,
+  relatedTaskMeta,
+  TaskKind,
+  type TaskRecord,
+  type ToolContext,
+} from '@mcp-tasks/protocol';
 
 const PROGRESS_MIN_INTERVAL_MS = 250;
 
@@ -37,13 +44,13 @@ export function createToolContext(
   const ask = async (method: string, capability: string, params: Record<string, unknown>) => {
     const session = await deps.sessions.get(task.sessionId);
     if (!session) {
-      throw new LocalError('session-ended', `Cannot send ${method}: the client's session has ended`, {
+      throw new LocalError(LocalErrorCode.SessionEnded, `Cannot send ${method}: the client's session has ended`, {
         taskId: task.taskId,
       });
     }
     if (!(capability in session.clientCapabilities)) {
       throw new LocalError(
-        'capability-missing',
+        LocalErrorCode.CapabilityMissing,
         `The client did not declare the '${capability}' capability, so ${method} cannot be sent`,
         {
           taskId: task.taskId,

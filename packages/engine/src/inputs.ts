@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import {
   isPlainObject,
   LocalError,
+  LocalErrorCode,
   relatedTaskMeta,
   TaskKind,
   TaskStatus,
@@ -90,11 +91,13 @@ export class InputBroker {
       });
       if (!moved.ok) {
         throw moved.reason === 'stale'
-          ? new LocalError('attempt-superseded', `A later attempt (${moved.attempt}) runs the task now`, {
+          ? new LocalError(LocalErrorCode.AttemptSuperseded, `A later attempt (${moved.attempt}) runs the task now`, {
               taskId: task.taskId,
               attempt: moved.attempt,
             })
-          : new LocalError('task-ended', `The task is no longer running (${moved.reason})`, { taskId: task.taskId });
+          : new LocalError(LocalErrorCode.TaskEnded, `The task is no longer running (${moved.reason})`, {
+              taskId: task.taskId,
+            });
       }
       await this.events.append(task.sessionId, task.taskId, message);
       for (;;) {
@@ -106,10 +109,14 @@ export class InputBroker {
         options.signal.throwIfAborted();
         const left = deadline - Date.now();
         if (left <= 0) {
-          throw new LocalError('input-timeout', `The client did not answer ${method} within ${options.timeoutMs} ms`, {
-            taskId: task.taskId,
-            requestId,
-          });
+          throw new LocalError(
+            LocalErrorCode.InputTimeout,
+            `The client did not answer ${method} within ${options.timeoutMs} ms`,
+            {
+              taskId: task.taskId,
+              requestId,
+            },
+          );
         }
         await waiter.next(Math.min(left, options.recheckMs), options.signal);
       }
@@ -203,7 +210,7 @@ function newRequestId(): string {
 function unwrap(answer: InputAnswer, method: string): Record<string, unknown> {
   if ('result' in answer) return answer.result;
   throw new LocalError(
-    'input-error',
+    LocalErrorCode.InputError,
     `The client answered ${method} with error ${answer.error.code}: ${answer.error.message}`,
     {
       error: answer.error,

@@ -3,6 +3,8 @@
 // indexes and BullMQ jobs as the api and the workers, through the same TaskStore.
 import {
   isTerminal,
+  LocalError,
+  LocalErrorCode,
   JOB_PHASE,
   reconcile,
   TASK_STATUSES,
@@ -108,13 +110,14 @@ const SCAN_BATCH = 500;
 /** Counting reads fewer fields per task, so it takes bigger batches. */
 const COUNT_BATCH = 2000;
 
-export class AdminError extends Error {
-  override readonly name = 'AdminError';
+/** An operator's command that cannot be carried out; its message says why, for the terminal. */
+export class AdminError extends LocalError {
   constructor(
-    readonly code: 'not_found' | 'not_allowed',
+    code: typeof LocalErrorCode.TaskNotFound | typeof LocalErrorCode.NotAllowed,
     message: string,
+    context: Record<string, unknown> = {},
   ) {
-    super(message);
+    super(code, message, context);
   }
 }
 
@@ -271,10 +274,13 @@ export class TaskAdmin {
   async cancel(service: TaskService, taskId: string, statusMessage = 'The task was cancelled by an operator.') {
     const record = await this.store.get(taskId);
     if (!record)
-      throw new AdminError('not_found', `Task ${taskId} not found (it never existed, expired or was purged)`);
+      throw new AdminError(
+        LocalErrorCode.TaskNotFound,
+        `Task ${taskId} not found (it never existed, expired or was purged)`,
+      );
     if (isTerminal(record.status)) {
       throw new AdminError(
-        'not_allowed',
+        LocalErrorCode.NotAllowed,
         `Task ${taskId} is already ${record.status}; only working or input_required tasks can be cancelled`,
       );
     }
@@ -292,10 +298,13 @@ export class TaskAdmin {
   ): Promise<TaskRecord> {
     const record = await this.store.get(taskId);
     if (!record)
-      throw new AdminError('not_found', `Task ${taskId} not found (it never existed, expired or was purged)`);
+      throw new AdminError(
+        LocalErrorCode.TaskNotFound,
+        `Task ${taskId} not found (it never existed, expired or was purged)`,
+      );
     if (record.status !== TaskStatus.Failed || record.kind !== TaskKind.Task) {
       throw new AdminError(
-        'not_allowed',
+        LocalErrorCode.NotAllowed,
         `Task ${taskId} is ${record.kind === TaskKind.Task ? record.status : 'a plain call'}; only failed tasks can be retried`,
       );
     }

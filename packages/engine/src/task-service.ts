@@ -6,6 +6,7 @@ import {
   ErrorCode,
   isTerminal,
   ProtocolError,
+  TaskNotFoundError,
   TaskStatus,
   type ExternalRef,
   type TaskKind,
@@ -49,9 +50,6 @@ export interface TaskLimits {
   /** The most unfinished tasks (and plain calls) one owner may have at once; absent: no cap. */
   maxLiveTasksPerOwner?: number;
 }
-
-export const TASK_NOT_FOUND = 'Failed to retrieve task: Task not found';
-export const TASK_EXPIRED = 'Failed to retrieve task: Task has expired';
 
 export class TaskService {
   constructor(
@@ -139,7 +137,7 @@ export class TaskService {
   async getOwned(taskId: string, owner: string): Promise<TaskRecord> {
     const record = await this.store.getOwned(taskId, owner);
     if (!record || record.kind !== 'task') {
-      throw new ProtocolError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+      throw new TaskNotFoundError();
     }
     return record;
   }
@@ -181,7 +179,7 @@ export class TaskService {
     const settlement = cancelledSettlement(statusMessage);
     const moved = await this.store.settle(record, settlement);
     if (!moved.ok) {
-      if (moved.reason === 'missing') throw new ProtocolError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+      if (moved.reason === 'missing') throw new TaskNotFoundError();
       throw new ProtocolError(
         ErrorCode.InvalidParams,
         `Cannot cancel task: already in terminal status '${moved.current}'`,

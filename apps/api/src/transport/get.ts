@@ -1,27 +1,53 @@
 // GET /mcp: the session's event stream, or the resumption of an interrupted stream after Last-Event-ID (on any
 // replica: the events are in Redis).
 import type { Request, Response } from 'express';
-import { ErrorCode, errorResponse } from '@mcp-tasks/protocol';
+import { ErrorCode, errorResponse, ProtocolError } from '@mcp-tasks/protocol';
 import type { ApiServices } from '../context.ts';
 import { acceptsEventStream, sendHttpError, toWireError } from '../responses.ts';
 import { parseEventId } from '../sse.ts';
 import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer, streamSession } from '../streams.ts';
-import { openSession } from './session-gate.ts';
+import { admitTaskOperation, noteFailedLookup, type GuardContext } from '../task-guards.ts';
+import { addressOf, openSession } from './session-gate.ts';
 import { acquireStreamSlot, serveStream } from './sse-slots.ts';
+
+/** The method a resumed answer stream counts as: it reads the task's result, as tasks/result does. */
+const RESUMED_LOOKUP = 'tasks/result';
 
 export async function handleGet(services: ApiServices, req: Request, res: Response): Promise<void> {
   if (!acceptsEventStream(req.headers.accept)) {
     sendHttpError(res, 406, ErrorCode.InvalidRequest, 'Not Acceptable: a GET stream needs Accept: text/event-stream');
     return;
   }
-  const session = (await openSession(services, req, res))?.session;
-  if (!session) return;
   const lastEventId = req.headers['last-event-id'];
-  const position = typeof lastEventId === 'string' && lastEventId !== '' ? parseEventId(lastEventId) : undefined;
-  if (typeof lastEventId === 'string' && lastEventId !== '' && !position) {
-    sendHttpError(res, 400, ErrorCode.InvalidRequest, `Bad Request: Last-Event-ID '${lastEventId}' is not one of ours`);
+  const given = typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined;
+  const position = given !== undefined ? parseEventId(given) : undefined;
+  // Resuming an answer stream names a task by id: a lookup, charged, throttled and audited as tasks/result is.
+  const opened = await openSession(services, req, res, position?.kind === 'task' ? RESUMED_LOOKUP : undefined);
+  if (!opened) return;
+  const { session } = opened;
+  if (given !== undefined && !position) {
+    sendHttpError(res, 400, ErrorCode.InvalidRequest, `Bad Request: Last-Event-ID '${given}' is not one of ours`);
     return;
+  }
+  const lookup: GuardContext | undefined =
+    position?.kind === 'task'
+      ? {
+          services,
+          session,
+          address: addressOf(req),
+          requestId: position.requestId,
+          log: services.log.child({ sessionId: session.sessionId, method: 'GET', requestId: position.requestId }),
+        }
+      : undefined;
+  if (lookup) {
+    try {
+      admitTaskOperation(RESUMED_LOOKUP, { ...lookup, admission: opened.admission });
+    } catch (error) {
+      const { code, message } = (error as ProtocolError).toJSON();
+      sendHttpError(res, 429, code, message);
+      return;
+    }
   }
   const slot = await acquireStreamSlot(services, session, req);
   if (!slot) {
@@ -32,8 +58,10 @@ export async function handleGet(services: ApiServices, req: Request, res: Respon
   const controller = new AbortController();
   res.on('close', () => controller.abort());
   await serveStream(res, slot, async (sse) => {
-    if (position?.kind === 'task') {
-      await streamAnswer(services, session, position, sse, controller.signal).catch((error: unknown) => {
+    if (position?.kind === 'task' && lookup) {
+      await streamAnswer(services, session, position, sse, controller.signal).catch(async (error: unknown) => {
+        if (error instanceof ProtocolError)
+          await noteFailedLookup(RESUMED_LOOKUP, { taskId: position.taskId }, error, lookup);
         sse.send(errorResponse(position.requestId, toWireError(error)) as unknown as Record<string, unknown>);
       });
     } else {

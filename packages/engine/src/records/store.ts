@@ -4,6 +4,7 @@ import {
   isTaskStatus,
   isTerminal,
   LocalError,
+  LocalErrorCode,
   sourcesOf,
   TaskKind,
   TaskStatus,
@@ -77,7 +78,7 @@ export interface NewTask {
 /** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
 export class OwnerTaskLimitError extends LocalError {
   constructor(owner: string, limit: number) {
-    super('owner-task-limit', `Owner already has ${limit} unfinished tasks`, { owner, limit });
+    super(LocalErrorCode.OwnerTaskLimit, `Owner already has ${limit} unfinished tasks`, { owner, limit });
   }
 }
 
@@ -282,10 +283,14 @@ export class TaskStore {
       if (!('verdict' in reply)) return reply;
       withdraw = reply.requestIds;
     }
-    throw new LocalError('attempt-not-started', `Attempt ${attempt} could not withdraw the earlier input requests`, {
-      taskId: task.taskId,
-      attempt,
-    });
+    throw new LocalError(
+      LocalErrorCode.AttemptNotStarted,
+      `Attempt ${attempt} could not withdraw the earlier input requests`,
+      {
+        taskId: task.taskId,
+        attempt,
+      },
+    );
   }
 
   async #transition(
