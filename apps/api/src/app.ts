@@ -17,7 +17,7 @@ import {
   RateLimiter,
   registerSecurityGauges,
   RunnerMetrics,
-  StreamSlots,
+  ConnectionSlots,
   type Logger,
 } from '@mcp-tasks/engine';
 import { toolRegistry } from '@mcp-tasks/tools';
@@ -78,7 +78,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
         initializePerPrincipal: config.RATE_LIMIT_INITIALIZE_PER_PRINCIPAL,
         initializePerAddress: config.RATE_LIMIT_INITIALIZE_PER_ADDRESS,
       }),
-      streams: new StreamSlots(redis, keys, config.MAX_STREAMS_PER_SESSION),
+      connections: new ConnectionSlots(redis, keys, config.MAX_STREAMS_PER_SESSION),
       audit: auditLog,
     };
     registerSecurityGauges(metrics.registry, security.rates);

@@ -9,7 +9,7 @@ import type {
   Session,
   SessionEvents,
   SessionStore,
-  StreamSlots,
+  ConnectionSlots,
   Subscriber,
   TaskService,
   TaskStore,
@@ -35,11 +35,11 @@ export interface ApiServices {
   security: SecurityServices;
 }
 
-/** Authentication, rate limits, stream slots and the audit trail (README.md, "Security"). */
+/** Authentication, rate limits, connection slots and the audit trail (README.md, "Security"). */
 export interface SecurityServices {
   auth: Authenticator;
   rates: RateLimiter;
-  streams: StreamSlots;
+  connections: ConnectionSlots;
   /** The audit child logger (`audit: true`); write to it with `audit()` from the engine. */
   audit: Logger;
 }

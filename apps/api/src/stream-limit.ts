@@ -3,7 +3,14 @@
 // streaming (JSON-mode tasks/result, plain tools/call without SSE). A blocked request holds what a stream holds — a
 // connection, a subscription, periodic reads — so both draw on one budget, and a client cannot double what it
 // holds by changing its Accept header.
-import { audit, AuditEvent, SecurityEvent, type AuditFields, type Session, type StreamSlot } from '@mcp-tasks/engine';
+import {
+  audit,
+  AuditEvent,
+  SecurityEvent,
+  type AuditFields,
+  type Session,
+  type ConnectionSlot,
+} from '@mcp-tasks/engine';
 import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
 import type { ApiServices, RequestContext } from './context.ts';
 
@@ -15,8 +22,8 @@ export async function acquireSlot(
   services: ApiServices,
   session: Session,
   fields: AuditFields,
-): Promise<StreamSlot | undefined> {
-  const slot = await services.security.streams.acquire(session.sessionId);
+): Promise<ConnectionSlot | undefined> {
+  const slot = await services.security.connections.acquire(session.sessionId);
   if (slot) return slot;
   audit(services.security.audit, AuditEvent.AccessRejected, {
     reason: 'too_many_streams',

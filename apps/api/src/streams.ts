@@ -42,7 +42,7 @@ export async function streamAnswer(
 ): Promise<void> {
   const read = () => readTask(services, session, spec);
   const sessionId = spec.sessionId ?? (await read()).sessionId;
-  const lease = services.events.openResultStream(sessionId, spec.taskId, randomUUID());
+  const lease = services.events.leaseAnswerStream(sessionId, spec.taskId, randomUUID());
   await lease.renew();
   const renewal = setInterval(() => void lease.renew().catch(() => undefined), 10_000);
   const waiter = await services.subscriber.waiter(
@@ -119,7 +119,7 @@ export async function streamSession(
     // A request written between reading the cursor and the pending list is in both: send it once (as streamAnswer).
     const sentRequests = new Set<string>();
     if (after === undefined) {
-      const taken = await services.events.tasksWithResultStreams(sessionId);
+      const taken = await services.events.tasksWithAnswerStreams(sessionId);
       for (const pending of await services.events.pendingInputs(sessionId)) {
         if (taken.has(pending.taskId) || !(await services.events.claimDelivery(pending.requestId, 'get'))) continue;
         sentRequests.add(pending.requestId);
@@ -127,7 +127,7 @@ export async function streamSession(
       }
     }
     while (!sse.closed && !signal.aborted) {
-      const taken = await services.events.tasksWithResultStreams(sessionId);
+      const taken = await services.events.tasksWithAnswerStreams(sessionId);
       cursor = await forward(services, sessionId, cursor, sse, async (event) => {
         if (event.taskId !== undefined && taken.has(event.taskId)) return undefined;
         const requestId = inputRequestId(event.message);

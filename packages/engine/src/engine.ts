@@ -2,10 +2,10 @@
 // connections and their configuration, so that they cannot disagree on key names, lifetimes or limits.
 import type { Queue } from 'bullmq';
 import { MIN_TASK_TTL_MS, TaskEnvSchema, type RedisEnv, type SessionEnv, type TaskEnv } from './config.ts';
-import { SessionEvents } from './events.ts';
+import { SessionEvents } from './session-events.ts';
 import { ExternalTasks } from './external.ts';
 import { ExternalQueues } from './external-queues.ts';
-import { InputBroker } from './inputs.ts';
+import { InputBroker } from './input-broker.ts';
 import { KeySpace } from './keys.ts';
 import { createToolQueue, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';

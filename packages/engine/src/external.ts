@@ -8,7 +8,7 @@ import {
   type ExternalRef,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import type { SessionEvents } from './events.ts';
+import type { SessionEvents } from './session-events.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import type { MarkResult, TaskStore } from './records/store.ts';

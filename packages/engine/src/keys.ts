@@ -40,7 +40,7 @@ export class KeySpace {
   }
 
   /** Sorted set: tasks whose tasks/result stream is open now (score: lease expiry), so the GET stream skips them. */
-  resultStreams(sessionId: string): string {
+  answerStreamLeases(sessionId: string): string {
     return `${this.prefix}:session:${sessionId}:result-streams`;
   }
 
@@ -75,7 +75,7 @@ export class KeySpace {
   }
 
   /** Sorted set: a session's open SSE streams scored by lease expiry, for MAX_STREAMS_PER_SESSION. */
-  sessionStreams(sessionId: string): string {
+  sessionConnections(sessionId: string): string {
     return `${this.prefix}:session:${sessionId}:streams`;
   }
 

@@ -1,7 +1,7 @@
 // Periodic chores every worker runs: delete what expired (index entries, queued jobs) and settle tasks whose job
 // can no longer settle them (crash between record and job, BullMQ giving up on a stalled job). Every step is
 // idempotent or claimed atomically, so several workers can run it at once.
-import { stopTaskWork } from './control.ts';
+import { stopTaskWork } from './stop-task-work.ts';
 import {
   lostSettlement,
   reconcile,
@@ -11,7 +11,7 @@ import {
   type Settlement,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import { SessionEvents } from './events.ts';
+import { SessionEvents } from './session-events.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { Logger } from './logger.ts';
 import type { ToolJobData } from './queue.ts';

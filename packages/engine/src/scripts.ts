@@ -360,8 +360,8 @@ export class RedisScripts {
     )) as number;
   }
 
-  /** acquire-stream-1.lua: a lease on one of the session's stream slots, if one is free. */
-  async acquireStream(call: {
+  /** acquire-connection-slot-1.lua: a lease on one of the session's stream slots, if one is free. */
+  async acquireConnectionSlot(call: {
     keys: { streams: string };
     streamId: string;
     now: number;
@@ -369,7 +369,7 @@ export class RedisScripts {
     limit: number;
   }): Promise<{ opened: boolean; count: number }> {
     const [opened, count] = (await this.#run(
-      'acquireStream',
+      'acquireConnectionSlot',
       [call.keys.streams],
       [call.streamId, call.now, call.leaseMs, call.limit],
     )) as [number, number];

@@ -13,7 +13,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import { stopTaskWork } from './control.ts';
+import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { ToolJobData } from './queue.ts';

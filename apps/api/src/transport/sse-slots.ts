@@ -1,7 +1,7 @@
 // Every SSE stream, a GET stream or a long request's answer stream, holds one of its session's slots
 // (MAX_STREAMS_PER_SESSION, counted in Redis across replicas) for as long as it is open.
 import type { Request, Response } from 'express';
-import type { Session, StreamSlot } from '@mcp-tasks/engine';
+import type { Session, ConnectionSlot } from '@mcp-tasks/engine';
 import type { ApiServices } from '../context.ts';
 import { SseWriter } from '../sse.ts';
 import { acquireSlot } from '../stream-limit.ts';
@@ -12,14 +12,14 @@ export function acquireStreamSlot(
   services: ApiServices,
   session: Session,
   req: Request,
-): Promise<StreamSlot | undefined> {
+): Promise<ConnectionSlot | undefined> {
   return acquireSlot(services, session, { address: addressOf(req), httpMethod: req.method });
 }
 
 /** Opens an SSE stream on `res`, lets `write` fill it, then ends it and frees its slot, also when `write` fails. */
 export async function serveStream(
   res: Response,
-  slot: StreamSlot,
+  slot: ConnectionSlot,
   write: (sse: SseWriter) => Promise<void>,
 ): Promise<void> {
   const sse = new SseWriter(res);

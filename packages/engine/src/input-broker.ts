@@ -12,7 +12,7 @@ import {
   type JsonRpcErrorObject,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import type { SessionEvents } from './events.ts';
+import type { SessionEvents } from './session-events.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts } from './scripts.ts';

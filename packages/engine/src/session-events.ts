@@ -110,12 +110,12 @@ export class SessionEvents {
    * to it (the transport sends each message on one stream only). Returns a function that renews the lease and
    * one that ends it.
    */
-  openResultStream(
+  leaseAnswerStream(
     sessionId: string,
     taskId: string,
     streamId: string,
   ): { renew(): Promise<void>; close(): Promise<void> } {
-    const key = this.keys.resultStreams(sessionId);
+    const key = this.keys.answerStreamLeases(sessionId);
     const member = `${taskId}|${streamId}`;
     const renew = async () => {
       await this.redis
@@ -137,8 +137,8 @@ export class SessionEvents {
   }
 
   /** Tasks that have a tasks/result stream open now. */
-  async tasksWithResultStreams(sessionId: string): Promise<Set<string>> {
-    const members = await this.redis.zrangebyscore(this.keys.resultStreams(sessionId), Date.now(), '+inf');
+  async tasksWithAnswerStreams(sessionId: string): Promise<Set<string>> {
+    const members = await this.redis.zrangebyscore(this.keys.answerStreamLeases(sessionId), Date.now(), '+inf');
     return new Set(members.map((member) => member.slice(0, member.indexOf('|'))));
   }
 

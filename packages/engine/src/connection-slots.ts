@@ -1,16 +1,17 @@
-// The cap on open SSE streams per session (GET streams and answer streams), counted in Redis so that it holds
-// across api replicas. An open stream holds a lease its replica renews; a dead replica's leases run out.
+// The cap on connections a session holds open (SSE streams, and requests that block on a task without SSE),
+// counted in Redis so that it holds across api replicas. Each holds a lease its replica renews; a dead replica's
+// leases run out.
 import { randomUUID } from 'node:crypto';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts } from './scripts.ts';
 
-export interface StreamSlot {
+export interface ConnectionSlot {
   /** Gives the slot back (idempotent). */
   release(): Promise<void>;
 }
 
-export class StreamSlots {
+export class ConnectionSlots {
   readonly #scripts: RedisScripts;
 
   constructor(
@@ -24,11 +25,11 @@ export class StreamSlots {
   }
 
   /** A slot for one more stream of the session, renewed until released; undefined when the session is at the cap. */
-  async acquire(sessionId: string): Promise<StreamSlot | undefined> {
+  async acquire(sessionId: string): Promise<ConnectionSlot | undefined> {
     if (this.maxPerSession === 0) return { release: () => Promise.resolve() };
-    const key = this.keys.sessionStreams(sessionId);
+    const key = this.keys.sessionConnections(sessionId);
     const id = randomUUID();
-    const { opened } = await this.#scripts.acquireStream({
+    const { opened } = await this.#scripts.acquireConnectionSlot({
       keys: { streams: key },
       streamId: id,
       now: Date.now(),
