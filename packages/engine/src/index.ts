@@ -1,36 +1,62 @@
 /**
- * @mcp-tasks/engine — the runner's Redis side: key layout, Lua scripts, task records, sessions, the tool queue,
- * the pub/sub plumbing and the task operations shared by api and worker.
+ * @mcp-tasks/engine — the runner's Redis side, as api, workers and the CLI use it: the composition root
+ * (`createEngine`), task records, sessions and their event streams, input requests, the tool queue, maintenance,
+ * security (rate limits, connection slots, audit, redaction), metrics, configuration and Redis connections.
+ * Everything else in this package (Lua scripts and their registry, record codecs and indexes) is internal; this
+ * list is the whole surface, pinned by test/unit/public-surface.test.ts.
  *
  * @example
  * const redis = createRedis('redis://127.0.0.1:6379', 'api');
  * const engine = createEngine({ redis }, { REDIS_PREFIX: 'mcpt', SESSION_IDLE_TTL_MS: 3_600_000 });
  * const record = await engine.store.get(taskId);
  */
-export * from './audit.ts';
-export * from './callback-token.ts';
-export * from './cleanup.ts';
-export * from './config.ts';
-export * from './stop-task-work.ts';
-export * from './engine.ts';
-export * from './session-events.ts';
-export * from './external.ts';
-export * from './external-queues.ts';
-export * from './input-broker.ts';
-export * from './keys.ts';
-export * from './list-cursor.ts';
-export * from './logger.ts';
-export * from './metrics.ts';
-export * from './queue.ts';
-export * from './rate-limiter.ts';
-export * from './redis.ts';
-export * from './redact.ts';
-export * from './redis-target.ts';
-export * from './sessions.ts';
-export * from './connection-slots.ts';
-export * from './subscriber.ts';
-export * from './task-admin.ts';
-export * from './task-service.ts';
+export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './audit.ts';
+export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
+export { CleanupStack, onShutdownSignal } from './cleanup.ts';
+export {
+  ConfigError,
+  intFromEnv,
+  LogEnvSchema,
+  MetricsEnvSchema,
+  parseEnv,
+  RedisEnvSchema,
+  SessionEnvSchema,
+  TaskEnvSchema,
+} from './config.ts';
+export { type ConnectionSlot, ConnectionSlots } from './connection-slots.ts';
+export { createEngine } from './engine.ts';
+export { ExternalQueueListener } from './external-queues.ts';
+export { ExternalTasks, forwardCancel } from './external.ts';
+export { InputBroker } from './input-broker.ts';
+export { KeySpace } from './keys.ts';
+export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
+export { createLogger, type Logger } from './logger.ts';
+export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
+export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
+export { createToolQueue, TOOL_QUEUE_NAME, type ToolJobData, toolJobOptions } from './queue.ts';
+export {
+  type RateCharge,
+  RateLimiter,
+  RateScope,
+  type RateVerdict,
+  registerSecurityGauges,
+  SecurityEvent,
+} from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
-export * from './records/store.ts';
-export * from './maintenance.ts';
+export { DEFAULT_SESSION_STREAM, TaskStore } from './records/store.ts';
+export { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from './redact.ts';
+export {
+  clusterOptions,
+  type ClusterSeeds,
+  describeRedisTarget,
+  hashTagOf,
+  parseClusterNodes,
+  prefixPinsOneSlot,
+} from './redis-target.ts';
+export { closeRedis, createRedis, type RedisClient } from './redis.ts';
+export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
+export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
+export { parseControlMessage } from './stop-task-work.ts';
+export { Subscriber } from './subscriber.ts';
+export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
+export { type CreateTaskInput, TaskService } from './task-service.ts';
