@@ -4,7 +4,6 @@ import { expect } from 'chai';
 import { loadApiConfig } from '@mcp-tasks/api/config';
 import {
   clusterOptions,
-  ConfigError,
   describeRedisTarget,
   hashTagOf,
   KeySpace,
@@ -14,18 +13,9 @@ import {
   type ClusterSeeds,
 } from '@mcp-tasks/engine';
 import { loadWorkerConfig } from '@mcp-tasks/worker/config';
+import { configError } from '../support/config-error.ts';
 
 const NODES = '10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000';
-
-function configError(load: () => unknown): string {
-  try {
-    load();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('REDIS_CLUSTER_NODES', () => {
   it('takes host:port entries, trimmed, IPv6 in brackets', () => {

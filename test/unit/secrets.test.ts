@@ -4,18 +4,9 @@ import { expect } from 'chai';
 import { createAuthenticator } from '@mcp-tasks/api/auth';
 import { loadApiConfig } from '@mcp-tasks/api/config';
 import { loadCliConfig } from '@mcp-tasks/cli/config';
-import { ConfigError, isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from '@mcp-tasks/engine';
+import { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from '@mcp-tasks/engine';
 import { loadWorkerConfig } from '@mcp-tasks/worker/config';
-
-function configError(load: () => unknown): string {
-  try {
-    load();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
+import { configError } from '../support/config-error.ts';
 
 describe('secrets in configuration errors', () => {
   it('a rejected ADMIN_TOKEN, AUTH_JWT_SECRET, CALLBACK_SECRET or METRICS_TOKEN is named with its rule, never echoed', () => {
