@@ -1,8 +1,11 @@
-# One image for the api, the worker and the operators' cli; docker-compose.yml picks the process by its command.
-# Processes run as `node --import tsx <entry>` (the package scripts without the pnpm wrapper, which would swallow
-# SIGTERM and so skip the clean shutdown).
-FROM node:20-bookworm-slim
-WORKDIR /app
+# The runner as users get it: the installable package mcp-task-runner, built from this repository and installed with
+# npm into /app, with `mcpt` as the entrypoint. `docker run IMAGE api`, `docker run IMAGE worker` (the demo tools,
+# or MCPT_TOOLS), `docker run IMAGE overview` and the other operator commands. README.md, "Docker", shows how to add
+# your tools: a derived image `FROM` this one, or a folder mounted under /app with MCPT_TOOLS.
+
+# Build stage: the workspace, then the package's tarball (pnpm run pack without the npx wrapper).
+FROM node:20-bookworm-slim AS build
+WORKDIR /src
 RUN npm install -g pnpm@10.34.9
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 COPY apps/api/package.json apps/api/
@@ -12,8 +15,19 @@ COPY packages/protocol/package.json packages/protocol/
 COPY packages/engine/package.json packages/engine/
 COPY packages/tools/package.json packages/tools/
 COPY packages/client/package.json packages/client/
+COPY packages/runner/package.json packages/runner/
 RUN pnpm install --frozen-lockfile
 COPY . .
+RUN cd packages/runner && pnpm run build && pnpm pack --pack-destination /dist
+
+# Runtime stage: plain Node, the package and zod installed by npm as a user would, no sources, no tsx.
+FROM node:20-bookworm-slim
+WORKDIR /app
+COPY --from=build /dist/ /tmp/dist/
+RUN echo '{ "name": "mcpt-app", "private": true, "type": "module" }' > package.json \
+  && npm install --omit=dev --no-audit --no-fund /tmp/dist/mcp-task-runner-*.tgz zod@4.6.7 \
+  && rm -rf /tmp/dist /root/.npm
 ENV NODE_ENV=production
 USER node
-CMD ["node", "--import", "tsx", "apps/api/src/main.ts"]
+ENTRYPOINT ["/app/node_modules/.bin/mcpt"]
+CMD ["api"]

@@ -5,7 +5,19 @@ import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '**/*.cjs', 'scripts/*.mjs', 'apps/*/bin/*.mjs', 'eslint.config.js'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.data/**',
+      '**/dist/**',
+      'packages/*/scripts/*.mjs',
+      'examples/**',
+      '**/*.cjs',
+      'scripts/*.mjs',
+      'apps/*/bin/*.mjs',
+      'eslint.config.js',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -2,7 +2,8 @@
 // workers on another prefix of the same Redis, MCP clients with their sessions, and the raw producer's queues.
 import { randomUUID } from 'node:crypto';
 import type { Agent } from 'node:http';
-import { CleanupStack, closeRedis, createRedis, createToolQueue, KeySpace, type ToolJobData } from '@mcp-tasks/engine';
+import { CleanupStack, closeRedis, createRedis, KeySpace, type ToolJobData } from '@mcp-tasks/engine';
+import { toolQueueName } from '@mcp-tasks/protocol';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { BenchClient, benchAgent } from './mcp.ts';
@@ -21,6 +22,9 @@ import {
 import type { Progress } from './progress.ts';
 
 /** Raw BullMQ queues: no-op jobs (throughput, latency), CPU jobs (scale-out), and one no worker ever serves. */
+/** The tools the workloads call. */
+const BENCH_TOOLS = ['wait', 'count_primes'] as const;
+
 export const RawQueue = { Noop: 'noop', Primes: 'primes', Idle: 'idle' } as const;
 export type RawQueue = (typeof RawQueue)[keyof typeof RawQueue];
 
@@ -45,7 +49,8 @@ export class BenchSystem {
   /** One MCP client (own session) per concurrent stream of requests. */
   clients: BenchClient[] = [];
   /** Our tool queue, read to see when it is drained. */
-  ourQueue!: Queue<ToolJobData>;
+  /** The queues of the tools the workloads call (one queue per tool: docs/catalog.md). */
+  ourQueues: Queue<ToolJobData>[] = [];
   rawQueues!: Record<RawQueue, Queue<RawJobData>>;
   rawEvents!: Record<'noop' | 'primes', QueueEvents>;
   #workerIndex = 0;
@@ -80,7 +85,10 @@ export class BenchSystem {
     this.redisServer = await startRedis(this.cleanup, this.dir);
     this.redis = this.cleanup.add('inspection redis', createRedis(this.redisServer.url, 'bench'), closeRedis);
     const producer = this.cleanup.add('raw producer redis', createRedis(this.redisServer.url, 'bench-raw'), closeRedis);
-    this.ourQueue = this.cleanup.add('our queue', createToolQueue(producer, this.prefix), (queue) => queue.close());
+    for (const tool of BENCH_TOOLS) {
+      const queue = new Queue<ToolJobData>(toolQueueName(tool), { connection: producer, prefix: this.prefix });
+      this.ourQueues.push(this.cleanup.add(`queue of ${tool}`, queue, (q) => q.close()));
+    }
     this.progress.phase('starting api, worker and raw BullMQ worker');
     const [api] = await Promise.all([
       startApi(this.cleanup, this.dir, this.env),
@@ -129,9 +137,10 @@ export class BenchSystem {
   /** Starts or stops our worker processes until `count` run. */
   async setWorkers(count: number): Promise<void> {
     const starting: Promise<Child>[] = [];
-    // A worker is ready once BullMQ lists it among the queue's workers.
+    // A worker is ready once BullMQ lists it among the workers of every queue the workloads use.
     const expected = count;
-    const ready = async () => (await this.ourQueue.getWorkersCount()) >= expected;
+    const ready = async () =>
+      (await Promise.all(this.ourQueues.map((queue) => queue.getWorkersCount()))).every((n) => n >= expected);
     while (this.workers.length + starting.length < count) {
       starting.push(startWorker(this.cleanup, this.dir, this.env, this.#workerIndex++, ready));
     }
@@ -162,8 +171,10 @@ export class BenchSystem {
   async drainOurQueue(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const counts = await this.ourQueue.getJobCounts('active', 'wait', 'prioritized', 'delayed');
-      const left = Object.values(counts).reduce((a, b) => a + b, 0);
+      const counts = await Promise.all(
+        this.ourQueues.map((queue) => queue.getJobCounts('active', 'wait', 'prioritized', 'delayed')),
+      );
+      const left = counts.flatMap((count) => Object.values(count)).reduce((a, b) => a + b, 0);
       if (left === 0) return;
       if (Date.now() > deadline) throw new Error(`our queue still holds ${left} jobs after ${timeoutMs / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 50));

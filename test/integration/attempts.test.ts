@@ -107,7 +107,7 @@ describe('attempts: a worker killed or cut off mid-task (1 api, workers with 1 s
     const client = await McpTestClient.connect(system.apiUrl);
     const task = await client.createTask('wait', { seconds: 3 });
     const taskId = String(task['taskId']);
-    const lock = `${system.prefix}:tools:${taskId}:lock`;
+    const lock = `${system.prefix}:tool-wait:${taskId}:lock`;
     await eventually(async () => ((await system.redis.exists(lock)) === 1 ? true : undefined));
     const worker = system.workers.at(-1);
     if (!worker) throw new Error('no worker');

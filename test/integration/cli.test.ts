@@ -93,7 +93,9 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     await other.call('tasks/result', { taskId: ids.foreign });
     ids.cancelled = await create('wait', { seconds: 30 });
     await client.call('tasks/cancel', { taskId: ids.cancelled });
-    await eventually(async () => ((await system.redis.llen(`${system.prefix}:tools:active`)) === 0 ? true : undefined));
+    await eventually(async () =>
+      (await system.redis.llen(`${system.prefix}:tool-wait:active`)) === 0 ? true : undefined,
+    );
 
     // Two long tasks fill the worker's two slots; the third waits in the queue.
     ids.running = await create('wait', { seconds: 30 });

@@ -67,7 +67,7 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
     const keys: string[] = [];
     for (const node of redis.nodes('master')) keys.push(...(await node.keys(`${system.prefix}:*`)));
     expect(keys).to.include(`${system.prefix}:task:${String(created['taskId'])}`);
-    expect(keys.some((key) => key.startsWith(`${system.prefix}:tools:`))).to.equal(true, 'BullMQ keys');
+    expect(keys.some((key) => key.startsWith(`${system.prefix}:tool-wait:`))).to.equal(true, 'BullMQ keys');
     const slots = new Set(await Promise.all(keys.map((key) => redis.call('CLUSTER', 'KEYSLOT', key))));
     expect([...slots]).to.deep.equal([await redis.call('CLUSTER', 'KEYSLOT', system.prefix)]);
   });

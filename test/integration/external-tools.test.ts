@@ -81,7 +81,7 @@ describe('external tools: work that runs elsewhere (fake batch system in its own
     expect(waiting['status']).to.equal('working');
     // The processor returns right after that note; BullMQ then completes and removes the job.
     await eventually(async () =>
-      (await system.redis.exists(`${system.prefix}:tools:${taskId}`)) === 0 ? true : undefined,
+      (await system.redis.exists(`${system.prefix}:tool-batch_report:${taskId}`)) === 0 ? true : undefined,
     );
     expect((await getTask(taskId))['status']).to.equal('working');
     // Progress callbacks move the statusMessage while the batch runs (60 rows x 20 ms > RECONCILE_AFTER_MS).

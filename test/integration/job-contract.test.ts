@@ -41,7 +41,7 @@ describe('job contract v1: an external consumer of ext-<tool> (plain bullmq, non
     await sleep(1000); // > RECONCILE_AFTER_MS, several maintenance passes
     expect((await getTask(waitingTaskId))['status']).to.equal('working');
     expect(await system.redis.lrange(`${system.prefix}:ext-shout:wait`, 0, -1)).to.include(waitingTaskId);
-    expect(await system.redis.exists(`${system.prefix}:tools:${waitingTaskId}`)).to.equal(0);
+    expect(await system.redis.exists(`${system.prefix}:tool-shout:${waitingTaskId}`)).to.equal(0);
 
     const schema = JSON.parse(readFileSync(join(repoRoot, 'docs', 'job-contract.v1.schema.json'), 'utf8')) as {
       $defs: { jobData: JsonSchemaObject };

@@ -48,7 +48,7 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       const id = String(task['taskId']);
       const [record, job] = await Promise.all([
         system.redis.hgetall(`${system.prefix}:task:${id}`),
-        system.redis.hgetall(`${system.prefix}:tools:${id}`),
+        system.redis.hgetall(`${system.prefix}:tool-wait:${id}`),
       ]);
       expect(record['status']).to.be.oneOf(['working']);
       expect(Object.keys(job)).to.not.be.empty;
@@ -248,7 +248,7 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       const waiting = await client.createTask('wait', { seconds: 1 });
       const id = String(waiting['taskId']);
       await client.call('tasks/cancel', { taskId: id });
-      expect(await system.redis.exists(`${system.prefix}:tools:${id}`)).to.equal(0);
+      expect(await system.redis.exists(`${system.prefix}:tool-wait:${id}`)).to.equal(0);
       await Promise.all(fillers.map((task) => client.call('tasks/cancel', { taskId: task['taskId'] })));
     });
 
@@ -289,7 +289,7 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       await eventually(async () => {
         const page = await client.call('tasks/list');
         const ids = (page['tasks'] as { taskId: string }[]).map((task) => task.taskId);
-        const leftovers = await system.redis.exists(`${system.prefix}:task:${id}`, `${system.prefix}:tools:${id}`);
+        const leftovers = await system.redis.exists(`${system.prefix}:task:${id}`, `${system.prefix}:tool-wait:${id}`);
         return !ids.includes(id) && leftovers === 0 ? true : undefined;
       });
     });

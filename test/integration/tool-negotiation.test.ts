@@ -38,7 +38,7 @@ describe('tool task negotiation (api + worker processes, real Redis)', function 
     const { prefix, redis } = system;
     const [record, job, live, expiries] = await Promise.all([
       redis.exists(`${prefix}:task:${taskId}`),
-      redis.exists(`${prefix}:tools:${taskId}`),
+      redis.exists(`${prefix}:tool-wait:${taskId}`),
       redis.zscore(`${prefix}:live`, taskId),
       redis.zrangebyscore(`${prefix}:expiries`, '-inf', '+inf'),
     ]);

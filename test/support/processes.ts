@@ -30,9 +30,11 @@ export async function spawnService(
   entry: string,
   env: Record<string, string>,
   readyMessage: RegExp,
+  /** Another program than `node --import tsx <entry>` (e.g. an installed bin), and its working directory. */
+  options: { command?: string; args?: string[]; cwd?: string } = {},
 ): Promise<ChildHandle> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    cwd: repoRoot,
+  const child = spawn(options.command ?? process.execPath, options.args ?? ['--import', 'tsx', entry], {
+    cwd: options.cwd ?? repoRoot,
     env: { ...process.env, LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

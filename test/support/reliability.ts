@@ -687,7 +687,7 @@ export async function ttlExpiry(rig: Rig, options: { perStatus: number }) {
     else if (type === 'set') content = (await redis.smembers(key)).join('\n');
     else if (type === 'stream') content = JSON.stringify(await redis.xrange(key, '-', '+'));
     else if (type === 'string') content = String(await redis.get(key));
-    if (key === `${prefix}:tools:events`) continue; // BullMQ's capped event log (ids only, trimmed by BullMQ).
+    if (isEventLog(prefix, key)) continue; // BullMQ's capped event logs (ids only, trimmed by BullMQ).
     for (const { taskId } of ids) if (content.includes(taskId)) leftovers.get(taskId)?.push(`${type} ${key}`);
   }
   for (const { taskId, status } of ids) {
@@ -860,7 +860,10 @@ export async function flood(
     if (count > 0) report.fail(`${prefix}:${key} still has ${count} members after ttl`);
   }
   const afterMemory = await memory();
-  const eventsLog = Number((await redis.call('MEMORY', 'USAGE', `${prefix}:tools:events`)) ?? 0);
+  let eventsLog = 0;
+  for (const key of await scanKeys(redis, `${prefix}:*:events`)) {
+    if (isEventLog(prefix, key)) eventsLog += Number((await redis.call('MEMORY', 'USAGE', key)) ?? 0);
+  }
   const kb = (n: number) => `${Math.round(n / 1024)} KiB`;
   report.figures['redis used_memory base/peak/after'] = `${kb(baseMemory)}/${kb(peakMemory)}/${kb(afterMemory)}`;
   report.figures['bullmq events log'] = kb(eventsLog);
@@ -976,9 +979,12 @@ async function checkHostileSessions(rig: Rig, attack: HostileOutcome, report: Re
   }
 }
 
-/** BullMQ's own keys of the tool queue that outlive jobs (meta, id counter, event log, markers). */
+/**
+ * BullMQ's own keys of a tool queue that outlive jobs (meta, id counter, event log, markers): each tool's queue
+ * (docs/catalog.md), and the shared queue of earlier versions.
+ */
 const BULLMQ_QUEUE_KEY =
-  /^tools:(meta|id|events|marker|stalled-check|stalled|wait|active|paused|delayed|prioritized|completed|failed|pc|limiter|de)$/;
+  /^(tools|tool-[^:]+):(meta|id|events|marker|stalled-check|stalled|wait|active|paused|delayed|prioritized|completed|failed|pc|limiter|de)$/;
 
 function rssOf(child: ChildHandle): number {
   try {
@@ -1262,4 +1268,11 @@ function randomValue(random: () => number, depth: number): unknown {
     ] = randomValue(random, depth + 1);
   }
   return object;
+}
+
+/** A BullMQ queue's event log: one per tool queue (docs/catalog.md), and the shared queue's of earlier versions. */
+function isEventLog(prefix: string, key: string): boolean {
+  if (key === `${prefix}:tools:events`) return true;
+  const queue = key.startsWith(`${prefix}:tool-`) && key.endsWith(':events') ? key.slice(prefix.length + 1, -7) : '';
+  return queue !== '' && !queue.includes(':');
 }

@@ -42,14 +42,6 @@ function sourceOf(folder: string): string {
     .join('\n');
 }
 
-/** What `pnpm <script>` finally runs: the package script without the bootstrap wrapper. */
-function nodeCommandOf(script: string): string[] {
-  const line = packageJson.scripts[script] ?? '';
-  const wrapper = 'node scripts/bootstrap.mjs ';
-  expect(line.startsWith(wrapper), `package.json script '${script}'`).to.equal(true);
-  return line.slice(wrapper.length).split(' ');
-}
-
 function seconds(duration: string | undefined): number {
   const match = /^(\d+)(ms|s|m)$/.exec(duration ?? '');
   if (!match) throw new Error(`unreadable duration '${duration}'`);
@@ -70,15 +62,23 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('starts api and worker as node itself, with the entry of the package scripts, behind an init', () => {
-    // `pnpm api` as PID 1 would exit on SIGTERM without passing it on: no clean shutdown, no grace period.
-    expect(service('api').command).to.deep.equal(nodeCommandOf('api'));
-    expect(service('worker').command).to.deep.equal(nodeCommandOf('worker'));
-    expect(nodeCommandOf('api').join(' ')).to.contain('apps/api/src/main.ts');
-    expect(nodeCommandOf('worker').join(' ')).to.contain('apps/worker/src/main.ts');
+  it('starts api and worker as the mcpt commands of the installed package, behind an init', () => {
+    // The entrypoint is the package's bin, which is node itself (no pnpm or sh in between to swallow SIGTERM).
+    expect(dockerfile).to.contain('ENTRYPOINT ["/app/node_modules/.bin/mcpt"]');
+    expect(dockerfile).to.contain('CMD ["api"]');
+    const runner = JSON.parse(read('packages', 'runner', 'package.json')) as {
+      name: string;
+      bin: Record<string, string>;
+    };
+    expect(runner.name).to.equal('mcp-task-runner');
+    expect(runner.bin['mcpt']).to.equal('./dist/mcpt.js');
+    const bin = read('packages', 'runner', 'src', 'mcpt.ts');
+    expect(bin.startsWith('#!/usr/bin/env node')).to.equal(true);
+    expect(service('api').command).to.deep.equal(['api']);
+    expect(service('worker').command).to.deep.equal(['worker']);
+    for (const command of ['api', 'worker']) expect(bin).to.contain(`command === '${command}'`);
     expect(service('api').init).to.equal(true);
     expect(service('worker').init).to.equal(true);
-    expect(dockerfile).to.contain(`CMD ${JSON.stringify(nodeCommandOf('api')).replaceAll(',', ', ')}`);
   });
 
   it('sets only variables the processes read, with values their config accepts', () => {
@@ -153,8 +153,9 @@ describe('docker-compose.yml', () => {
     expect(seconds(worker.stop_grace_period) * 1000).to.be.above(graceMs);
   });
 
-  it('builds from a Dockerfile on Node 20 that installs exactly the workspace packages', () => {
+  it('builds from a Dockerfile on Node 20 that installs exactly the workspace packages, then the packed runner', () => {
     expect(dockerfile).to.match(/^FROM node:20/m);
+    expect(dockerfile).to.match(/npm install --omit=dev .*mcp-task-runner-\*\.tgz zod@/);
     expect(dockerfile).to.contain(`pnpm@${packageJson.packageManager.split('@')[1]}`);
     const packages: string[] = [];
     for (const group of ['apps', 'packages']) {

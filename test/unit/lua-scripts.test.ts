@@ -30,9 +30,11 @@ const KEY_FIRST = new Set([
   'XADD',
   'ZADD',
   'ZCARD',
+  'ZRANGEBYSCORE',
   'ZREM',
   'ZRANGEBYSCORE',
   'ZREMRANGEBYSCORE',
+  'ZSCORE',
 ]);
 /** Commands that take no key (PUBLISH names a channel). */
 const KEYLESS = new Set(['PUBLISH']);

@@ -3,7 +3,7 @@
 // moves a job behind the back of its task record. Without ADMIN_TOKEN nothing is mounted (404).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { operatorTask, type TaskAdmin, type ToolJobData } from '@mcp-tasks/engine';
+import { operatorTask, TOOL_QUEUE_NAME, type TaskAdmin, type ToolJobData } from '@mcp-tasks/engine';
 import { TASK_STATUSES, TaskKind, ProtocolError, type TaskStatus } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
@@ -76,7 +76,7 @@ export async function adminRouter(options: AdminOptions): Promise<Router> {
     options.admin.overview().then((overview) => res.json(overview), next);
   });
 
-  router.use(`${ADMIN_PATH}/queues`, await queueBoard(options.queue, `${ADMIN_PATH}/queues`));
+  router.use(`${ADMIN_PATH}/queues`, await queueBoard(options.admin, `${ADMIN_PATH}/queues`));
 
   router.use(ADMIN_PATH, (error: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) {
@@ -92,8 +92,11 @@ export async function adminRouter(options: AdminOptions): Promise<Router> {
   return router;
 }
 
-/** bull-board, loaded only when the dashboard is enabled (it is the api's heaviest dependency). */
-async function queueBoard(queue: Queue<ToolJobData>, basePath: string): Promise<Router> {
+/**
+ * bull-board, loaded only when the dashboard is enabled (it is the api's heaviest dependency). It shows every tool's
+ * queue (docs/catalog.md), re-read from the catalog on each request, and the shared queue of earlier versions.
+ */
+async function queueBoard(admin: TaskAdmin, basePath: string): Promise<Router> {
   const [{ createBullBoard }, { BullMQAdapter }, { ExpressAdapter }] = await Promise.all([
     import('@bull-board/api'),
     import('@bull-board/api/bullMQAdapter'),
@@ -101,12 +104,35 @@ async function queueBoard(queue: Queue<ToolJobData>, basePath: string): Promise<
   ]);
   const board = new ExpressAdapter();
   board.setBasePath(basePath);
-  createBullBoard({
-    queues: [new BullMQAdapter(queue, { readOnlyMode: true, description: 'MCP tool calls' })],
+  const { replaceQueues } = createBullBoard({
+    queues: [],
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'mcp-task-runner' } },
   });
-  return board.getRouter() as Router;
+  let shown = '';
+  const showQueues = (queues: Queue<ToolJobData>[]) => {
+    const names = queues.map((queue) => queue.name).join(',');
+    if (names === shown) return;
+    shown = names;
+    replaceQueues(
+      queues.map(
+        (queue) =>
+          new BullMQAdapter(queue, {
+            readOnlyMode: true,
+            description: queue.name === TOOL_QUEUE_NAME ? 'MCP tool calls of earlier versions' : 'MCP tool calls',
+          }),
+      ),
+    );
+  };
+  const router = express.Router();
+  router.use((_req, _res, next) => {
+    admin
+      .queues()
+      .then(showQueues, () => undefined)
+      .finally(() => next());
+  });
+  router.use(board.getRouter() as Router);
+  return router;
 }
 
 /** Accepts `Authorization: Bearer <token>` or Basic auth with the token as password (any user name). */

@@ -9,6 +9,7 @@ import {
   auditLogger,
   AuditEvent,
   auditObserver,
+  CatalogView,
   CleanupStack,
   closeRedis,
   createEngine,
@@ -20,7 +21,6 @@ import {
   ConnectionSlots,
   type Logger,
 } from '@mcp-tasks/engine';
-import { toolRegistry } from '@mcp-tasks/tools';
 import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices } from './context.ts';
@@ -28,6 +28,7 @@ import { isLoopbackHost } from './http-guards.ts';
 import { operationsRouter } from './ops.ts';
 import { PlainCalls } from './plain-calls.ts';
 import { callbacksRouter } from './callbacks.ts';
+import { ApiTools } from './tool-catalog.ts';
 import { mcpRouter } from './transport/router.ts';
 
 export interface RunningApi {
@@ -83,6 +84,13 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     };
     registerSecurityGauges(metrics.registry, security.rates);
     warnAboutSecurity(log, config, security.auth);
+    // tools/list is answered from this cache; a publisher's message or the periodic reload renews it.
+    const catalogView = new CatalogView(engine.catalog, engine.subscriber, {
+      reloadMs: config.CATALOG_RELOAD_MS,
+      onError: (error) => log.warn('tool catalog not read', { error: String(error) }),
+    });
+    await catalogView.start();
+    cleanup.add('catalog-view', catalogView, (view) => view.close());
     const services: ApiServices = {
       config,
       log,
@@ -100,7 +108,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
         events: engine.events,
         streamAfterMs: config.RESULT_STREAM_AFTER_MS,
       }),
-      tools: toolRegistry,
+      tools: new ApiTools(catalogView),
       metrics,
       security,
     };
@@ -124,7 +132,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     const { port } = server.address() as AddressInfo;
     const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;
-    log.info(`listening on ${url}`, { url, tools: toolRegistry.names() });
+    log.info(`listening on ${url}`, { url, tools: services.tools.names() });
     return {
       url,
       log,

@@ -1,6 +1,7 @@
 // The api's configuration, read once from the environment (documented in README.md, "Configuration").
 import {
   CallbackEnvSchema,
+  CatalogEnvSchema,
   intFromEnv,
   LogEnvSchema,
   MetricsEnvSchema,
@@ -104,6 +105,7 @@ export const SecurityEnvSchema = z.object({
 
 export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SessionEnvSchema.shape)
+  .extend(CatalogEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)

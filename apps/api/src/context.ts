@@ -14,11 +14,12 @@ import type {
   TaskService,
   TaskStore,
 } from '@mcp-tasks/engine';
-import type { JsonRpcId, ToolRegistry } from '@mcp-tasks/protocol';
+import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { PlainCalls } from './plain-calls.ts';
 import type { StreamReply } from './stream-reply.ts';
+import type { ApiTools } from './tool-catalog.ts';
 
 export interface ApiServices {
   config: ApiConfig;
@@ -27,7 +28,8 @@ export interface ApiServices {
   sessions: SessionStore;
   tasks: TaskService;
   plainCalls: PlainCalls;
-  tools: ToolRegistry;
+  /** The live tool catalog (docs/catalog.md). */
+  tools: ApiTools;
   events: SessionEvents;
   inputs: InputBroker;
   subscriber: Subscriber;

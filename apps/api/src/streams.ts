@@ -114,6 +114,11 @@ export async function streamSession(
   const { sessionId } = session;
   const waiter = await services.subscriber.waiter(services.store.keys.sessionChannel(sessionId));
   const id = (position: string) => eventIdOf({ kind: 'session', after: position });
+  // Sent by this replica to the streams it holds, without an event id: a client that reconnects lists the tools
+  // again anyway, so there is nothing to replay.
+  const stopListChanged = services.tools.view.onChange(() => {
+    if (!sse.closed) sse.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+  });
   try {
     let cursor = after ?? (await services.events.lastId(sessionId));
     // A request written between reading the cursor and the pending list is in both: send it once (as streamAnswer).
@@ -141,6 +146,7 @@ export async function streamSession(
       if (!(await services.sessions.get(sessionId))) return;
     }
   } finally {
+    stopListChanged();
     await waiter.close();
   }
 }

@@ -13,7 +13,6 @@ import {
   type ToolJobData,
 } from '@mcp-tasks/engine';
 import type { TaskRecord } from '@mcp-tasks/protocol';
-import { toolRegistry } from '@mcp-tasks/tools';
 import type { Queue } from 'bullmq';
 import { loadCliConfig, type CliConfig } from './config.ts';
 
@@ -50,6 +49,8 @@ export async function withOperator<T>(env: NodeJS.ProcessEnv, use: (operator: Op
     await reachable(redis, config);
     // The CLI never waits for a task: its engine's subscriber shares the one connection and never subscribes.
     const engine = cleanup.add('engine', createEngine({ redis }, config), (e) => e.close());
+    // A retry queues the job as the api would: the tool's definition comes from the live catalog.
+    const catalog = await engine.catalog.read();
     const operator: Operator = {
       config,
       redis,
@@ -62,10 +63,13 @@ export async function withOperator<T>(env: NodeJS.ProcessEnv, use: (operator: Op
           ? engine.tasksWith({ maxTtlMs: Number.MAX_SAFE_INTEGER, pollIntervalMs: original.pollInterval })
           : engine.tasks,
       retrySafe: (tool) => {
-        if (!toolRegistry.names().includes(tool)) {
-          throw new CliError(`Tool '${tool}' is not registered in this build of the runner; it cannot be retried`);
+        const entry = catalog.get(tool);
+        if (!entry) {
+          throw new CliError(
+            `Tool '${tool}' is not in the tool catalog (no worker serves it now); it cannot be retried`,
+          );
         }
-        return toolRegistry.get(tool).retrySafe ?? true;
+        return entry.retrySafe;
       },
     };
     return await use(operator);

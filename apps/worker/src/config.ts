@@ -1,6 +1,7 @@
 // The worker's configuration, read once from the environment (documented in README.md, "Configuration").
 import {
   CallbackEnvSchema,
+  CatalogEnvSchema,
   intFromEnv,
   LogEnvSchema,
   MetricsEnvSchema,
@@ -14,6 +15,7 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SessionEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)
+  .extend(CatalogEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { Worker } from 'bullmq';
 import {
   auditLogger,
+  CatalogView,
   auditObserver,
   CleanupStack,
   closeRedis,
@@ -17,8 +18,15 @@ import {
   type Logger,
   type ToolJobData,
 } from '@mcp-tasks/engine';
-import { isTerminal, lostSettlement, queueOfTool } from '@mcp-tasks/protocol';
-import { toolRegistry } from '@mcp-tasks/tools';
+import {
+  catalogEntryOf,
+  isTerminal,
+  lostSettlement,
+  queueOfTool,
+  ToolRegistry,
+  type CatalogEntry,
+  type ToolDefinition,
+} from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import { metricsUrl, startMetricsServer, stopMetricsServer } from './metrics-server.ts';
 import { toolProcessor } from './process-job.ts';
@@ -31,13 +39,20 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-export async function startWorker(config: WorkerConfig): Promise<RunningWorker> {
+/**
+ * Starts a worker serving `tools`: publishes their definitions to the catalog (refused, and nothing started, when
+ * live workers publish a different definition under one of the names: docs/catalog.md), then takes the jobs of each
+ * tool's own queue.
+ */
+export async function startWorker(config: WorkerConfig, tools: readonly ToolDefinition[]): Promise<RunningWorker> {
   const name = `worker-${hostname()}-${process.pid}`;
   const log = createLogger({ service: 'worker', level: config.LOG_LEVEL, format: config.LOG_FORMAT }).child({
     worker: name,
   });
   const cleanup = new CleanupStack();
   try {
+    const toolRegistry = new ToolRegistry(tools);
+    if (tools.length === 0) throw new Error('A worker needs at least one tool to serve (MCPT_TOOLS)');
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
     const workerRedis = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
     const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
@@ -88,8 +103,10 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
     maintenance.start();
     cleanup.add('maintenance', maintenance, (m) => m.stop());
 
-    const worker = new Worker<ToolJobData>(
-      TOOL_QUEUE_NAME,
+    const entries = tools.map(catalogEntryOf);
+    // Before any job is taken: a conflicting definition stops this worker here.
+    await engine.catalog.publish(entries);
+    const processorOf = (waitBudgetOfQueue: { enter(): () => void }) =>
       toolProcessor({
         store,
         tools: toolRegistry,
@@ -100,7 +117,7 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         inputs: engine.inputs,
         sessions: engine.sessions,
         input: { timeoutMs: config.INPUT_REQUEST_TIMEOUT_MS, recheckMs: config.INPUT_RECHECK_MS },
-        waitBudget,
+        waitBudget: waitBudgetOfQueue,
         external: {
           tasks: engine.external,
           callback:
@@ -110,8 +127,10 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
           pollMinMs: config.EXTERNAL_POLL_MIN_MS,
           pollMaxMs: Math.max(config.EXTERNAL_POLL_MIN_MS, config.EXTERNAL_POLL_MAX_MS),
         },
-      }),
-      {
+      });
+    const startQueueWorker = async (queueName: string) => {
+      const lender = waitBudget.lender();
+      const worker = new Worker<ToolJobData>(queueName, processorOf(lender), {
         connection: workerRedis,
         prefix: config.REDIS_PREFIX,
         concurrency: config.WORKER_CONCURRENCY,
@@ -119,34 +138,48 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
         maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
         name,
-      },
+      });
+      lender.attach(worker);
+      // BullMQ renews job locks but does not stop a processor whose lock it lost: the job may run elsewhere already
+      // (stalled-job recovery), so the tool stops here; the attempt fence refuses whatever it would still settle.
+      worker.on('lockRenewalFailed', (jobIds) => {
+        // A tool job's id is its task id (toolJobOptions).
+        for (const taskId of jobIds) {
+          if (running.abort(taskId, AbortReason.LockLost)) log.warn('job lock lost: stopping its tool', { taskId });
+        }
+      });
+      worker.on('active', (job) => metrics.jobStarted(job));
+      worker.on('error', (error) => log.warn('worker error', { queue: queueName, error: error.message }));
+      worker.on('failed', (job, error) => {
+        // The job ran out of attempts (an infrastructure error, not a tool error): settle its task now rather than
+        // wait for reconciliation.
+        if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
+        void store
+          .get(job.data.taskId)
+          .then((record) =>
+            record && !isTerminal(record.status)
+              ? store.settle(record, lostSettlement(`The worker gave up on the task: ${error.message}`))
+              : undefined,
+          )
+          .catch(() => undefined);
+      });
+      await worker.waitUntilReady();
+      cleanup.add(`bullmq-worker-${queueName}`, worker, (w) =>
+        closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log),
+      );
+    };
+    const queues = entries.filter((entry) => !entry.external).map((entry) => entry.queue);
+    for (const queueName of queues) await startQueueWorker(queueName);
+    // Jobs an api from before the catalog left in the shared queue are still run (docs/catalog.md, "Queues").
+    const legacy = await queue.getJobCountByTypes('waiting', 'delayed', 'prioritized', 'active', 'waiting-children');
+    if (legacy > 0) {
+      log.info('draining the shared queue of an earlier version', { queue: TOOL_QUEUE_NAME, jobs: legacy });
+      await startQueueWorker(TOOL_QUEUE_NAME);
+    }
+    const heartbeat = engine.catalog.heartbeat(entries, (error) =>
+      log.error('tool catalog not refreshed', { error: error instanceof Error ? error.message : String(error) }),
     );
-    waitBudget.attach(worker);
-    // BullMQ renews job locks but does not stop a processor whose lock it lost: the job may run elsewhere already
-    // (stalled-job recovery), so the tool stops here; the attempt fence refuses whatever it would still settle.
-    worker.on('lockRenewalFailed', (jobIds) => {
-      // A tool job's id is its task id (toolJobOptions).
-      for (const taskId of jobIds) {
-        if (running.abort(taskId, AbortReason.LockLost)) log.warn('job lock lost: stopping its tool', { taskId });
-      }
-    });
-    worker.on('active', (job) => metrics.jobStarted(job));
-    worker.on('error', (error) => log.warn('worker error', { error: error.message }));
-    worker.on('failed', (job, error) => {
-      // The job ran out of attempts (an infrastructure error, not a tool error): settle its task now rather than
-      // wait for reconciliation.
-      if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
-      void store
-        .get(job.data.taskId)
-        .then((record) =>
-          record && !isTerminal(record.status)
-            ? store.settle(record, lostSettlement(`The worker gave up on the task: ${error.message}`))
-            : undefined,
-        )
-        .catch(() => undefined);
-    });
-    await worker.waitUntilReady();
-    cleanup.add('bullmq-worker', worker, (w) => closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log));
+    cleanup.add('catalog-heartbeat', heartbeat, (h) => h.stop());
     if (config.WORKER_METRICS_PORT !== undefined) {
       metrics.addWorkerGauges(() => running.ids().length, config.WORKER_CONCURRENCY);
       const server = await startMetricsServer(metrics, {
@@ -160,10 +193,12 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
         token: config.METRICS_TOKEN !== undefined,
       });
     }
-    // Tools served by external consumers: this worker maps their jobs' outcomes onto the tasks (docs/job-contract.md).
-    for (const tool of toolRegistry.list()) {
-      const queueName = queueOfTool(toolRegistry.get(tool.name));
-      if (queueName === undefined) continue;
+    // Tools served by external consumers: this worker maps their jobs' outcomes onto the tasks (docs/job-contract.md),
+    // for its own queue tools and for those a consumer in another language published to the catalog.
+    const listening = new Set<string>();
+    const listen = async (queueName: string) => {
+      if (listening.has(queueName)) return;
+      listening.add(queueName);
       const listener = new ExternalQueueListener(queueName, {
         env: config,
         prefix: config.REDIS_PREFIX,
@@ -175,9 +210,29 @@ export async function startWorker(config: WorkerConfig): Promise<RunningWorker> 
       });
       cleanup.add(`external-queue-listener-${queueName}`, listener, (l) => l.close());
       await listener.start();
+    };
+    const listenToCatalog = (entries: Iterable<CatalogEntry>) => {
+      for (const entry of entries) {
+        if (!entry.external) continue;
+        listen(entry.queue).catch((error: unknown) =>
+          log.warn('external queue not listened to', { queue: entry.queue, error: String(error) }),
+        );
+      }
+    };
+    for (const tool of tools) {
+      const queueName = queueOfTool(tool);
+      if (queueName !== undefined) await listen(queueName);
     }
+    const catalogView = new CatalogView(engine.catalog, subscriber, {
+      reloadMs: config.CATALOG_RELOAD_MS,
+      onError: (error) => log.warn('tool catalog not read', { error: String(error) }),
+    });
+    cleanup.add('catalog-view', catalogView, (view) => view.close());
+    catalogView.onChange((entries) => listenToCatalog(entries.values()));
+    await catalogView.start();
+    listenToCatalog(catalogView.entries().values());
     log.info('worker ready', {
-      queue: TOOL_QUEUE_NAME,
+      queues,
       concurrency: config.WORKER_CONCURRENCY,
       tools: toolRegistry.names(),
     });

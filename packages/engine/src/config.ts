@@ -54,6 +54,19 @@ export const SessionEnvSchema = z.object({
 
 export type SessionEnv = z.infer<typeof SessionEnvSchema>;
 
+/**
+ * The tool catalog (docs/catalog.md), read by workers (which publish) and api replicas (which list): both must agree
+ * on how long a tool stays listed after the last heartbeat of a worker serving it.
+ */
+export const CatalogEnvSchema = z.object({
+  CATALOG_HEARTBEAT_MS: intFromEnv(5000, { min: 100 }),
+  CATALOG_GRACE_MS: intFromEnv(60_000, { min: 1000 }),
+  /** An api replica re-reads the catalog this often even when no change was announced. */
+  CATALOG_RELOAD_MS: intFromEnv(2000, { min: 50 }),
+});
+
+export type CatalogEnv = z.infer<typeof CatalogEnvSchema>;
+
 /** The shortest ttl a task is granted, whatever it asked for. */
 export const MIN_TASK_TTL_MS = 1000;
 

@@ -1,7 +1,16 @@
 // The composition root of the engine: api, workers and the CLI build their Redis-side objects here, from their
 // connections and their configuration, so that they cannot disagree on key names, lifetimes or limits.
 import type { Queue } from 'bullmq';
-import { MIN_TASK_TTL_MS, TaskEnvSchema, type RedisEnv, type SessionEnv, type TaskEnv } from './config.ts';
+import { ToolCatalog } from './catalog.ts';
+import {
+  CatalogEnvSchema,
+  MIN_TASK_TTL_MS,
+  TaskEnvSchema,
+  type CatalogEnv,
+  type RedisEnv,
+  type SessionEnv,
+  type TaskEnv,
+} from './config.ts';
 import { SessionEvents } from './session-events.ts';
 import { ExternalTasks } from './external.ts';
 import { ExternalQueues } from './external-queues.ts';
@@ -33,7 +42,8 @@ export interface EngineConnections {
  */
 export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
   SessionEnv &
-  Partial<TaskEnv> & {
+  Partial<TaskEnv> &
+  Partial<CatalogEnv> & {
     /** The most unfinished tasks one owner may have; absent: no cap. */
     MAX_TASKS_PER_OWNER?: number;
     /** The most live sessions of one principal and of one client address (0: no cap); absent: no cap. */
@@ -48,10 +58,15 @@ export interface Engine {
   events: SessionEvents;
   subscriber: Subscriber;
   inputs: InputBroker;
-  /** The queue of our own workers' tool jobs. */
+  /** The queue all tools shared before the catalog; only drained now (docs/catalog.md, "Queues"). */
   queue: Queue<ToolJobData>;
-  /** The queues of tools served by external consumers (docs/job-contract.md), opened on first use. */
+  /**
+   * Every tool's queue by name, opened on first use: `tool-<name>` for our workers' tools, the consumer's queue for
+   * tools served outside the runner (docs/job-contract.md).
+   */
   externalQueues: ExternalQueues;
+  /** The tool catalog workers publish to and api replicas list (docs/catalog.md). */
+  catalog: ToolCatalog;
   tasks: TaskService;
   external: ExternalTasks;
   admin: TaskAdmin;
@@ -62,6 +77,7 @@ export interface Engine {
 }
 
 const TASK_DEFAULTS = TaskEnvSchema.parse({});
+const CATALOG_DEFAULTS = CatalogEnvSchema.parse({});
 
 export function createEngine(connections: EngineConnections, config: EngineConfig): Engine {
   const { redis } = connections;
@@ -81,9 +97,11 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
   };
   const limits = config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {};
   const tasksWith = (changes: Partial<TaskTiming>) =>
-    new TaskService(store, queue, redis, subscriber, { ...timing, ...changes }, limits).useExternalQueues(
-      externalQueues,
-    );
+    new TaskService(store, redis, subscriber, { ...timing, ...changes }, limits).useExternalQueues(externalQueues);
+  const catalog = new ToolCatalog(redis, keys, {
+    CATALOG_GRACE_MS: config.CATALOG_GRACE_MS ?? CATALOG_DEFAULTS.CATALOG_GRACE_MS,
+    CATALOG_HEARTBEAT_MS: config.CATALOG_HEARTBEAT_MS ?? CATALOG_DEFAULTS.CATALOG_HEARTBEAT_MS,
+  });
   return {
     keys,
     store,
@@ -98,7 +116,8 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     externalQueues,
     tasks: tasksWith({}),
     external: new ExternalTasks(redis, keys, store, events),
-    admin: new TaskAdmin(redis, store, queue),
+    catalog,
+    admin: new TaskAdmin(redis, store, queue, { queues: externalQueues, catalog }),
     tasksWith,
     close: async () => {
       await externalQueues.close();

@@ -12,8 +12,10 @@
  */
 export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './audit.ts';
 export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
+export { CatalogConflictError, CatalogView } from './catalog.ts';
 export { CleanupStack, onShutdownSignal } from './cleanup.ts';
 export {
+  CatalogEnvSchema,
   ConfigError,
   intFromEnv,
   LogEnvSchema,

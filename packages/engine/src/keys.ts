@@ -101,4 +101,19 @@ export class KeySpace {
   securityCounters(): string {
     return `${this.prefix}:security-counters`;
   }
+
+  /** Hash: the tool catalog, tool name -> its published entry (canonical JSON; docs/catalog.md). */
+  catalogTools(): string {
+    return `${this.prefix}:catalog:tools`;
+  }
+
+  /** Sorted set: tool name scored by the last heartbeat (ms) of any worker serving it. */
+  catalogSeen(): string {
+    return `${this.prefix}:catalog:seen`;
+  }
+
+  /** Pub/sub channel: the catalog changed (a tool arrived, changed or went away); api replicas reload it. */
+  catalogChannel(): string {
+    return `${this.prefix}:catalog-changed`;
+  }
 }

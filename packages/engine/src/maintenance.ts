@@ -14,7 +14,7 @@ import type { Queue } from 'bullmq';
 import { SessionEvents } from './session-events.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { Logger } from './logger.ts';
-import type { ToolJobData } from './queue.ts';
+import { jobQueueOf, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { ClaimedExpiry } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
@@ -147,12 +147,9 @@ export class Maintenance {
         await indexes.leaveLive(taskId);
         continue;
       }
-      const external = record.external;
-      const queue =
-        external?.mode === 'queue' && external.queue !== undefined && this.options.externalQueues
-          ? this.options.externalQueues.get(external.queue)
-          : this.queue;
-      const job = await queue.getJob(taskId);
+      const queue = this.options.externalQueues?.get(jobQueueOf(record)) ?? this.queue;
+      // A job an api from before the catalog queued is in the shared queue (docs/catalog.md, "Queues").
+      const job = (await queue.getJob(taskId)) ?? (await this.queue.getJob(taskId));
       const state: ObservedJobState = job ? await job.getState() : 'unknown';
       const verdict = reconcile(record, state, job?.failedReason);
       if (verdict.action !== 'none') {

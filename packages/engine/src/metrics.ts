@@ -139,22 +139,23 @@ export class RunnerMetrics {
       collectFromRedis(gauge, read, { ...options, unlabelled });
     new Gauge({
       name: `${METRICS_PREFIX}queue_jobs`,
-      help: 'BullMQ jobs of the tool queue by state (cluster-wide)',
+      help: 'BullMQ jobs of the tool queues by state (cluster-wide)',
       labelNames: ['state'],
       registers: [this.registry],
       collect() {
         return fromRedis(this, async () => {
-          const counts = await queue.getJobCounts();
-          for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+          // Counts only: a scrape's cost must not grow with anything but the number of tool queues.
+          const jobs = await admin.queueJobs();
+          for (const [state, count] of Object.entries(jobs)) this.set({ state }, count);
         });
       },
     });
     new Gauge({
       name: `${METRICS_PREFIX}workers`,
-      help: 'BullMQ worker connections on the tool queue (cluster-wide)',
+      help: 'Worker processes connected to the tool queues (cluster-wide)',
       registers: [this.registry],
       collect() {
-        return fromRedis(this, async () => this.set(await queue.getWorkersCount()), true);
+        return fromRedis(this, async () => this.set(await admin.workerCount()), true);
       },
     });
     new Gauge({

@@ -1,8 +1,19 @@
 // The BullMQ queue that carries tool calls: its name, job data contract and job options.
+import { toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis.ts';
 
+/**
+ * The queue all tools shared before the catalog (docs/catalog.md, "Queues"): no job is added to it any more; workers
+ * still drain what an older api left in it.
+ */
 export const TOOL_QUEUE_NAME = 'tools';
+
+/** The queue that holds a task's job: its external consumer's, or the tool's own queue. */
+export function jobQueueOf(record: Pick<TaskRecord, 'tool' | 'external'>): string {
+  const { external } = record;
+  return external?.mode === 'queue' && external.queue !== undefined ? external.queue : toolQueueName(record.tool);
+}
 
 /** Job data: everything a worker (ours or an external consumer) needs to run the call. */
 export interface ToolJobData {

@@ -376,6 +376,23 @@ export class RedisScripts {
     return { opened: opened === 1, count };
   }
 
+  /** publish-catalog-2.lua: a worker's catalog entries, unless one conflicts with a live definition. */
+  async publishCatalog(call: {
+    keys: { tools: string; seen: string };
+    now: number;
+    liveAfter: number;
+    channel: string;
+    entries: readonly { name: string; json: string }[];
+  }): Promise<{ verdict: 'ok'; changed: boolean } | { verdict: 'conflict'; name: string; live: string }> {
+    const reply = (await this.#run(
+      'publishCatalog',
+      [call.keys.tools, call.keys.seen],
+      [call.now, call.liveAfter, call.channel, ...call.entries.flatMap((entry) => [entry.name, entry.json])],
+    )) as [string, number | string, string?];
+    if (reply[0] === 'conflict') return { verdict: 'conflict', name: String(reply[1]), live: String(reply[2]) };
+    return { verdict: 'ok', changed: reply[1] === 1 };
+  }
+
   #run(command: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const script = SCRIPTS.get(command);
     const fits = script?.moreKeys ? keys.length >= script.numberOfKeys : script?.numberOfKeys === keys.length;

@@ -16,9 +16,11 @@ import {
   type Task,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
+import type { ToolCatalog } from './catalog.ts';
+import type { ExternalQueues } from './external-queues.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
-import type { ToolJobData } from './queue.ts';
+import { jobQueueOf, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.ts';
 import type { TaskIndex } from './records/indexes.ts';
@@ -127,7 +129,21 @@ export class TaskAdmin {
     _redis: RedisClient,
     private readonly store: TaskStore,
     private readonly queue: Queue<ToolJobData>,
+    /** Each tool's queue, and the catalog that names them (docs/catalog.md). */
+    private readonly tools?: { queues: ExternalQueues; catalog: ToolCatalog },
   ) {}
+
+  /** The shared queue of before the catalog, and the queue of every tool in the catalog. */
+  queues(): Promise<Queue<ToolJobData>[]> {
+    return this.#allQueues();
+  }
+
+  async #allQueues(): Promise<Queue<ToolJobData>[]> {
+    if (!this.tools) return [this.queue];
+    const { queues, catalog } = this.tools;
+    const names = new Set([...(await catalog.read()).values()].map((entry) => entry.queue));
+    return [this.queue, ...[...names].map((name) => queues.get(name))];
+  }
 
   /**
    * One page of tasks matching `filter`, newest first. Members are examined in batches; at most `scanLimit` per
@@ -174,7 +190,9 @@ export class TaskAdmin {
     const stored = await this.store.inspect(taskId);
     if (!stored) return undefined;
     const { record } = stored;
-    const job = await this.queue.getJob(taskId);
+    const queue = this.tools?.queues.get(jobQueueOf(record)) ?? this.queue;
+    // A job an api from before the catalog queued is in the shared queue.
+    const job = (await queue.getJob(taskId)) ?? (await this.queue.getJob(taskId));
     let view: JobView | undefined;
     let state: ObservedJobState = 'unknown';
     if (job) {
@@ -202,6 +220,55 @@ export class TaskAdmin {
     };
   }
 
+  /**
+   * The BullMQ side across the tool queues (and the shared queue of earlier versions): jobs by state, the worker
+   * processes connected (one per worker name, however many tool queues and connections each has), the oldest
+   * waiting job.
+   */
+  /** Jobs by state summed over the tool queues: what a metrics scrape needs, without the worker list or a job read. */
+  async queueJobs(): Promise<Record<string, number>> {
+    const perQueue = await Promise.all((await this.#allQueues()).map((queue) => queue.getJobCounts()));
+    const jobs: Record<string, number> = {};
+    for (const counts of perQueue) {
+      for (const [state, count] of Object.entries(counts)) jobs[state] = (jobs[state] ?? 0) + count;
+    }
+    return jobs;
+  }
+
+  /** How many worker processes are connected to the tool queues (one per worker name). */
+  async workerCount(): Promise<number> {
+    const perQueue = await Promise.all((await this.#allQueues()).map((queue) => queue.getWorkers()));
+    return new Set(perQueue.flat().map((client) => workerName(client['rawname'] ?? ''))).size;
+  }
+
+  async queueState(): Promise<{
+    jobs: Record<string, number>;
+    workers: { name: string; addr: string; age: number }[];
+    oldest: Job<ToolJobData> | undefined;
+  }> {
+    const queues = await this.#allQueues();
+    const perQueue = await Promise.all(
+      queues.map((queue) =>
+        Promise.all([queue.getJobCounts(), queue.getWorkers(), queue.getJobs(['waiting'], 0, 0, true)]),
+      ),
+    );
+    const jobs: Record<string, number> = {};
+    const workers = new Map<string, { name: string; addr: string; age: number }>();
+    let oldest: Job<ToolJobData> | undefined;
+    for (const [counts, clients, waiting] of perQueue) {
+      for (const [state, count] of Object.entries(counts)) jobs[state] = (jobs[state] ?? 0) + count;
+      for (const client of clients) {
+        // BullMQ names a worker's connection "<prefix>:<queue, base64>:w:<worker name>".
+        const name = workerName(client['rawname'] ?? '');
+        const addr = client['addr'] ?? '';
+        if (!workers.has(name)) workers.set(name, { name, addr, age: Number(client['age'] ?? 0) });
+      }
+      const first = waiting[0];
+      if (first && (!oldest || first.timestamp < oldest.timestamp)) oldest = first;
+    }
+    return { jobs, workers: [...workers.values()], oldest };
+  }
+
   /** Counts by status and kind (reads every record's status: O(tasks), batched), queue state, workers. */
   async overview(now = Date.now()): Promise<Overview> {
     const byStatus = Object.fromEntries(TASK_STATUSES.map((status) => [status, 0])) as Record<TaskStatus, number>;
@@ -225,23 +292,9 @@ export class TaskAdmin {
       if (members.length < COUNT_BATCH || last === undefined) break;
       upper = `(${last}`;
     }
-    const [jobs, workers, oldest] = await Promise.all([
-      this.queue.getJobCounts(),
-      this.queue.getWorkers(),
-      this.queue.getJobs(['waiting'], 0, 0, true),
-    ]);
-    const overview: Overview = {
-      at: now,
-      tasks: { total, byStatus, byKind },
-      jobs,
-      workers: workers.map((client) => ({
-        // BullMQ names a worker's connection "<prefix>:<queue, base64>:w:<worker name>".
-        name: workerName(client['rawname'] ?? ''),
-        addr: client['addr'] ?? '',
-        age: Number(client['age'] ?? 0),
-      })),
-    };
-    const job = oldest[0];
+    const { jobs, workers, oldest } = await this.queueState();
+    const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers };
+    const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);
       const createdAt = record?.createdAt ?? job.timestamp;
@@ -316,6 +369,9 @@ export class TaskAdmin {
       tool: record.tool,
       arguments: details?.arguments ?? {},
       retrySafe: options.retrySafe(record.tool),
+      ...(record.external?.mode === 'queue' && record.external.queue !== undefined
+        ? { queue: record.external.queue }
+        : {}),
       requestedTtl: record.ttl,
       statusMessage: `Retry of task ${taskId}, queued for a worker.`,
     });

@@ -8,6 +8,7 @@ import {
   ProtocolError,
   TaskNotFoundError,
   TaskStatus,
+  toolQueueName,
   type ExternalRef,
   type TaskKind,
   type TaskRecord,
@@ -17,7 +18,7 @@ import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { ToolJobData } from './queue.ts';
-import { externalJobOptions, toolJobOptions } from './queue.ts';
+import { externalJobOptions, jobQueueOf, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { Subscriber } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
@@ -42,7 +43,7 @@ export interface CreateTaskInput {
   progressToken?: string | number;
   /** The first statusMessage; default "The task is queued for a worker." (an operator's retry says what it retries). */
   statusMessage?: string;
-  /** The BullMQ queue of a tool served by an external consumer (docs/job-contract.md); default: our `tools` queue. */
+  /** The BullMQ queue of a tool served by an external consumer (docs/job-contract.md); default: the tool's own queue. */
   queue?: string;
 }
 
@@ -54,7 +55,6 @@ export interface TaskLimits {
 export class TaskService {
   constructor(
     private readonly store: TaskStore,
-    private readonly queue: Queue<ToolJobData>,
     private readonly publisher: RedisClient,
     private readonly subscriber: Subscriber,
     readonly timing: TaskTiming,
@@ -116,7 +116,11 @@ export class TaskService {
     try {
       const data = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
       if (input.queue === undefined)
-        await this.queue.add(input.tool, data, toolJobOptions(record.taskId, input.retrySafe));
+        await this.#externalQueue(toolQueueName(input.tool)).add(
+          input.tool,
+          data,
+          toolJobOptions(record.taskId, input.retrySafe),
+        );
       else
         await this.#externalQueue(input.queue).add(
           input.tool,
@@ -185,7 +189,7 @@ export class TaskService {
         `Cannot cancel task: already in terminal status '${moved.current}'`,
       );
     }
-    await stopTaskWork(this.queue, this.publisher, this.store.keys, record.taskId);
+    await stopTaskWork(this.#externalQueue(jobQueueOf(record)), this.publisher, this.store.keys, record.taskId);
     // Read after the transition: a worker marking the task external from now on sees it cancelled and forwards
     // the cancel itself, so one of the two always does (docs/external-tools.md).
     const external = await this.store.externalRef(record.taskId);

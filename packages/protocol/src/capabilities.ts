@@ -16,7 +16,7 @@ export function supportsTasks(protocolVersion: string): boolean {
 }
 
 export function serverCapabilities(protocolVersion: string, options: CapabilityOptions): Record<string, unknown> {
-  const capabilities: Record<string, unknown> = { tools: { listChanged: false } };
+  const capabilities: Record<string, unknown> = { tools: { listChanged: true } };
   if (supportsTasks(protocolVersion)) {
     capabilities['tasks'] = {
       ...(options.listTasks ? { list: {} } : {}),

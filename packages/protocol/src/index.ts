@@ -11,6 +11,7 @@
  * });
  */
 export * from './capabilities.ts';
+export * from './catalog.ts';
 export * from './external.ts';
 export * from './job-state.ts';
 export * from './jsonrpc.ts';

@@ -44,6 +44,10 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   title?: string;
   description: string;
   inputSchema: S;
+  /** The structured result's schema (MCP `outputSchema`), when the tool returns `structuredContent`. */
+  outputSchema?: z.ZodType;
+  /** MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...), listed as given. */
+  annotations?: ToolAnnotations;
   /** Default `forbidden`, as in the specification. */
   taskSupport?: TaskSupport;
   /**
@@ -52,6 +56,15 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    */
   retrySafe?: boolean;
   run(args: z.infer<S>, context: ToolContext): Promise<CallToolResult>;
+}
+
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+  [key: string]: unknown;
 }
 
 export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): ToolDefinition<S> {

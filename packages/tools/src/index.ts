@@ -1,10 +1,10 @@
 /**
- * @mcp-tasks/tools — the tools this runner serves. This list is the one place tools are registered: the api reads
- * it for tools/list and validation, the worker for execution. Adding a tool is one file plus one line here.
+ * @mcp-tasks/tools — the demo tools: what a worker serves when MCPT_TOOLS names none. Workers publish them to the
+ * tool catalog like any user's tools; the api never loads this package.
  *
  * @example
- * import { toolRegistry } from '@mcp-tasks/tools';
- * toolRegistry.get('wait');
+ * import { demoTools } from '@mcp-tasks/tools';
+ * await startWorker(config, demoTools);
  */
 import { ToolRegistry } from '@mcp-tasks/protocol';
 import { askUserTool } from './ask-user.ts';
@@ -19,7 +19,7 @@ import { waitTool } from './wait.ts';
 
 export { countPrimesBelow } from './count-primes.ts';
 
-export const toolRegistry = new ToolRegistry([
+export const demoTools = [
   waitTool,
   crashTool,
   countPrimesTool,
@@ -29,4 +29,6 @@ export const toolRegistry = new ToolRegistry([
   onceTool,
   batchReportTool,
   shoutTool,
-]);
+];
+
+export const toolRegistry = new ToolRegistry(demoTools);

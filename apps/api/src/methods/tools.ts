@@ -7,10 +7,8 @@ import {
   MODEL_IMMEDIATE_RESPONSE_META_KEY,
   parseParams,
   ProtocolError,
-  queueOfTool,
   supportsTasks,
   TaskKind,
-  taskSupportOf,
   TaskSupport,
   toWireTask,
   type TaskRecord,
@@ -23,10 +21,10 @@ export const listTools: MethodHandler = (_params, { services }) => Promise.resol
 export const callTool: MethodHandler = async (params, context) => {
   const { services, session } = context;
   const call = parseParams(CallToolParamsSchema, params, 'tools/call');
-  const tool = services.tools.get(call.name);
+  const tool = await services.tools.get(call.name);
   // A session on a revision without Tasks never saw our tasks capability: its `task` field is ignored (T-TOOL-5).
   const asTask = call.task !== undefined && supportsTasks(session.protocolVersion);
-  const support = taskSupportOf(tool);
+  const support = tool.taskSupport;
   if (asTask && support === TaskSupport.Forbidden) {
     throw new ProtocolError(
       ErrorCode.MethodNotFound,
@@ -52,8 +50,8 @@ export const callTool: MethodHandler = async (params, context) => {
       sessionId: session.sessionId,
       tool: tool.name,
       arguments: args,
-      retrySafe: tool.retrySafe ?? true,
-      ...(queueOfTool(tool) !== undefined ? { queue: queueOfTool(tool) } : {}),
+      retrySafe: tool.retrySafe,
+      ...(tool.external ? { queue: tool.queue } : {}),
       ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
       ...(progressToken !== undefined ? { progressToken } : {}),
     });

@@ -1,0 +1,80 @@
+// The api's tools: the live catalog the workers publish (docs/catalog.md), cached in this replica, listed by
+// tools/list and used to validate a call's arguments against the published JSON Schema. No tool code is loaded here.
+import type { CatalogView } from '@mcp-tasks/engine';
+import { canonicalJson, ErrorCode, listingOfEntry, ProtocolError, type CatalogEntry } from '@mcp-tasks/protocol';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import formatsModule from 'ajv-formats';
+
+// ajv-formats is CommonJS: its module.exports is the plugin itself (the typings describe only `exports.default`).
+const addFormats = formatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+export class ApiTools {
+  readonly #ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: true, logger: false });
+  readonly #validators = new Map<string, { schema: string; validate: ValidateFunction }>();
+  #listing: Record<string, unknown>[] | undefined;
+
+  constructor(readonly view: CatalogView) {
+    addFormats(this.#ajv);
+    view.onChange(() => {
+      this.#listing = undefined;
+    });
+  }
+
+  /** tools/list: every live tool, by name; computed once per catalog change. */
+  list(): Record<string, unknown>[] {
+    this.#listing ??= [...this.view.entries().values()]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map(listingOfEntry);
+    return this.#listing;
+  }
+
+  names(): string[] {
+    return [...this.view.entries().keys()];
+  }
+
+  /** The tool's entry, or -32602 naming the unknown tool (the MCP convention for tools/call of an unknown name). */
+  async get(name: string): Promise<CatalogEntry> {
+    const entry = await this.view.get(name);
+    if (!entry) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: '${name}'`);
+    return entry;
+  }
+
+  /** Validated arguments with the schema's defaults applied, or -32602 saying which argument is wrong. */
+  parseArguments(entry: CatalogEntry, args: unknown): unknown {
+    const value = structuredClone(args ?? {});
+    const validate = this.#validatorOf(entry);
+    if (validate(value)) return value;
+    throw new ProtocolError(
+      ErrorCode.InvalidParams,
+      `Invalid arguments for tool '${entry.name}': ${describeErrors(validate.errors ?? [])}`,
+    );
+  }
+
+  #validatorOf(entry: CatalogEntry): ValidateFunction {
+    const schema = canonicalJson(entry.inputSchema);
+    const cached = this.#validators.get(entry.name);
+    if (cached?.schema === schema) return cached.validate;
+    let validate: ValidateFunction;
+    try {
+      validate = this.#ajv.compile(entry.inputSchema);
+    } catch (error) {
+      throw new ProtocolError(
+        ErrorCode.InternalError,
+        `Tool '${entry.name}' has an input schema that cannot be used: ${(error as Error).message}`,
+      );
+    }
+    this.#validators.set(entry.name, { schema, validate });
+    return validate;
+  }
+}
+
+/** `seconds: must be <= 3600; fail: must be boolean`, as zod's issues read (describeIssues). */
+function describeErrors(errors: readonly ErrorObject[]): string {
+  return errors
+    .slice(0, 5)
+    .map((error) => {
+      const path = error.instancePath.slice(1).replaceAll('/', '.');
+      return path ? `${path}: ${error.message ?? 'is invalid'}` : (error.message ?? 'is invalid');
+    })
+    .join('; ');
+}

@@ -1,0 +1,11 @@
+/**
+ * @mcp-tasks/worker — a worker as a library: `startWorker(config, tools)` publishes the tools to the catalog and runs
+ * their jobs (the `mcpt worker` command and the package's programmatic `startWorker` use it).
+ *
+ * @example
+ * const worker = await startWorker(loadWorkerConfig(), await loadTools('./tools.js'));
+ * await worker.close();
+ */
+export { loadTools } from './load-tools.ts';
+export { loadWorkerConfig, WorkerEnvSchema, type WorkerConfig } from './config.ts';
+export { startWorker, type RunningWorker } from './worker.ts';

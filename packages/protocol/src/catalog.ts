@@ -1,0 +1,91 @@
+// The tool catalog's entry (docs/catalog.md): what a worker publishes about a tool it serves, so that the api can
+// list it, validate its arguments and route its calls without the tool's code. Part of the job contract: consumers in
+// other languages publish the same JSON (docs/job-contract.md, schema in docs/job-contract.schema.json).
+import { z } from 'zod';
+import { queueOfTool } from './external.ts';
+import { taskSupportOf, TaskSupport, type ToolDefinition } from './tool.ts';
+
+const JsonObject = z.record(z.string(), z.unknown());
+
+export const CatalogEntrySchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/),
+    title: z.string().optional(),
+    description: z.string(),
+    inputSchema: JsonObject,
+    outputSchema: JsonObject.optional(),
+    annotations: JsonObject.optional(),
+    taskSupport: z.enum([TaskSupport.Forbidden, TaskSupport.Optional, TaskSupport.Required]),
+    retrySafe: z.boolean(),
+    /** The BullMQ queue whose consumers run the tool's jobs. */
+    queue: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[^:]+$/),
+    /** The queue is read by a consumer outside the runner (job contract): its job outcomes settle the tasks. */
+    external: z.boolean(),
+  })
+  .refine((entry) => entry.external || entry.queue === toolQueueName(entry.name), {
+    message: "a tool the runner's workers serve has the queue 'tool-<name>'",
+    path: ['queue'],
+  });
+export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;
+
+/** The queue of a tool the runner's own workers run: one queue per tool, so a job reaches only a worker that has it. */
+export function toolQueueName(tool: string): string {
+  return `tool-${tool}`;
+}
+
+/** The entry a worker publishes for one of its tools. */
+export function catalogEntryOf(tool: ToolDefinition): CatalogEntry {
+  const external = queueOfTool(tool);
+  return {
+    name: tool.name,
+    ...(tool.title ? { title: tool.title } : {}),
+    description: tool.description,
+    inputSchema: jsonSchemaOf(tool.inputSchema, 'input'),
+    ...(tool.outputSchema ? { outputSchema: jsonSchemaOf(tool.outputSchema, 'output') } : {}),
+    ...(tool.annotations ? { annotations: { ...tool.annotations } } : {}),
+    taskSupport: taskSupportOf(tool),
+    retrySafe: tool.retrySafe ?? true,
+    queue: external ?? toolQueueName(tool.name),
+    external: external !== undefined,
+  };
+}
+
+/** tools/list's rendering of an entry. */
+export function listingOfEntry(entry: CatalogEntry): Record<string, unknown> {
+  return {
+    name: entry.name,
+    ...(entry.title !== undefined ? { title: entry.title } : {}),
+    description: entry.description,
+    inputSchema: entry.inputSchema,
+    ...(entry.outputSchema !== undefined ? { outputSchema: entry.outputSchema } : {}),
+    ...(entry.annotations !== undefined ? { annotations: entry.annotations } : {}),
+    execution: { taskSupport: entry.taskSupport },
+  };
+}
+
+/**
+ * The JSON text two entries are compared by: keys sorted at every level, so that equal definitions published by
+ * different processes (or languages) compare equal.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+  );
+}
+
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io }) as Record<string, unknown>;
+  return json;
+}

@@ -1,0 +1,38 @@
+/**
+ * mcp-task-runner — durable MCP Tasks on BullMQ and Redis, with your own tools.
+ *
+ * @example
+ * // tools.js: served by `MCPT_TOOLS=./tools.js npx mcpt worker`; `npx mcpt api` lists and routes them.
+ * import { defineTool } from 'mcp-task-runner';
+ * import { z } from 'zod';
+ * export const tools = [
+ *   defineTool({
+ *     name: 'resize_images',
+ *     description: 'Resizes the images of a bucket',
+ *     inputSchema: z.object({ bucket: z.string() }),
+ *     taskSupport: 'optional',
+ *     async run({ bucket }, { signal, progress }) {
+ *       return { content: [{ type: 'text', text: `resized ${bucket}` }] };
+ *     },
+ *   }),
+ * ];
+ */
+export { defineExternalTool, defineQueueTool, defineTool, TaskSupport } from '@mcp-tasks/protocol';
+export type {
+  CallbackTarget,
+  CallToolResult,
+  CatalogEntry,
+  ElicitParams,
+  ExternalContext,
+  ExternalHandlers,
+  ExternalStatus,
+  ExternalSubmission,
+  ExternalToolDefinition,
+  QueueToolDefinition,
+  ToolAnnotations,
+  ToolContext,
+  ToolDefinition,
+  ToolLogger,
+} from '@mcp-tasks/protocol';
+export { startApi, startWorker } from './start.ts';
+export type { ApiHandle, ApiOptions, WorkerHandle, WorkerOptions } from './start.ts';

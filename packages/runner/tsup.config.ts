@@ -1,0 +1,28 @@
+// Builds the installable package: the workspace packages are bundled in (they are private), every real dependency
+// stays external and is declared in package.json, and zod is the user's (a peer). scripts/copy-lua.mjs then puts the
+// Lua scripts that the engine reads next to its code at run time into dist/lua.
+// Why tsup 8.5.1 and not tsdown: tsdown 0.22 and later (and tsup 9) need Node 22, and tsdown 0.21.10's declaration
+// bundler (rolldown-plugin-dts 0.23) fails on names that are both a value and a type (TaskSupport); tsup 8.5
+// runs on our Node 20 and inlines the workspace packages' types through the paths in tsconfig.json.
+import { readFileSync } from 'node:fs';
+import { defineConfig } from 'tsup';
+
+const manifest = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as {
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+};
+
+export default defineConfig({
+  entry: { index: 'src/index.ts', mcpt: 'src/mcpt.ts' },
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  outDir: 'dist',
+  clean: true,
+  splitting: true,
+  // Types of the workspace packages are inlined too: the tarball must not refer to them.
+  dts: { entry: { index: 'src/index.ts' }, resolve: [/^@mcp-tasks\//] },
+  tsconfig: 'tsconfig.json',
+  external: [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)],
+  noExternal: [/^@mcp-tasks\//],
+});

@@ -1,0 +1,116 @@
+// The proof that a team can use the runner with its own tools without this repository: `pnpm run pack`, npm install
+// of the tarball into a project outside the repository, a tool module there in plain JavaScript, and `mcpt api` (no
+// tool code) plus `mcpt worker` (MCPT_TOOLS) from that project's node_modules/.bin, on plain Node (no tsx).
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../scripts/lib/ports.ts';
+import { expectRpcError, McpTestClient } from '../support/mcp-client.ts';
+import { repoRoot, spawnService, type ChildHandle } from '../support/processes.ts';
+import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
+
+const run = promisify(execFile);
+
+const TOOLS_JS = `import { defineTool } from 'mcp-task-runner';
+import { z } from 'zod';
+
+export const tools = [
+  defineTool({
+    name: 'add',
+    title: 'Add',
+    description: 'Adds two numbers',
+    inputSchema: z.object({ a: z.number(), b: z.number() }),
+    taskSupport: 'optional',
+    async run({ a, b }, { progress }) {
+      await progress(1, 1);
+      return { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } };
+    },
+  }),
+];
+`;
+
+describe('the installable package, used from a project outside the repository (npm, plain Node)', function () {
+  this.timeout(240_000);
+  let project: string;
+  let redis: RedisServer;
+  const children: ChildHandle[] = [];
+  let client: McpTestClient;
+
+  before(async () => {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, 'packages', 'runner', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    await run(process.execPath, ['scripts/pack.mjs'], { cwd: repoRoot, timeout: 180_000 });
+    const tarball = join(repoRoot, 'dist', `mcp-task-runner-${version}.tgz`);
+    expect(existsSync(tarball), tarball).to.equal(true);
+
+    project = mkdtempSync(join(tmpdir(), 'mcpt-user-'));
+    writeFileSync(join(project, 'package.json'), '{ "name": "my-tools", "private": true, "type": "module" }\n');
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball, 'zod'], {
+      cwd: project,
+      timeout: 120_000,
+    });
+    writeFileSync(join(project, 'tools.js'), TOOLS_JS);
+
+    redis = await startRedisServer();
+    const mcpt = join(project, 'node_modules', '.bin', 'mcpt');
+    // PATH without the repository's node_modules/.bin: nothing of the workspace (tsx) can help.
+    const env = {
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: uniquePrefix(),
+      PATH: String(process.env['PATH'])
+        .split(':')
+        .filter((dir) => !dir.startsWith(repoRoot))
+        .join(':'),
+      NODE_OPTIONS: '',
+    };
+    const port = await freePort();
+    children.push(
+      await spawnService('mcpt api', '', { ...env, HOST: '127.0.0.1', PORT: String(port) }, /listening on/, {
+        command: mcpt,
+        args: ['api'],
+        cwd: project,
+      }),
+    );
+    children.push(
+      await spawnService('mcpt worker', '', { ...env, MCPT_TOOLS: './tools.js' }, /worker ready/, {
+        command: mcpt,
+        args: ['worker'],
+        cwd: project,
+      }),
+    );
+    client = await McpTestClient.connect(`http://127.0.0.1:${port}/mcp`);
+  });
+
+  after(async () => {
+    for (const child of children.reverse()) await child.stop();
+    await redis?.stop();
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  it('lists the tool the worker published (the api loads no tool code)', async () => {
+    const { tools } = (await client.call('tools/list')) as { tools: Record<string, unknown>[] };
+    expect(tools.map((tool) => tool['name'])).to.deep.equal(['add']);
+    expect(tools[0]).to.deep.include({ title: 'Add', execution: { taskSupport: 'optional' } });
+  });
+
+  it('runs the tool as a task and as a plain call, end to end', async () => {
+    const task = await client.createTask('add', { a: 2, b: 3 });
+    const result = await client.call('tasks/result', { taskId: task['taskId'] });
+    expect(result['content']).to.deep.equal([{ type: 'text', text: '5' }]);
+    expect(result['structuredContent']).to.deep.equal({ sum: 5 });
+    const plain = await client.call('tools/call', { name: 'add', arguments: { a: 40, b: 2 } });
+    expect(plain['content']).to.deep.equal([{ type: 'text', text: '42' }]);
+  });
+
+  it('refuses bad arguments at call time with -32602 naming the field', async () => {
+    await expectRpcError(
+      client.call('tools/call', { name: 'add', arguments: { a: 'two', b: 2 }, task: {} }),
+      -32602,
+      /Invalid arguments for tool 'add': a: must be number/,
+    );
+  });
+});

@@ -1,0 +1,43 @@
+// The runner in code (the package's startWorker / startApi): an api and a worker inside the test's own process,
+// handles that close everything they opened.
+import { expect } from 'chai';
+import { defineTool, startApi, startWorker, type ApiHandle, type WorkerHandle } from 'mcp-task-runner';
+import { z } from 'zod';
+import { McpTestClient } from '../support/mcp-client.ts';
+import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
+
+const greet = defineTool({
+  name: 'greet',
+  description: 'Greets',
+  inputSchema: z.object({ who: z.string() }),
+  taskSupport: 'optional',
+  run: ({ who }) => Promise.resolve({ content: [{ type: 'text', text: `hello ${who}` }] }),
+});
+
+describe('startWorker and startApi in one process (the package’s programmatic API)', function () {
+  this.timeout(30_000);
+  let worker: WorkerHandle | undefined;
+  let api: ApiHandle | undefined;
+
+  after(async () => {
+    await api?.close();
+    await worker?.close();
+  });
+
+  it('serves the given tools and closes through the handles', async () => {
+    const redis = await sharedRedisUrl();
+    const prefix = uniquePrefix();
+    const env = { LOG_LEVEL: 'error' };
+    worker = await startWorker({ tools: [greet], redis, prefix, concurrency: 2, env });
+    api = await startApi({ redis, prefix, port: 0, env });
+    expect(api.url).to.match(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const client = await McpTestClient.connect(api.url);
+    const task = await client.createTask('greet', { who: 'you' });
+    const result = await client.call('tasks/result', { taskId: task['taskId'] });
+    expect(result['content']).to.deep.equal([{ type: 'text', text: 'hello you' }]);
+    await api.close();
+    await worker.close();
+    api = undefined;
+    worker = undefined;
+  });
+});
