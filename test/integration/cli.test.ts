@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
-import { KeySpace, TaskStore } from '@mcp-tasks/engine';
+import { createToolQueue, KeySpace, TaskStore, toolJobOptions } from '@mcp-tasks/engine';
 import { TaskStatus } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient, sleep, type RpcError } from '../support/mcp-client.ts';
 import { repoRoot, startSystem, type System } from '../support/processes.ts';
@@ -415,6 +415,24 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(run.code, run.err).to.equal(0);
     expect((await owner.call('tasks/get', { taskId }))['status']).to.equal('cancelled');
     expect(await system.redis.exists(`${system.prefix}:ext-shout:${taskId}`)).to.equal(0);
+  });
+
+  it('cancel: a job an api from before the catalog left in the shared queue is removed too', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await owner.createTask('shout', { text: 'never' }))['taskId']);
+    // The same task's job as an earlier version queued it: in the shared queue, where no worker of this system
+    // looks once started (it drains that queue only at start-up).
+    const shared = createToolQueue(system.redis, system.prefix);
+    try {
+      await shared.add('shout', { taskId, tool: 'shout', arguments: { text: 'never' } }, toolJobOptions(taskId, true));
+      expect(await system.redis.exists(`${system.prefix}:tools:${taskId}`)).to.equal(1);
+      const run = await cli('cancel', taskId);
+      expect(run.code, run.err).to.equal(0);
+      expect(await system.redis.exists(`${system.prefix}:tools:${taskId}`)).to.equal(0);
+      expect(await system.redis.exists(`${system.prefix}:ext-shout:${taskId}`)).to.equal(0);
+    } finally {
+      await shared.close();
+    }
   });
 
   it("cancel: the session's event stream keeps the installation's SESSION_IDLE_TTL_MS, read like the api and workers do", async () => {

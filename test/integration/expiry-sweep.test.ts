@@ -9,6 +9,7 @@ import {
   createRedis,
   createToolQueue,
   DEFAULT_SESSION_STREAM,
+  ExternalQueues,
   KeySpace,
   Maintenance,
   SessionEvents,
@@ -254,6 +255,23 @@ describe('expiry sweep (T-RSRC-1, T-TTL-1)', function () {
     const later = await maintenance.sweepExpired(now + leaseMs + 1);
     expect(later).to.deep.equal({ swept: 150, more: false });
     expect(await keyspace()).to.deep.equal(baseline);
+  });
+
+  it("an expired task's queued job is removed from its tool's queue (tool-<name>), and from the shared queue of earlier versions", async () => {
+    const queues = new ExternalQueues(redis, keys.prefix);
+    releases.push(track('tool queues', () => queues.close()));
+    const createdAt = Date.now() - 2 * 60_000;
+    const inToolQueue = newRecord(owners[0]!, 'working', createdAt, 60_000);
+    const inSharedQueue = newRecord(owners[1]!, 'working', createdAt + 1, 60_000);
+    for (const record of [inToolQueue, inSharedQueue]) await store.create({ record, arguments: {} });
+    const data = (taskId: string): ToolJobData => ({ taskId, tool: 'wait', arguments: {} });
+    await queues.get('tool-wait').add('wait', data(inToolQueue.taskId), toolJobOptions(inToolQueue.taskId, true));
+    await queue.add('wait', data(inSharedQueue.taskId), toolJobOptions(inSharedQueue.taskId, true));
+
+    const { maintenance } = sweeper({ externalQueues: queues });
+    expect(await maintenance.sweepExpired(Date.now())).to.deep.equal({ swept: 2, more: false });
+    expect(await queues.get('tool-wait').getJob(inToolQueue.taskId)).to.equal(undefined);
+    expect(await queue.getJob(inSharedQueue.taskId)).to.equal(undefined);
   });
 
   it('a worker whose passes fall behind runs the next pass at once, not an interval later', async () => {

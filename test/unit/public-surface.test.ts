@@ -15,6 +15,7 @@ const ENGINE_EXPORTS = [
   'ConnectionSlots',
   'DEFAULT_SESSION_STREAM',
   'ExternalQueueListener',
+  'ExternalQueues',
   'ExternalTasks',
   'InputBroker',
   'KeySpace',

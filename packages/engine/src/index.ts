@@ -27,7 +27,7 @@ export {
 } from './config.ts';
 export { type ConnectionSlot, ConnectionSlots } from './connection-slots.ts';
 export { createEngine } from './engine.ts';
-export { ExternalQueueListener } from './external-queues.ts';
+export { ExternalQueueListener, ExternalQueues } from './external-queues.ts';
 export { ExternalTasks, forwardCancel } from './external.ts';
 export { InputBroker } from './input-broker.ts';
 export { KeySpace } from './keys.ts';

@@ -121,9 +121,15 @@ export class Maintenance {
     const { indexes } = this.store;
     const live = await indexes.areLive(claimed.map((task) => task.taskId));
     // A task that ended has no job left to remove nor work to stop: only an expired live task costs BullMQ calls.
+    // Its job is in its tool's queue (the entry names it), or, queued by an api from before the catalog, in the
+    // shared one (docs/catalog.md, "Queues").
+    const queuesOf = (task: ClaimedExpiry) =>
+      task.queue !== undefined && this.options.externalQueues
+        ? [this.options.externalQueues.get(task.queue), this.queue]
+        : [this.queue];
     await Promise.all(
       claimed.flatMap((task, i) =>
-        live[i] ? [stopTaskWork(this.queue, this.redis, this.store.keys, task.taskId)] : [],
+        live[i] ? [stopTaskWork(queuesOf(task), this.redis, this.store.keys, task.taskId)] : [],
       ),
     );
     // The events expire with the task (DESIGN invariant 4) rather than with the session.

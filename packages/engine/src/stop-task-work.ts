@@ -17,15 +17,18 @@ export function parseControlMessage(raw: string): ControlMessage | undefined {
   }
 }
 
-/** Stops a task's work wherever it is: a queued job is removed, a running one is aborted by its worker. */
+/**
+ * Stops a task's work wherever it is: a queued job is removed from each of `queues` (its tool's queue, and the shared
+ * queue an api from before the catalog used), a running one is aborted by its worker.
+ */
 export async function stopTaskWork(
-  queue: Queue,
+  queues: readonly Queue[],
   publisher: RedisClient,
   keys: KeySpace,
   taskId: string,
 ): Promise<void> {
   // A job held by a worker is locked and cannot be removed from here; the control message reaches its worker.
-  await queue.remove(taskId).catch(() => 0);
+  await Promise.all(queues.map((queue) => queue.remove(taskId).catch(() => 0)));
   const message: ControlMessage = { type: 'cancel', taskId };
   await publisher.publish(keys.controlChannel(), JSON.stringify(message));
 }

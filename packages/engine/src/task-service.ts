@@ -18,7 +18,7 @@ import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { ToolJobData } from './queue.ts';
-import { externalJobOptions, jobQueueOf, toolJobOptions } from './queue.ts';
+import { externalJobOptions, jobQueueOf, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { Subscriber } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
@@ -189,7 +189,12 @@ export class TaskService {
         `Cannot cancel task: already in terminal status '${moved.current}'`,
       );
     }
-    await stopTaskWork(this.#externalQueue(jobQueueOf(record)), this.publisher, this.store.keys, record.taskId);
+    await stopTaskWork(
+      [this.#externalQueue(jobQueueOf(record)), this.#externalQueue(TOOL_QUEUE_NAME)],
+      this.publisher,
+      this.store.keys,
+      record.taskId,
+    );
     // Read after the transition: a worker marking the task external from now on sees it cancelled and forwards
     // the cancel itself, so one of the two always does (docs/external-tools.md).
     const external = await this.store.externalRef(record.taskId);

@@ -141,20 +141,31 @@ export interface ExpiryEntry {
   member: string;
   /** The session whose event stream holds the task's notifications; unset in entries of older versions. */
   sessionId?: string;
+  /** The BullMQ queue of its job (the tool's own, or its external consumer's); unset in entries of older versions. */
+  queue?: string;
 }
 
 export function encodeExpiryEntry(
-  record: Pick<TaskRecord, 'taskId' | 'owner' | 'kind'> & { sessionId?: string },
+  record: Pick<TaskRecord, 'taskId' | 'owner' | 'kind'> & { sessionId?: string; queue?: string },
   member: string,
 ): string {
+  const { taskId, owner, kind, sessionId, queue } = record;
+  // Older versions wrote the first four or five fields: their entries still decode, and are still removed
+  // (TaskStore.delete names each form).
+  if (queue !== undefined) return JSON.stringify([taskId, owner, member, kind, sessionId ?? '', queue]);
   return JSON.stringify(
-    record.sessionId === undefined
-      ? [record.taskId, record.owner, member, record.kind]
-      : [record.taskId, record.owner, member, record.kind, record.sessionId],
+    sessionId === undefined ? [taskId, owner, member, kind] : [taskId, owner, member, kind, sessionId],
   );
 }
 
 export function decodeExpiryEntry(entry: string): ExpiryEntry {
-  const [taskId, owner, member, , sessionId] = JSON.parse(entry) as [string, string, string, string, string?];
-  return { taskId, owner, member, ...(sessionId ? { sessionId } : {}) };
+  const [taskId, owner, member, , sessionId, queue] = JSON.parse(entry) as [
+    string,
+    string,
+    string,
+    string,
+    string?,
+    string?,
+  ];
+  return { taskId, owner, member, ...(sessionId ? { sessionId } : {}), ...(queue ? { queue } : {}) };
 }

@@ -15,6 +15,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
+import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
 import { RedisScripts } from '../scripts.ts';
 import {
@@ -161,7 +162,7 @@ export class TaskStore {
       maxLive: maxLiveTasksPerOwner,
       member,
       listed: record.kind === TaskKind.Task,
-      expiryEntry: encodeExpiryEntry(record, member),
+      expiryEntry: encodeExpiryEntry({ ...record, queue: jobQueueOf(record) }, member),
       fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
     });
     if (!admitted) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
@@ -382,13 +383,22 @@ export class TaskStore {
 
   /** Deletes a record and its index entries at once (a plain call's record once its answer is sent). */
   async delete(
-    record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'kind'> & { sessionId?: string },
+    record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'kind'> &
+      Partial<Pick<TaskRecord, 'tool' | 'external'>> & { sessionId?: string },
   ): Promise<void> {
     const member = indexMember(record.createdAt, record.taskId);
-    // Without the sessionId the expiry entry stays; the janitor's later pass over it finds nothing left but events.
-    const { taskId, owner, kind, sessionId } = record;
+    // Without the sessionId (or the tool) the expiry entry stays; the janitor's later pass over it finds nothing
+    // left but events.
+    const { taskId, owner, kind, sessionId, tool, external } = record;
+    // The forms of older versions (without the job's queue), and the entry this version writes.
     const entries = [encodeExpiryEntry({ taskId, owner, kind }, member)];
     if (sessionId !== undefined) entries.push(encodeExpiryEntry({ taskId, owner, kind, sessionId }, member));
+    if (tool !== undefined) {
+      const queue = jobQueueOf({ tool, ...(external !== undefined ? { external } : {}) });
+      entries.push(
+        encodeExpiryEntry({ taskId, owner, kind, ...(sessionId !== undefined ? { sessionId } : {}), queue }, member),
+      );
+    }
     await this.indexes.deleteTask({ taskId, owner, member }, entries);
   }
 
