@@ -389,7 +389,9 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
   });
 
   it('runs as the mcpt binary with the environment of the other processes', async () => {
-    const child = spawn(join(repoRoot, 'node_modules', '.bin', 'mcpt'), ['list', '--json', '--limit', '1'], {
+    // The repository's operator binary (apps/cli); node_modules/.bin/mcpt is the installable package's, which
+    // exists only once `pnpm run pack` has built it (test/integration/package.test.ts covers that one).
+    const child = spawn(join(repoRoot, 'apps', 'cli', 'bin', 'mcpt.mjs'), ['list', '--json', '--limit', '1'], {
       cwd: repoRoot,
       env: { ...process.env, REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -495,7 +495,8 @@ describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', functio
       AUTH_JWT_AUDIENCE: 'mcp-task-runner',
     };
     [system, rs384System] = await Promise.all([
-      startSystem({ workers: 0, env }),
+      // One worker, so that its tools are in the catalog the api lists and validates from.
+      startSystem({ workers: 1, env }),
       startSystem({ workers: 0, env: { ...env, AUTH_JWT_ALGORITHMS: 'RS384' } }),
     ]);
   });
