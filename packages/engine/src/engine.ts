@@ -117,7 +117,7 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     tasks: tasksWith({}),
     external: new ExternalTasks(redis, keys, store, events),
     catalog,
-    admin: new TaskAdmin(redis, store, queue, { queues: externalQueues, catalog }),
+    admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog }),
     tasksWith,
     close: async () => {
       await externalQueues.close();

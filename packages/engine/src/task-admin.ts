@@ -21,7 +21,6 @@ import type { ToolCatalog } from './catalog.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
-import type { RedisClient } from './redis.ts';
 import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
@@ -125,8 +124,6 @@ export class AdminError extends LocalError {
 
 export class TaskAdmin {
   constructor(
-    // Unused: records and indexes are read through the store. Kept while callers still pass it.
-    _redis: RedisClient,
     private readonly store: TaskStore,
     private readonly queue: Queue<ToolJobData>,
     /** Each tool's queue, and the catalog that names them (docs/catalog.md). */
