@@ -92,6 +92,35 @@ export async function startApi(
   return { ...child, url: `http://127.0.0.1:${port}/mcp` };
 }
 
+/**
+ * A bench baseline's HTTP endpoint in its own process (bare-api.ts, sdk-peer.ts): `script` run with PORT set, ready
+ * once GET /readyz answers.
+ */
+export async function startEndpoint(
+  cleanup: CleanupStack,
+  dir: string,
+  name: string,
+  script: string,
+  env: Record<string, string>,
+): Promise<ApiHandle> {
+  const port = await freePort();
+  const child = launch(
+    cleanup,
+    name,
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', script],
+    { ...env, PORT: String(port) },
+    dir,
+  );
+  await waitFor(child, () =>
+    fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (response) => response.ok,
+      () => false,
+    ),
+  );
+  return { ...child, url: `http://127.0.0.1:${port}/mcp` };
+}
+
 /** Starts a worker; `ready` tells when it consumes the queue (its ready log line may be below LOG_LEVEL). */
 export async function startWorker(
   cleanup: CleanupStack,

@@ -30,7 +30,12 @@ export interface ThroughputSample {
 
 export interface Sides<T> {
   ours: T[];
+  /** Raw BullMQ in-process: the producer calls queue.add itself (a reference, not a server). */
   raw: T[];
+  /** Raw BullMQ behind a bare node:http JSON-RPC endpoint, its own api and worker processes (bare-api.ts). */
+  bare?: T[];
+  /** The official SDK's in-process, in-memory task runtime (sdk-peer.ts): not durable. */
+  sdk?: T[];
 }
 
 export interface ReadSample {

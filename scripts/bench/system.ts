@@ -12,6 +12,7 @@ import {
   logTail,
   runDir,
   startApi,
+  startEndpoint,
   startRawWorker,
   startRedis,
   startWorker,
@@ -25,7 +26,7 @@ import type { Progress } from './progress.ts';
 /** The tools the workloads call. */
 const BENCH_TOOLS = ['wait', 'count_primes'] as const;
 
-export const RawQueue = { Noop: 'noop', Primes: 'primes', Idle: 'idle' } as const;
+export const RawQueue = { Noop: 'noop', Primes: 'primes', Idle: 'idle', Bare: 'bare' } as const;
 export type RawQueue = (typeof RawQueue)[keyof typeof RawQueue];
 
 export interface RawJobData {
@@ -44,14 +45,21 @@ export class BenchSystem {
   readonly rawPrefix = `bench-raw-${randomUUID().slice(0, 8)}`;
   api!: ApiHandle;
   readonly workers: Child[] = [];
-  readonly rawWorkers: Record<RawQueue, Child[]> = { noop: [], primes: [], idle: [] };
+  readonly rawWorkers: Record<RawQueue, Child[]> = { noop: [], primes: [], idle: [], bare: [] };
+  /** The bare-HTTP baseline: raw BullMQ behind a node:http JSON-RPC endpoint (bare-api.ts), workers on queue bare. */
+  bareApi!: ApiHandle;
+  /** The peer: the official SDK's in-memory task runtime in one process (sdk-peer.ts). */
+  sdkPeer!: ApiHandle;
+  /** One client per concurrent stream of requests, as `clients`, for the bare endpoint and the SDK peer. */
+  bareClients: BenchClient[] = [];
+  sdkClients: BenchClient[] = [];
   agent!: Agent;
   /** One MCP client (own session) per concurrent stream of requests. */
   clients: BenchClient[] = [];
   /** Our tool queue, read to see when it is drained. */
   /** The queues of the tools the workloads call (one queue per tool: docs/catalog.md). */
   ourQueues: Queue<ToolJobData>[] = [];
-  rawQueues!: Record<RawQueue, Queue<RawJobData>>;
+  rawQueues!: Record<'noop' | 'primes' | 'idle', Queue<RawJobData>>;
   rawEvents!: Record<'noop' | 'primes', QueueEvents>;
   #workerIndex = 0;
 
@@ -90,18 +98,26 @@ export class BenchSystem {
       this.ourQueues.push(this.cleanup.add(`queue of ${tool}`, queue, (q) => q.close()));
     }
     this.progress.phase('starting api, worker and raw BullMQ worker');
-    const [api] = await Promise.all([
+    const bareEnv = { REDIS_URL: this.redisServer.url, RAW_PREFIX: this.rawPrefix, RAW_QUEUE: RawQueue.Bare };
+    const [api, bareApi, sdkPeer] = await Promise.all([
       startApi(this.cleanup, this.dir, this.env),
+      startEndpoint(this.cleanup, this.dir, 'bare-api', 'scripts/bench/bare-api.ts', bareEnv),
+      startEndpoint(this.cleanup, this.dir, 'sdk-peer', 'scripts/bench/sdk-peer.ts', {}),
       this.setWorkers(1),
       this.setRawWorkers(RawQueue.Noop, 1),
+      this.setRawWorkers(RawQueue.Bare, 1),
     ]);
     this.api = api;
+    this.bareApi = bareApi;
+    this.sdkPeer = sdkPeer;
     this.agent = this.cleanup.add('http agent', benchAgent(this.options.clients), (agent) => agent.destroy());
-    this.clients = await Promise.all(
-      Array.from({ length: this.options.clients }, () =>
-        BenchClient.connect(this.api.url, this.agent, this.options.jsonOnly),
-      ),
-    );
+    const connectAll = (url: string) =>
+      Promise.all(
+        Array.from({ length: this.options.clients }, () => BenchClient.connect(url, this.agent, this.options.jsonOnly)),
+      );
+    this.clients = await connectAll(this.api.url);
+    this.bareClients = await connectAll(this.bareApi.url);
+    this.sdkClients = await connectAll(this.sdkPeer.url);
 
     const queue = (name: RawQueue) =>
       this.cleanup.add(
@@ -182,11 +198,21 @@ export class BenchSystem {
   }
 
   /** Every process of the system under test, for CPU accounting. */
-  processes(): { api: Child; workers: Child[]; rawWorkers: Child[] } {
+  processes(): {
+    api: Child;
+    workers: Child[];
+    rawWorkers: Child[];
+    bareApi: Child;
+    bareWorkers: Child[];
+    sdkPeer: Child;
+  } {
     return {
       api: this.api,
       workers: [...this.workers],
       rawWorkers: [...this.rawWorkers.noop, ...this.rawWorkers.primes],
+      bareApi: this.bareApi,
+      bareWorkers: [...this.rawWorkers.bare],
+      sdkPeer: this.sdkPeer,
     };
   }
 

@@ -27,7 +27,15 @@ const NOOP_ARGS = { seconds: 0 };
 /** What `wait` with seconds 0 answers (the raw worker answers the same). */
 export const NOOP_RESULT = { content: [{ type: 'text', text: 'Waited 0s' }] };
 
-type Side = 'ours' | 'raw';
+type Side = 'ours' | 'raw' | 'bare' | 'sdk';
+
+/** The sides of the throughput and latency workloads, in the order each repetition runs them. */
+const SIDES = [
+  ['ours', 'ours'],
+  ['bare', 'bare-HTTP BullMQ'],
+  ['sdk', 'SDK peer'],
+  ['raw', 'raw BullMQ'],
+] as const;
 
 /** Worker processes running during the expiry workload: each sweeps, and they share the work. */
 export const EXPIRY_WORKERS = 2;
@@ -75,44 +83,49 @@ export class Workloads {
     const { clients } = this.system;
     const count = Math.min(300, this.options.tasks);
     this.system.progress.phase('warming up (JIT, connections)');
-    await drive(count, clients.length, 30_000, (_, lane) => this.oursNoop(clients[lane] as BenchClient));
-    await drive(count, clients.length, 30_000, () => this.rawNoop().then(() => undefined));
+    for (const [side] of SIDES) {
+      const once = this.noopOf(side);
+      await drive(count, clients.length, 30_000, (_, lane) => once(lane));
+    }
   }
 
-  /** Workload 1: N no-op tasks from C clients, each fetching its result; raw: add + wait for completion. */
+  /**
+   * One no-op task of `side` on lane `lane`: ours, the bare-HTTP endpoint and the SDK peer through the same MCP
+   * client (tools/call, then tasks/result); raw BullMQ in-process (add, then wait for completion).
+   */
+  private noopOf(side: Side): (lane: number, created?: () => void) => Promise<void> {
+    if (side === 'raw') return (_, created) => this.rawNoop(created).then(() => undefined);
+    const clients =
+      side === 'ours' ? this.system.clients : side === 'bare' ? this.system.bareClients : this.system.sdkClients;
+    return (lane, created) => this.oursNoop(clients[lane] as BenchClient, created);
+  }
+
+  /**
+   * Workload 1: N no-op tasks from C clients, each fetching its result, against ours, the bare-HTTP endpoint, the
+   * SDK peer and raw BullMQ in-process, repetitions interleaved.
+   */
   async throughput(): Promise<Sides<ThroughputSample>> {
     const { clients, progress } = this.system;
     const { reps, tasks, measureTimeoutMs } = this.options;
-    const samples: Sides<ThroughputSample> = { ours: [], raw: [] };
+    const samples: Required<Sides<ThroughputSample>> = { ours: [], raw: [], bare: [], sdk: [] };
     for (let rep = 1; rep <= reps; rep++) {
-      progress.phase(`throughput ${rep}/${reps}: ours`);
-      samples.ours.push(
-        await this.accounted('ours', async () => {
-          const result = await drive(
-            tasks,
-            clients.length,
-            measureTimeoutMs,
-            (_, lane) => this.oursNoop(clients[lane] as BenchClient),
-            (done, total) => progress.tick(done, total),
-          );
-          this.note(`throughput ours #${rep}`, result);
-          return result;
-        }),
-      );
-      progress.phase(`throughput ${rep}/${reps}: raw BullMQ`);
-      samples.raw.push(
-        await this.accounted('raw', async () => {
-          const result = await drive(
-            tasks,
-            clients.length,
-            measureTimeoutMs,
-            () => this.rawNoop().then(() => undefined),
-            (done, total) => progress.tick(done, total),
-          );
-          this.note(`throughput raw #${rep}`, result);
-          return result;
-        }),
-      );
+      for (const [side, label] of SIDES) {
+        progress.phase(`throughput ${rep}/${reps}: ${label}`);
+        const once = this.noopOf(side);
+        samples[side].push(
+          await this.accounted(side, async () => {
+            const result = await drive(
+              tasks,
+              clients.length,
+              measureTimeoutMs,
+              (_, lane) => once(lane),
+              (done, total) => progress.tick(done, total),
+            );
+            this.note(`throughput ${side} #${rep}`, result);
+            return result;
+          }),
+        );
+      }
     }
     return samples;
   }
@@ -121,9 +134,18 @@ export class Workloads {
   private async accounted(side: Side, body: () => Promise<DriveResult>): Promise<ThroughputSample> {
     const { redis } = this.system;
     const processes = this.system.processes();
-    const workers = side === 'ours' ? processes.workers : processes.rawWorkers;
+    const workers =
+      side === 'ours'
+        ? processes.workers
+        : side === 'bare'
+          ? processes.bareWorkers
+          : side === 'raw'
+            ? processes.rawWorkers
+            : [];
+    const api =
+      side === 'ours' ? processes.api : side === 'bare' ? processes.bareApi : side === 'sdk' ? processes.sdkPeer : null;
     const cpu = () => ({
-      api: side === 'ours' ? processes.api.cpuSeconds() : Number.NaN,
+      api: api ? api.cpuSeconds() : Number.NaN,
       worker: sum(workers.map((worker) => worker.cpuSeconds())),
       client: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
     });
@@ -155,9 +177,8 @@ export class Workloads {
   /** Workload 2: one client, sequential create -> tasks/result; raw: add -> waitUntilFinished. */
   async latency(): Promise<Sides<LatencySummary>> {
     const { progress } = this.system;
-    const client = this.system.clients[0] as BenchClient;
     const { reps, latencySamples, measureTimeoutMs } = this.options;
-    const sides: Sides<LatencySummary> = { ours: [], raw: [] };
+    const sides: Required<Sides<LatencySummary>> = { ours: [], raw: [], bare: [], sdk: [] };
     const sample = async (name: string, once: (created: () => void) => Promise<unknown>): Promise<LatencySummary> => {
       const times: number[] = [];
       const creates: number[] = [];
@@ -176,10 +197,11 @@ export class Workloads {
       return { ...summarizeLatency(times), createP50: percentile(creates, 50) };
     };
     for (let rep = 1; rep <= reps; rep++) {
-      progress.phase(`latency ${rep}/${reps}: ours`);
-      sides.ours.push(await sample(`latency ours #${rep}`, (created) => this.oursNoop(client, created)));
-      progress.phase(`latency ${rep}/${reps}: raw BullMQ`);
-      sides.raw.push(await sample(`latency raw #${rep}`, (created) => this.rawNoop(created)));
+      for (const [side, label] of SIDES) {
+        progress.phase(`latency ${rep}/${reps}: ${label}`);
+        const once = this.noopOf(side);
+        sides[side].push(await sample(`latency ${side} #${rep}`, (created) => once(0, created)));
+      }
     }
     return sides;
   }

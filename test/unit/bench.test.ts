@@ -218,9 +218,9 @@ describe('bench: report', () => {
       '600',
       '1,100',
       '0.55x',
-      '>= 0.50x: ok',
+      '',
     ]);
-    expect(comparison?.rows[1]?.slice(3)).to.deep.equal(['+2.00 ms', '<= +3 ms: ok']);
+    expect(comparison?.rows[1]?.slice(3)).to.deep.equal(['+2.00 ms', '']);
     expect(comparison?.rows[2]?.slice(1, 4)).to.deep.equal(['1.50', '0.25', '+1.25 ms']);
     expect(comparison?.rows.find((row) => row[0]?.startsWith('Redis memory per finished'))?.[4]).to.equal(
       '<= 2 KiB + result: ok',
@@ -232,6 +232,39 @@ describe('bench: report', () => {
     const text = renderReport(results);
     expect(text).to.match(/^## mcp-task-runner bench: 2 cores \(CPU\)/);
     expect(text).to.include('tasks/s per core');
+  });
+
+  it('puts ours beside the bare-HTTP endpoint, the SDK peer and raw BullMQ, with the goals of issue 16', () => {
+    const sample = (tasksPerSecond: number, commandsPerTask: number): ThroughputSample => ({
+      tasksPerSecond,
+      tasks: 100,
+      commandsPerTask,
+      commands: {},
+      cpu: { api: 1, worker: 0.5, redis: 0.25, client: 0.2 },
+    });
+    const latency = (p50: number) => ({ p50, p99: p50 * 3, samples: 10, createP50: p50 / 2 });
+    const results: BenchResults = {
+      machine: { cores: 2, cpu: 'CPU', node: 'v20', redis: '7.0', bullmq: '6.7.0', platform: 'linux x64' },
+      options: { reps: 1, clients: 20 },
+      durationSeconds: 1,
+      truncated: [],
+      throughput: { ours: [sample(700, 58)], bare: [sample(1000, 41)], sdk: [sample(900, 0)], raw: [sample(4000, 40)] },
+      latency: { ours: [latency(3)], bare: [latency(2)], sdk: [latency(2.5)], raw: [latency(1)] },
+    };
+    const [alternatives] = buildTables(results);
+    expect(alternatives?.title).to.match(/^Ours beside the alternatives/);
+    expect(alternatives?.rows[0]).to.deep.equal([
+      'throughput, no-op tasks, 20 clients (tasks/s)',
+      '700',
+      '1,000',
+      '900',
+      '4,000',
+      '0.70x',
+      '0.78x',
+      '>= 0.60x bare: ok',
+    ]);
+    expect(alternatives?.rows[1]?.slice(5)).to.deep.equal(['+1.00 ms', '+0.50 ms', '<= +1.5 ms over bare: ok']);
+    expect(alternatives?.rows.find((row) => row[0] === 'Redis commands per task')?.[7]).to.equal('<= 60: ok');
   });
 
   it('misses the expiry goal when the sweep is slow, or when a repetition left anything behind', () => {
