@@ -53,6 +53,7 @@ async function main(): Promise<number> {
     await workloads.warmUp();
     if (wanted.has('throughput')) results.throughput = await workloads.throughput();
     if (wanted.has('latency')) results.latency = await workloads.latency();
+    if (wanted.has('steps')) results.steps = await workloads.steps();
     // Footprint before reads: its key-by-key accounting need not scan the tasks the reads workload stores.
     if (wanted.has('footprint')) results.footprint = await workloads.footprint();
     if (wanted.has('expiry')) results.expiry = await workloads.expiry();

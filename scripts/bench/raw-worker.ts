@@ -27,7 +27,7 @@ async function run(job: Job<RawJobData>): Promise<unknown> {
   return { content: [{ type: 'text', text: 'Waited 0s' }] };
 }
 
-const connection = new Redis(url, { maxRetriesPerRequest: null, connectionName: 'bench-raw-worker' });
+const connection = new Redis(url, { maxRetriesPerRequest: null, connectionName: `bench-raw-worker-${queue}` });
 const worker = new Worker<RawJobData>(queue, run, { connection, prefix, concurrency });
 worker.on('error', (error) => console.error(`raw worker error: ${error.message}`));
 await worker.waitUntilReady();

@@ -79,6 +79,7 @@ export function buildTables(results: BenchResults): Table[] {
   const head = results.throughput ?? results.latency ?? results.footprint;
   if (results.throughput?.bare || results.latency?.bare) tables.push(alternativesTable(results, reps));
   if (head) tables.push(comparisonTable(results, reps));
+  if (results.steps) tables.push(stepsTable(results.steps));
   if (results.footprint) tables.push(memoryByKindTable(results.footprint));
   if (results.reads) tables.push(readsTable(results));
   if (results.expiry) tables.push(expiryTable(results.expiry));
@@ -302,6 +303,35 @@ function comparisonTable(results: BenchResults, reps: number): Table {
     columns: ['measure', 'ours', 'raw BullMQ', 'ours/raw', 'goal'],
     align: ['left', 'right', 'right', 'right', 'left'],
     rows,
+  };
+}
+
+/** Commands and round trips per task, step by step, for ours, the bare-HTTP endpoint and raw BullMQ in-process. */
+function stepsTable(steps: NonNullable<BenchResults['steps']>): Table {
+  const sides = ['ours', 'bare', 'raw'] as const;
+  const order = ['tools/call', 'queue.add', 'worker', 'tasks/result', 'waitUntilFinished', 'api, between requests'];
+  const names = [...new Set(sides.flatMap((side) => Object.keys(steps[side].steps)))].sort(
+    (a, b) => order.indexOf(a) - order.indexOf(b),
+  );
+  const cell = (side: (typeof sides)[number], step?: string) => {
+    const all = Object.entries(steps[side].steps).filter(([name]) => step === undefined || name === step);
+    if (all.length === 0) return '';
+    const commands = sum(all.map(([, c]) => c.commands));
+    const trips = sum(all.map(([, c]) => c.roundTrips));
+    return `${fmt(commands, 1)} / ${fmt(trips, 1)}`;
+  };
+  return {
+    title: `Redis commands / round trips per task by step (MONITOR, ${steps.ours.tasks} sequential tasks each)`,
+    columns: ['step', 'ours', 'bare-HTTP BullMQ', 'raw BullMQ in-process'],
+    rows: [
+      ...names.map((name) => [name, ...sides.map((side) => cell(side, name))]),
+      ['all', ...sides.map((side) => cell(side))],
+    ],
+    notes: [
+      'A round trip is what one connection sends before it needs an answer (a command, a pipeline, a MULTI ... EXEC). ' +
+        'Sequential tasks: the worker is idle between them, so its blocking reads count more than under load; the ' +
+        'throughput rows count commands under load.',
+    ],
   };
 }
 

@@ -1,5 +1,6 @@
 // What a bench run measured, per workload and repetition: the input of the report (and of --json).
 import type { LatencySummary } from './stats.ts';
+import type { StepProfile } from './steps.ts';
 
 export interface Machine {
   cores: number;
@@ -116,6 +117,8 @@ export interface BenchResults {
   footprint?: FootprintResult;
   expiry?: ExpiryResult;
   scaleout?: ScaleOutResult;
+  /** Redis commands and round trips per task by step (MONITOR), sequential tasks. */
+  steps?: Record<'ours' | 'bare' | 'raw', StepProfile>;
   /** Measurements cut short by --timeout-seconds, by name. */
   truncated: string[];
 }

@@ -21,6 +21,7 @@ import type {
   ThroughputSample,
 } from './results.ts';
 import { counterDelta, perSecond, percentile, sum, summarizeLatency, type LatencySummary } from './stats.ts';
+import { nowUs, profileSteps, type Role, type StepProfile, type Window } from './steps.ts';
 import { RawQueue, type BenchSystem } from './system.ts';
 
 const NOOP_ARGS = { seconds: 0 };
@@ -204,6 +205,59 @@ export class Workloads {
       }
     }
     return sides;
+  }
+
+  /**
+   * Redis commands and round trips per task by step (steps.ts): sequential no-op tasks of ours, the bare-HTTP
+   * endpoint and raw BullMQ in-process, each under MONITOR, split into the create request, the result request and
+   * the worker's share.
+   */
+  async steps(): Promise<Record<'ours' | 'bare' | 'raw', StepProfile>> {
+    const { progress, redis, prefix, rawPrefix } = this.system;
+    const count = Math.min(100, this.options.latencySamples);
+    const base64 = (name: string) => Buffer.from(name).toString('base64');
+    // BullMQ names the connections it opens itself <prefix>:<base64 queue name>, and its QueueEvents' with ":qe".
+    const roles: Record<'ours' | 'bare' | 'raw', (name: string) => Role | undefined> = {
+      ours: (name) =>
+        name.startsWith('mcpt-api')
+          ? 'api'
+          : name.startsWith('mcpt-worker') || name.startsWith(`${prefix}:`)
+            ? 'worker'
+            : undefined,
+      bare: (name) =>
+        name.startsWith('bench-bare-api') || name === `${rawPrefix}:${base64(RawQueue.Bare)}:qe`
+          ? 'api'
+          : name === `bench-raw-worker-${RawQueue.Bare}` || name.startsWith(`${rawPrefix}:${base64(RawQueue.Bare)}`)
+            ? 'worker'
+            : undefined,
+      raw: (name) =>
+        name === 'bench-raw' || name === 'bench-raw-events' || name === `${rawPrefix}:${base64(RawQueue.Noop)}:qe`
+          ? 'api'
+          : name === `bench-raw-worker-${RawQueue.Noop}` || name.startsWith(`${rawPrefix}:${base64(RawQueue.Noop)}`)
+            ? 'worker'
+            : undefined,
+    };
+    const profiles = {} as Record<'ours' | 'bare' | 'raw', StepProfile>;
+    for (const side of ['ours', 'bare', 'raw'] as const) {
+      progress.phase(`steps: ${count} sequential tasks under MONITOR, ${side}`);
+      const once = this.noopOf(side);
+      const create = side === 'raw' ? 'queue.add' : 'tools/call';
+      const wait = side === 'raw' ? 'waitUntilFinished' : 'tasks/result';
+      profiles[side] = await profileSteps(redis, roles[side], async () => {
+        const windows: Window[] = [];
+        for (let i = 0; i < count; i++) {
+          const started = nowUs();
+          let created = started;
+          await once(0, () => {
+            created = nowUs();
+            windows.push({ step: create, fromUs: started, toUs: created });
+          });
+          windows.push({ step: wait, fromUs: created, toUs: nowUs() });
+        }
+        return { tasks: count, windows };
+      });
+    }
+    return profiles;
   }
 
   /** Workload 3: tasks/get and tasks/list pages of one owner holding `small`, then `large` stored tasks. */
