@@ -103,6 +103,27 @@ describe('attempts: a worker killed or cut off mid-task (1 api, workers with 1 s
     }
   });
 
+  it('a first attempt is noted "Running on <worker>." only once it has run RUNNING_NOTE_AFTER_MS: a no-op ends without the note', async () => {
+    const client = new McpTestClient(system.apiUrl);
+    await client.initialize();
+    const quick = String((await client.createTask('wait', { seconds: 0 }))['taskId']);
+    const slow = String((await client.createTask('wait', { seconds: 1.5 }))['taskId']);
+    const noted = await eventually(async () => {
+      const task = await client.call('tasks/get', { taskId: slow });
+      return /^Running on \S+\.$/.test(String(task['statusMessage'])) ? task : undefined;
+    });
+    expect(noted['status']).to.equal('working');
+    for (const taskId of [quick, slow]) {
+      await client.call('tasks/result', { taskId }, { headers: { accept: 'application/json' } });
+    }
+    const runningNotes = async (taskId: string) =>
+      (await store.inspect(taskId))?.history.filter((entry) => entry.statusMessage?.startsWith('Running on')).length;
+    expect(await runningNotes(quick)).to.equal(0);
+    expect(await runningNotes(slow)).to.equal(1);
+    // The first attempt wrote no attempt number: the next one's start would still fence it off.
+    expect(await system.redis.hget(tasks.record(slow), 'attempt')).to.equal(null);
+  });
+
   it('a worker that loses its job lock stops its tool; the next attempt runs it and the task ends exactly once', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const task = await client.createTask('wait', { seconds: 3 });

@@ -23,6 +23,7 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     WORKER_STALLED_INTERVAL_MS: intFromEnv(30_000, { min: 1000 }),
     WORKER_MAX_STALLED_COUNT: intFromEnv(2, { min: 0, max: 100 }),
     CANCEL_CHECK_INTERVAL_MS: intFromEnv(2000, { min: 50 }),
+    RUNNING_NOTE_AFTER_MS: intFromEnv(200, { min: 0, max: 60_000 }),
     MAINTENANCE_INTERVAL_MS: intFromEnv(5000, { min: 50 }),
     RECONCILE_AFTER_MS: intFromEnv(60_000, { min: 100 }),
     INPUT_REQUEST_TIMEOUT_MS: intFromEnv(30 * 60_000, { min: 1000 }),

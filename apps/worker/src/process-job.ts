@@ -27,6 +27,8 @@ export interface JobDeps extends ContextDeps {
   log: Logger;
   /** What external tools need (docs/external-tools.md); absent: they fail with a clear message. */
   external?: ExternalDeps;
+  /** A first attempt still running after this long gets its "Running on <worker>." note (RUNNING_NOTE_AFTER_MS). */
+  runningNoteAfterMs: number;
 }
 
 /** The BullMQ processor. It declares `signal` so that BullMQ passes its AbortSignal (see DESIGN.md). */
@@ -79,9 +81,17 @@ async function processJob(
     if (outcome) await settle(deps, record, outcome, log);
     return;
   }
-  // From here on an earlier attempt (a worker that died, or lost the job's lock and runs on) can no longer move
-  // the task, and the input requests it left waiting are withdrawn (T-INPUT-4).
-  const begun = await deps.inputs.beginAttempt(record, attempt, `Running on ${deps.workerName}.`);
+  const runningNote = `Running on ${deps.workerName}.`;
+  // A first attempt has no earlier attempt to fence off and no requests of one to withdraw: its moves carry its
+  // number, which a later attempt's start outdates. It is only noted as running, and only if it still runs after
+  // a short while: most tools end before, and the note would cost them a transition (a round trip, a history
+  // entry, a stream event and two publishes).
+  const begun =
+    attempt <= 1
+      ? ({ ok: true } as const)
+      : // From here on an earlier attempt (a worker that died, or lost the job's lock and runs on) can no longer move
+        // the task, and the input requests it left waiting are withdrawn (T-INPUT-4).
+        await deps.inputs.beginAttempt(record, attempt, runningNote);
   if (!begun.ok) {
     log.info('skipping job: its task cannot start this attempt', {
       reason: begun.reason,
@@ -113,6 +123,15 @@ async function processJob(
 
   const controller = running.start(taskId, bullSignal);
   const context = createToolContext(deps, record, job, controller.signal, log);
+  const noteTimer =
+    attempt <= 1
+      ? setTimeout(() => {
+          // Only while the task is plainly working: a tool waiting for its client keeps that status message.
+          deps.store.note(record, TaskStatus.Working, runningNote, { attempt }).catch((error: unknown) => {
+            log.warn('could not note the task as running', { error: String(error) });
+          });
+        }, deps.runningNoteAfterMs)
+      : undefined;
   let settlement: Settlement;
   try {
     const args = tools.parseArguments(tool, job.data.arguments);
@@ -142,6 +161,7 @@ async function processJob(
     }
     settlement = settleWithError(tool.name, error);
   } finally {
+    clearTimeout(noteTimer);
     running.finish(taskId, controller);
   }
   await settle(deps, record, settlement, log, attempt);

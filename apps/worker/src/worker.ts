@@ -113,6 +113,7 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
         running,
         log,
         workerName: name,
+        runningNoteAfterMs: config.RUNNING_NOTE_AFTER_MS,
         events,
         inputs: engine.inputs,
         sessions: engine.sessions,
