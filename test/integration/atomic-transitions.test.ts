@@ -62,6 +62,31 @@ describe('atomic transitions in Redis', () => {
     return record;
   }
 
+  it('history: each move appends one entry in order, and a full history keeps its creation entry and the last 19', async () => {
+    const task = await newTask();
+    for (let i = 1; i <= 24; i++) {
+      const moved = await store.note(task, 'working', i % 2 === 0 ? `note ${i}` : 'quote " and ],[ inside');
+      expect(moved.ok).to.equal(true);
+      if (i === 3) {
+        const early = await store.inspect(task.taskId);
+        expect(early?.history.map((entry) => entry.statusMessage)).to.deep.equal([
+          undefined,
+          'quote " and ],[ inside',
+          'note 2',
+          'quote " and ],[ inside',
+        ]);
+      }
+    }
+    await store.settle(task, settleWithResult({ content: [] }));
+    const stored = await store.inspect(task.taskId);
+    expect(stored?.history).to.have.length(20);
+    expect(stored?.history[0]?.at).to.equal(task.createdAt);
+    expect(stored?.history.at(-1)?.status).to.equal('completed');
+    expect(stored?.history.at(-2)?.statusMessage).to.equal('note 24');
+    const times = stored?.history.map((entry) => entry.at) ?? [];
+    expect(times).to.deep.equal([...times].sort((a, b) => a - b));
+  });
+
   it('T-LIFE-3, T-CANCEL-3: completion racing cancellation has exactly one winner, 200 times over', async () => {
     const completed = settleWithResult({ content: [{ type: 'text', text: 'done' }] });
     for (let round = 0; round < 200; round++) {

@@ -174,6 +174,29 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       const result = await other.call('tasks/result', { taskId: created['taskId'] });
       expect(result['content']).to.deep.equal([{ type: 'text', text: 'Waited 0.5s' }]);
     });
+
+    it('T-RES-2: waiting tasks/result calls share one subscription per api replica, named in the records they wait for', async () => {
+      const created = await Promise.all([1, 2, 3].map(() => client.createTask('wait', { seconds: 1.5 })));
+      const ids = created.map((task) => String(task['taskId']));
+      const results = ids.map((taskId) =>
+        client.call('tasks/result', { taskId }, { headers: { accept: 'application/json' } }),
+      );
+      // Each waiting call registered its replica in its task's record, in the script that read it.
+      const waiters = await eventually(async () => {
+        const fields = await Promise.all(ids.map((id) => system.redis.hget(`${system.prefix}:task:${id}`, 'waiters')));
+        return fields.every((field) => field !== null) ? fields : undefined;
+      });
+      expect(new Set(waiters).size, 'the same replica for every task').to.equal(1);
+      const replicaIds = String(waiters[0]).split(',').filter(Boolean);
+      expect(replicaIds).to.have.length(1);
+      // No channel per task: the replicas' channels, the sessions' and the catalog's are all that is subscribed.
+      const channels = (await system.redis.call('PUBSUB', 'CHANNELS', `${system.prefix}:*`)) as string[];
+      expect(channels).to.include(`${system.prefix}:replica:${String(replicaIds[0])}`);
+      expect(channels.filter((channel) => ids.some((id) => channel.includes(id)))).to.deep.equal([]);
+      for (const result of await Promise.all(results)) {
+        expect(result['content']).to.deep.equal([{ type: 'text', text: 'Waited 1.5s' }]);
+      }
+    });
   });
 
   describe('tasks/list', () => {

@@ -77,8 +77,9 @@ export class PlainCalls {
 
   /** The call's record for its answer stream, or -32603 once it is gone (answered elsewhere, or expired). */
   async read(taskId: string, owner: string): Promise<TaskRecord> {
-    const record = await this.deps.store.get(taskId);
-    if (!record || record.owner !== owner) {
+    // Watched: its changes wake this replica's answer stream (TaskService.wakeOn).
+    const record = await this.deps.store.getOwned(taskId, owner, this.deps.tasks.watcherId);
+    if (!record) {
       throw new PlainCallGoneError();
     }
     return record;
@@ -127,7 +128,7 @@ export class PlainCalls {
     limit?: { withinMs: number },
   ): Promise<Record<string, unknown> | undefined> {
     const read = async () => {
-      const current = await this.deps.store.get(record.taskId);
+      const current = await this.deps.store.getOwned(record.taskId, record.owner, this.deps.tasks.watcherId);
       if (!current) throw new ProtocolError(ErrorCode.InternalError, 'The call expired before it finished');
       return current;
     };

@@ -45,8 +45,9 @@ export async function streamAnswer(
   const lease = services.events.leaseAnswerStream(sessionId, spec.taskId, randomUUID());
   await lease.renew();
   const renewal = setInterval(() => void lease.renew().catch(() => undefined), 10_000);
+  // The task's changes come on this replica's channel once a read registered it (readTask watches).
   const waiter = await services.subscriber.waiter(
-    services.store.keys.taskChannel(spec.taskId),
+    await services.tasks.wakeOn(spec.taskId),
     services.store.keys.sessionChannel(sessionId),
   );
   const id = (after: string) => eventIdOf({ kind: 'task', ...spec, after });
@@ -178,7 +179,7 @@ function render(event: StreamEvent): StreamMessage {
 }
 
 async function readTask(services: ApiServices, session: Session, spec: AnswerStream): Promise<TaskRecord> {
-  if (spec.taskKind === TaskKind.Task) return services.tasks.getOwned(spec.taskId, session.owner);
+  if (spec.taskKind === TaskKind.Task) return services.tasks.getOwned(spec.taskId, session.owner, { watch: true });
   return services.plainCalls.read(spec.taskId, session.owner);
 }
 

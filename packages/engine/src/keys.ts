@@ -14,9 +14,12 @@ export class KeySpace {
     return `${this.prefix}:session:${sessionId}`;
   }
 
-  /** Pub/sub channel: every status change of one task. */
-  taskChannel(taskId: string): string {
-    return `${this.prefix}:task-events:${taskId}`;
+  /**
+   * Pub/sub channel of one api replica (`replicaChannel('')` is the prefix of all): the ids of the tasks it waits
+   * for whose status changed (the transition script tells the replicas a task's record names as its waiters).
+   */
+  replicaChannel(replicaId: string): string {
+    return `${this.prefix}:replica:${replicaId}`;
   }
 
   /** Pub/sub channel: commands to every worker (cancel). */

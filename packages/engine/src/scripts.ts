@@ -80,7 +80,8 @@ export interface TransitionCall {
   /** JSON of the outcome to store; undefined leaves it as it is. */
   outcome: string | undefined;
   terminal: boolean;
-  taskChannel: string;
+  /** The prefix of the api replicas' channels (KeySpace.replicaChannel('')): waiters are told on theirs. */
+  waiterChannels: string;
   sessionChannel: string;
   stream: { idleMs: number; maxLength: number };
   /** An input request asked (1) or answered or abandoned (-1). */
@@ -203,7 +204,7 @@ export class RedisScripts {
         call.statusMessage ?? '',
         call.outcome ?? '',
         call.terminal ? '1' : '0',
-        call.taskChannel,
+        call.waiterChannels,
         call.taskId,
         call.sessionChannel,
         call.stream.idleMs,
@@ -244,9 +245,16 @@ export class RedisScripts {
     return (await this.#run('claimExpired', [call.keys.expiries], [call.now, call.limit, call.leaseEnd])) as string[];
   }
 
-  /** get-owned-1.lua: the record's fields when `owner` owns it. */
-  async getOwned(call: { keys: { record: string }; owner: string }): Promise<Record<string, string> | undefined> {
-    const flat = (await this.#run('getOwned', [call.keys.record], [call.owner])) as string[];
+  /**
+   * get-owned-1.lua: the record's fields when `owner` owns it; an unfinished task records `watcher` (a replica's
+   * id) as one of its waiters in the same step.
+   */
+  async getOwned(call: {
+    keys: { record: string };
+    owner: string;
+    watcher?: string;
+  }): Promise<Record<string, string> | undefined> {
+    const flat = (await this.#run('getOwned', [call.keys.record], [call.owner, call.watcher ?? ''])) as string[];
     return flat.length === 0 ? undefined : hashOf(flat);
   }
 

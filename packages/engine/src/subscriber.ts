@@ -4,8 +4,18 @@ import type { RedisClient } from './redis.ts';
 
 type Listener = (message: string) => void;
 
+/** What a waiter wakes on: every message on a channel, or only the messages equal to `message` on it. */
+export type WakeOn = string | { channel: string; message: string };
+
+export interface Waiter {
+  /** Resolves on the next wake-up (one that came since the last `next` included), after `timeoutMs`, or on abort. */
+  next(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+}
+
 export class Subscriber {
   readonly #listeners = new Map<string, Set<Listener>>();
+  readonly #pinned = new Map<string, Promise<unknown>>();
 
   // Also a Cluster: classic PUBLISH reaches every node, and ioredis keeps the subscriptions on one node, moving
   // them when that node goes away.
@@ -33,19 +43,39 @@ export class Subscriber {
   }
 
   /**
+   * Subscribes to `channel` for the life of the connection (a replica's own channel): later waiters on it cost no
+   * Redis command. Resolves once Redis confirmed it.
+   */
+  async pin(channel: string): Promise<void> {
+    let pinned = this.#pinned.get(channel);
+    if (!pinned) {
+      pinned = this.listen(channel, () => undefined);
+      this.#pinned.set(channel, pinned);
+      pinned.catch(() => this.#pinned.delete(channel));
+    }
+    await pinned;
+  }
+
+  /**
    * Resolves on the next message on any of `channels`, after `timeoutMs`, or when `signal` aborts, whichever comes
    * first. Subscribe before reading the state you wait on, then call `next`, so that no change slips between.
    */
-  async waiter(
-    ...channels: string[]
-  ): Promise<{ next(timeoutMs: number, signal?: AbortSignal): Promise<void>; close(): Promise<void> }> {
+  async waiter(...channels: WakeOn[]): Promise<Waiter> {
     let wake: (() => void) | undefined;
     let pending = false;
     const onMessage = () => {
       pending = true;
       wake?.();
     };
-    const stops = await Promise.all(channels.map((channel) => this.listen(channel, onMessage)));
+    const stops = await Promise.all(
+      channels.map((on) =>
+        typeof on === 'string'
+          ? this.listen(on, onMessage)
+          : this.listen(on.channel, (message) => {
+              if (message === on.message) onMessage();
+            }),
+      ),
+    );
     return {
       next: (timeoutMs, signal) =>
         new Promise<void>((resolve) => {

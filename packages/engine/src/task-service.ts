@@ -20,7 +20,7 @@ import type { ExternalQueues } from './external-queues.ts';
 import type { ToolJobData } from './queue.ts';
 import { externalJobOptions, jobQueueOf, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
-import type { Subscriber } from './subscriber.ts';
+import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
 
 export interface TaskTiming {
@@ -53,6 +53,12 @@ export interface TaskLimits {
 }
 
 export class TaskService {
+  /**
+   * This process's id as a waiter for tasks: a task read with it (getOwned) publishes its changes on this
+   * replica's channel, which one subscription serves for every task waited for here (as BullMQ's QueueEvents).
+   */
+  readonly watcherId = randomUUID().replaceAll('-', '').slice(0, 16);
+
   constructor(
     private readonly store: TaskStore,
     private readonly publisher: RedisClient,
@@ -138,8 +144,8 @@ export class TaskService {
    * The owner's task, or the same -32602 for a task that does not exist, expired, or belongs to someone else
    * (T-ERR-1, T-SEC-1): the caller cannot tell them apart.
    */
-  async getOwned(taskId: string, owner: string): Promise<TaskRecord> {
-    const record = await this.store.getOwned(taskId, owner);
+  async getOwned(taskId: string, owner: string, options: { watch?: boolean } = {}): Promise<TaskRecord> {
+    const record = await this.store.getOwned(taskId, owner, options.watch ? this.watcherId : undefined);
     if (!record || record.kind !== 'task') {
       throw new TaskNotFoundError();
     }
@@ -147,23 +153,43 @@ export class TaskService {
   }
 
   /**
+   * What wakes a waiter for `taskId` on this replica: its id on the replica's channel, subscribed once. Waiting
+   * costs no Redis command of its own: the reads register the replica (getOwned with `watch`).
+   */
+  async wakeOn(taskId: string): Promise<WakeOn> {
+    const channel = this.store.keys.replicaChannel(this.watcherId);
+    await this.subscriber.pin(channel);
+    return { channel, message: taskId };
+  }
+
+  /** A waiter for `taskId`'s changes: open it before the read that registers this replica (getOwned with watch). */
+  async watch(taskId: string): Promise<Waiter> {
+    return this.subscriber.waiter(await this.wakeOn(taskId));
+  }
+
+  /**
    * Resolves with the record once it is terminal (T-RES-2). Waits on pub/sub, re-reading the record every
-   * `recheckMs` in case a message was lost; rejects when `signal` aborts or the record disappears.
+   * `recheckMs` in case a message was lost; rejects when `signal` aborts or the record disappears. `read` must
+   * register this replica as a waiter (getOwned with `watch`), so that a change wakes it.
    *
    * With `limit`, resolves earlier with the live record: once `limit.withinMs` have passed, or as soon as the task
    * needs its client (`input_required`), so that the caller can turn to a stream that carries the request.
+   * `first`: the record as the caller read it already through `watcher` (saves the first read).
    */
   async waitForTerminal(
     taskId: string,
     signal: AbortSignal,
     read: () => Promise<TaskRecord>,
     limit?: { withinMs: number },
+    first?: { record: TaskRecord; waiter: Waiter },
   ): Promise<TaskRecord> {
     const deadline = limit ? Date.now() + limit.withinMs : Infinity;
-    const waiter = await this.subscriber.waiter(this.store.keys.taskChannel(taskId));
+    const waiter = first?.waiter ?? (await this.watch(taskId));
+    let given = first?.record;
     try {
       for (;;) {
-        const record = await read();
+        const record = given ?? (await read());
+        given = undefined;
         if (isTerminal(record.status)) return record;
         if (signal.aborted) throw new ProtocolError(ErrorCode.RequestCancelled, 'The request was cancelled');
         const left = deadline - Date.now();
@@ -171,7 +197,8 @@ export class TaskService {
         await waiter.next(Math.min(this.timing.recheckMs, left), signal);
       }
     } finally {
-      await waiter.close();
+      // The caller's waiter is the caller's to close.
+      if (!first) await waiter.close();
     }
   }
 

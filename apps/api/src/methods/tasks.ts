@@ -1,7 +1,14 @@
 // tasks/get, tasks/result, tasks/list, tasks/cancel. The `taskId` param is the only source of truth for which
 // task is meant; a related-task `_meta` on these requests is ignored (T-META-2).
 import { audit, AuditEvent } from '@mcp-tasks/engine';
-import { ListParamsSchema, parseParams, resultOf, TaskIdParamsSchema, toWireTask } from '@mcp-tasks/protocol';
+import {
+  ListParamsSchema,
+  parseParams,
+  resultOf,
+  TaskIdParamsSchema,
+  toWireTask,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
 import type { MethodHandler } from '../context.ts';
 import { holdingSlot } from '../stream-limit.ts';
 import { StreamReply } from '../stream-reply.ts';
@@ -15,29 +22,43 @@ export const getTask: MethodHandler = async (params, { services, session }) => {
 export const getTaskResult: MethodHandler = async (params, context) => {
   const { services, session, signal, canStream, log, requestId } = context;
   const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/result');
-  const read = () => services.tasks.getOwned(taskId, session.owner);
-  const current = await read();
-  log.debug('task result requested', { taskId, tool: current.tool, status: current.status, owner: session.owner });
-  let record = current;
-  if (!services.tasks.isTerminal(current)) {
-    if (canStream) {
-      // A task that ends soon is answered as plain JSON: a stream costs the server and the client several times
-      // more. One that does not, or that needs its client (input_required), gets the stream, which then carries
-      // the task's messages from this moment on (T-INPUT-3).
-      // Sent now, ahead of the wait's reads on the same connection, but awaited only if the answer streams.
-      const since = services.events.lastId(current.sessionId);
-      since.catch(() => undefined);
-      const withinMs = services.config.RESULT_STREAM_AFTER_MS;
-      if (withinMs > 0) record = await services.tasks.waitForTerminal(taskId, signal, read, { withinMs });
-      if (!services.tasks.isTerminal(record)) return new StreamReply(record, await since);
-    } else {
-      // Without SSE the request blocks until the task ends: it holds a slot as a stream would (stream-limit.ts).
-      record = await holdingSlot(context, () => services.tasks.waitForTerminal(taskId, signal, read));
+  // One script checks the owner, reads the record and, when the task is unfinished, registers this replica as its
+  // waiter: its changes then come on the replica's one subscription. The waiter is opened first, so that no change
+  // slips between the read and the wait.
+  const read = () => services.tasks.getOwned(taskId, session.owner, { watch: true });
+  const waiter = await services.tasks.watch(taskId);
+  let record: TaskRecord;
+  try {
+    const current = await read();
+    if (log.isDebugEnabled())
+      log.debug('task result requested', { taskId, tool: current.tool, status: current.status, owner: session.owner });
+    record = current;
+    if (!services.tasks.isTerminal(current)) {
+      const first = { record: current, waiter };
+      if (canStream) {
+        // A task that ends soon is answered as plain JSON: a stream costs the server and the client several times
+        // more. One that does not, or that needs its client (input_required), gets the stream, which then carries
+        // the task's messages from this moment on (T-INPUT-3).
+        // Sent now, ahead of the wait's reads on the same connection, but awaited only if the answer streams.
+        const since = services.events.lastId(current.sessionId);
+        since.catch(() => undefined);
+        const withinMs = services.config.RESULT_STREAM_AFTER_MS;
+        if (withinMs > 0) record = await services.tasks.waitForTerminal(taskId, signal, read, { withinMs }, first);
+        if (!services.tasks.isTerminal(record)) return new StreamReply(record, await since);
+      } else {
+        // Without SSE the request blocks until the task ends: it holds a slot as a stream would (stream-limit.ts).
+        record = await holdingSlot(context, () =>
+          services.tasks.waitForTerminal(taskId, signal, read, undefined, first),
+        );
+      }
     }
+  } finally {
+    await waiter.close();
   }
   // Debug, as "requested" above: the audit record below says the same at info (T-AUDIT-1); log lines are a
-  // measurable share of a task's cost (docs/benchmarks.md).
-  log.debug('task result retrieved', { taskId, tool: record.tool, status: record.status, owner: session.owner });
+  // measurable share of a task's cost (docs/benchmarks.md), so their fields are not even built unless wanted.
+  if (log.isDebugEnabled())
+    log.debug('task result retrieved', { taskId, tool: record.tool, status: record.status, owner: session.owner });
   audit(services.security.audit, AuditEvent.ResultRetrieved, {
     principal: session.owner,
     taskId,

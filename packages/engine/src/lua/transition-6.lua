@@ -24,7 +24,8 @@
   ARGV[4]  statusMessage ("" removes it)
   ARGV[5]  outcome JSON ("" leaves it unset)
   ARGV[6]  "1" when the target status is terminal
-  ARGV[7]  channel to publish the new status on (task waiters)
+  ARGV[7]  the prefix of the api replicas' channels: each replica in the record's `waiters` (get-owned-1.lua) is
+           told the task id on <prefix><replica id>, on every change
   ARGV[8]  task id
   ARGV[9]  channel that wakes the session's stream readers
   ARGV[10] idle expiry of the session stream, ms
@@ -46,7 +47,10 @@
   (attempt); {"changed", currentStatus} when the record is no longer what the caller read; {"withdraw", id...}
   when ARGV[15] is "1" and the outstanding requests are not those given (nothing changed: call again with these).
 ]]
-local current = redis.call('HGET', KEYS[1], 'status')
+-- One read of every field the move needs.
+local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'lastUpdatedAt', 'external', 'kind', 'createdAt', 'ttl',
+  'pollInterval', 'history', 'waiters')
+local current = f[1]
 if not current then
   return {'missing'}
 end
@@ -55,15 +59,15 @@ if current ~= 'working' and current ~= 'input_required' then
 end
 
 if ARGV[14] ~= '' then
-  local latest = tonumber(redis.call('HGET', KEYS[1], 'attempt')) or 0
+  local latest = tonumber(f[2]) or 0
   if tonumber(ARGV[14]) < latest then
     return {'stale', current, tostring(latest)}
   end
 end
-if ARGV[16] ~= '' and tonumber(redis.call('HGET', KEYS[1], 'lastUpdatedAt')) ~= tonumber(ARGV[16]) then
+if ARGV[16] ~= '' and tonumber(f[3]) ~= tonumber(ARGV[16]) then
   return {'changed', current}
 end
-if ARGV[17] ~= '' and tostring(redis.call('HEXISTS', KEYS[1], 'external')) ~= ARGV[17] then
+if ARGV[17] ~= '' and (f[4] and '1' or '0') ~= ARGV[17] then
   return {'changed', current}
 end
 
@@ -99,8 +103,7 @@ if delta ~= 0 then
   local counted
   if delta > 0 then
     counted = redis.call('SADD', KEYS[5], ARGV[13])
-    local life = redis.call('HMGET', KEYS[1], 'createdAt', 'ttl')
-    redis.call('PEXPIREAT', KEYS[5], tonumber(life[1]) + tonumber(life[2]))
+    redis.call('PEXPIREAT', KEYS[5], tonumber(f[6]) + tonumber(f[7]))
   else
     counted = redis.call('SREM', KEYS[5], ARGV[13])
   end
@@ -110,7 +113,7 @@ if delta ~= 0 then
   -- waiting for input: the status stays.
   if counted == 0 or (ARGV[1] == 'working' and pending > 0)
       or (ARGV[1] == 'input_required' and current == 'input_required') then
-    return {'unchanged', current, redis.call('HGET', KEYS[1], 'lastUpdatedAt')}
+    return {'unchanged', current, f[3]}
   end
 end
 
@@ -119,29 +122,43 @@ if not string.find(ARGV[2], ',' .. current .. ',', 1, true) then
 end
 
 -- lastUpdatedAt must move on every change, also when two changes fall in the same millisecond.
-local previous = tonumber(redis.call('HGET', KEYS[1], 'lastUpdatedAt')) or 0
+local previous = tonumber(f[3]) or 0
 local now = tonumber(ARGV[3])
 if now <= previous then
   now = previous + 1
 end
 
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'lastUpdatedAt', now)
-if ARGV[4] == '' then
-  redis.call('HDEL', KEYS[1], 'statusMessage')
+-- Status history for operators, kept in the record so it expires with it: the creation entry plus the last 19.
+-- Appended as text; decoded only to drop an entry once it is full. Counting "],[" may count one inside a message
+-- too, which only makes the exact path below run earlier.
+local history = f[9] or '[]'
+local _, separators = string.gsub(history, '%],%[', '')
+if history == '[]' then
+  history = '[' .. cjson.encode({now, ARGV[1], ARGV[4]}) .. ']'
+elseif separators + 1 < 20 then
+  history = string.sub(history, 1, -2) .. ',' .. cjson.encode({now, ARGV[1], ARGV[4]}) .. ']'
 else
-  redis.call('HSET', KEYS[1], 'statusMessage', ARGV[4])
-end
-if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[1], 'outcome', ARGV[5])
+  local entries = cjson.decode(history)
+  table.insert(entries, {now, ARGV[1], ARGV[4]})
+  while #entries > 20 do
+    table.remove(entries, 2)
+  end
+  history = cjson.encode(entries)
 end
 
--- Status history for operators, kept in the record so it expires with it: the creation entry plus the last 19.
-local history = cjson.decode(redis.call('HGET', KEYS[1], 'history') or '[]')
-table.insert(history, {now, ARGV[1], ARGV[4]})
-if #history > 20 then
-  table.remove(history, 2)
+local set = {'status', ARGV[1], 'lastUpdatedAt', now, 'history', history}
+if ARGV[4] ~= '' then
+  table.insert(set, 'statusMessage')
+  table.insert(set, ARGV[4])
 end
-redis.call('HSET', KEYS[1], 'history', cjson.encode(history))
+if ARGV[5] ~= '' then
+  table.insert(set, 'outcome')
+  table.insert(set, ARGV[5])
+end
+redis.call('HSET', KEYS[1], unpack(set))
+if ARGV[4] == '' then
+  redis.call('HDEL', KEYS[1], 'statusMessage')
+end
 
 if ARGV[6] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[8])
@@ -150,13 +167,18 @@ if ARGV[6] == '1' then
 else
   redis.call('ZADD', KEYS[2], now, ARGV[8])
 end
-redis.call('PUBLISH', ARGV[7], ARGV[1])
+
+-- Wakes the api replicas waiting for this task (tasks/result, answer streams), and only those.
+if f[10] then
+  for replica in string.gmatch(f[10], '[^,]+') do
+    redis.call('PUBLISH', ARGV[7] .. replica, ARGV[8])
+  end
+end
 
 -- Plain calls are not tasks for the client: no status notifications for them.
-local fields = redis.call('HMGET', KEYS[1], 'kind', 'createdAt', 'ttl', 'pollInterval')
-if fields[1] == 'task' then
-  local event = {'taskId', ARGV[8], 'status', ARGV[1], 'at', now, 'createdAt', fields[2], 'ttl', fields[3],
-    'pollInterval', fields[4]}
+if f[5] == 'task' then
+  local event = {'taskId', ARGV[8], 'status', ARGV[1], 'at', now, 'createdAt', f[6], 'ttl', f[7],
+    'pollInterval', f[8]}
   if ARGV[4] ~= '' then
     table.insert(event, 'statusMessage')
     table.insert(event, ARGV[4])

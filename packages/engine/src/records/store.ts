@@ -214,10 +214,16 @@ export class TaskStore {
 
   /**
    * The record when `owner` owns it; undefined when it is missing, expired or someone else's. Both misses do the
-   * same work and send nothing back, so they cannot be told apart by the answer or its timing (T-SEC-1).
+   * same work and send nothing back, so they cannot be told apart by the answer or its timing (T-SEC-1). With
+   * `watcher` (TaskService.watcherId), an unfinished task's changes are published to that replica from now on.
    */
-  async getOwned(taskId: string, owner: string): Promise<TaskRecord | undefined> {
-    return decodeRecord(await this.#scripts.getOwned({ keys: { record: this.#tasks.record(taskId) }, owner }));
+  async getOwned(taskId: string, owner: string, watcher?: string): Promise<TaskRecord | undefined> {
+    const fields = await this.#scripts.getOwned({
+      keys: { record: this.#tasks.record(taskId) },
+      owner,
+      ...(watcher !== undefined ? { watcher } : {}),
+    });
+    return decodeRecord(fields);
   }
 
   async details(taskId: string): Promise<TaskDetails | undefined> {
@@ -320,7 +326,7 @@ export class TaskStore {
       statusMessage: change.statusMessage,
       outcome: change.outcome ? JSON.stringify(change.outcome) : undefined,
       terminal: isTerminal(to),
-      taskChannel: this.keys.taskChannel(taskId),
+      waiterChannels: this.keys.replicaChannel(''),
       sessionChannel: this.keys.sessionChannel(sessionId),
       stream: this.streams,
       input: change.input,
