@@ -152,6 +152,21 @@ describe('session lifecycle (2 api replicas + worker, real Redis)', function () 
       expect(again.status).to.equal(404);
     });
 
+    it('a DELETE through another api replica applies at once on a replica that served the session before', async () => {
+      const client = await McpTestClient.connect(system.apiUrl);
+      // This replica now knows the session's fields (it keeps them): only the session's existence is checked.
+      expect(await client.call('ping')).to.deep.equal({});
+      expect(await client.call('ping')).to.deep.equal({});
+      const other = String(system.apis[1]?.url);
+      const deleted = await rawRequest(other, {
+        method: 'DELETE',
+        headers: { 'mcp-session-id': String(client.sessionId) },
+      });
+      expect(deleted.status).to.equal(204);
+      const after = await client.post({ jsonrpc: '2.0', id: 9, method: 'ping' });
+      expect(after.status).to.equal(404);
+    });
+
     it('DELETE of an unknown session is 404, without the header 400', async () => {
       const unknown = await rawRequest(system.apiUrl, {
         method: 'DELETE',

@@ -119,6 +119,8 @@ export interface TouchSessionCall {
   windowMs: number;
   /** The security counters a refusal by a `hit` and by a `check` bucket increments. */
   refusalCounters: { hit: string; check: string };
+  /** The caller holds the session's fields: only its existence is checked (and its timer restarted). */
+  known?: boolean;
 }
 
 export interface CreateSessionCall {
@@ -305,6 +307,7 @@ export class RedisScripts {
         ...buckets.flatMap((bucket) => [bucket.limit, bucket.mode]),
         call.refusalCounters.hit,
         call.refusalCounters.check,
+        call.known ? '1' : '0',
       ],
     )) as (number | string)[];
     if (reply.length === 0) return undefined;

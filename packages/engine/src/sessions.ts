@@ -47,6 +47,20 @@ export type SessionAdmission =
 
 const NO_CAPS: SessionLimits = { maxPerPrincipal: 0, maxPerAddress: 0 };
 
+/**
+ * Sessions whose fields one process keeps (SessionStore.touch): a session's fields never change, so a request of a
+ * known session only checks in Redis that it still exists. The oldest entry leaves first; at about 1 KB each the
+ * cache holds at most a few MB.
+ */
+export const SESSION_CACHE_ENTRIES = 5000;
+
+interface KnownSession {
+  session: Session;
+  /** Where it is counted (create-session-6.lua) and until when: what #keepCounted needs. */
+  address: string;
+  countedUntil: number;
+}
+
 export class SessionStore {
   readonly #scripts: RedisScripts;
   /**
@@ -55,6 +69,8 @@ export class SessionStore {
    * that expired holds its slot at most that quarter longer.
    */
   readonly #countedForMs: number;
+  /** Fields of sessions this process served, by id; the session's existence is still checked in Redis each time. */
+  readonly #known = new Map<string, KnownSession>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -117,17 +133,34 @@ export class SessionStore {
    * request pays for it. `refused` is the number of the bucket that refused the request (RateLimiter.verdictOf).
    */
   async touch(sessionId: string, charge: RateCharge): Promise<{ session: Session; refused: number } | undefined> {
+    const cached = this.#known.get(sessionId);
     const touched = await this.#scripts.touchSession({
       keys: { session: this.keys.session(sessionId), counters: charge.countersKey },
       buckets: charge.buckets,
       idleMs: this.idleTtlMs,
       windowMs: charge.windowMs,
       refusalCounters: charge.refusalCounters,
+      known: cached !== undefined,
     });
-    const session = parseSession(touched?.fields);
-    if (!session || !touched) return undefined;
-    await this.#keepCounted(session, touched.fields);
-    return { session, refused: touched.refused };
+    if (!touched) {
+      // Expired, or deleted through any replica: forgotten here too.
+      this.#known.delete(sessionId);
+      return undefined;
+    }
+    let known = cached;
+    if (!known) {
+      const session = parseSession(touched.fields);
+      if (!session) return undefined;
+      known = {
+        session,
+        address: touched.fields['address'] ?? '',
+        countedUntil: Number(touched.fields['countedUntil']),
+      };
+      if (this.#known.size >= SESSION_CACHE_ENTRIES) this.#known.delete(this.#known.keys().next().value as string);
+      this.#known.set(sessionId, known);
+    }
+    await this.#keepCounted(known);
+    return { session: known.session, refused: touched.refused };
   }
 
   /** The session without restarting its idle timer (for workers, which act for the session, not as it). */
@@ -137,6 +170,7 @@ export class SessionStore {
 
   /** Ends the session and frees its slots under the caps at once. */
   async delete(sessionId: string): Promise<boolean> {
+    this.#known.delete(sessionId);
     const key = this.keys.session(sessionId);
     const [owner, address] = await this.redis.hmget(key, 'owner', 'address');
     const multi = this.redis.multi().del(key);
@@ -151,19 +185,25 @@ export class SessionStore {
    * entries are pushed out (refresh-session-3.lua). A failed refresh is not the request's problem; the next one
    * retries.
    */
-  async #keepCounted(session: Session, hash: Record<string, string>): Promise<void> {
+  async #keepCounted(known: KnownSession): Promise<void> {
     const now = Date.now();
-    // NaN (never counted) compares false.
-    if (!(Number(hash['countedUntil']) < now + this.idleTtlMs)) return;
+    // NaN (never counted) compares false. Another replica may have refreshed it since we read it: then this one
+    // refreshes once more than needed, which is harmless.
+    if (!(known.countedUntil < now + this.idleTtlMs)) return;
+    const countedUntil = now + this.#countedForMs;
+    const { session } = known;
     await this.#scripts
       .refreshSession({
         keys: {
           session: this.keys.session(session.sessionId),
           ownerSessions: this.keys.ownerSessions(session.owner),
-          addressSessions: this.keys.addressSessions(hash['address'] ?? ''),
+          addressSessions: this.keys.addressSessions(known.address),
         },
         sessionId: session.sessionId,
-        countedUntil: now + this.#countedForMs,
+        countedUntil,
+      })
+      .then(() => {
+        known.countedUntil = countedUntil;
       })
       .catch(() => undefined);
   }

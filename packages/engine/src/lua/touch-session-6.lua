@@ -20,17 +20,36 @@
           already at its limit (the failed-lookup buckets, counted by record-failure)
   ARGV[11] the security counter to increment when a "hit" bucket refuses (too many requests)
   ARGV[12] the security counter to increment when a "check" bucket refuses (too many failed lookups)
+  ARGV[13] "1" when the caller holds the session's fields already (they never change): the session's existence is
+           still checked here, by restarting its timer, but its fields are not read
 
   Returns {} when there is no such session, else {refused, field1, value1, ...}: the number (1..4) of the first
-  bucket that refused, 0 when admitted, then the session's fields.
+  bucket that refused, 0 when admitted, then the session's fields (none when ARGV[13] is "1").
 ]]
-local session = redis.call('HGETALL', KEYS[1])
-if #session == 0 then
-  return {}
+local session
+if ARGV[13] == '1' then
+  if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then
+    return {}
+  end
+  session = {}
+else
+  session = redis.call('HGETALL', KEYS[1])
+  if #session == 0 then
+    return {}
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
 local window = tonumber(ARGV[2])
 local refused = 0
+-- The "check" buckets are read together, in one command.
+local checked, checkedKeys = {}, {}
+for i = 1, 4 do
+  if tonumber(ARGV[1 + 2 * i]) > 0 and ARGV[2 + 2 * i] ~= 'hit' then
+    table.insert(checkedKeys, KEYS[1 + i])
+    checked[i] = #checkedKeys
+  end
+end
+local checkedCounts = #checkedKeys > 0 and redis.call('MGET', unpack(checkedKeys)) or {}
 for i = 1, 4 do
   local limit = tonumber(ARGV[1 + 2 * i])
   if limit > 0 then
@@ -44,7 +63,7 @@ for i = 1, 4 do
         refused = i
       end
     else
-      count = tonumber(redis.call('GET', KEYS[1 + i]) or '0')
+      count = tonumber(checkedCounts[checked[i]] or '0') or 0
       if count >= limit and refused == 0 then
         refused = i
       end
