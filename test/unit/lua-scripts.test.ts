@@ -20,6 +20,8 @@ const KEY_FIRST = new Set([
   'HSET',
   'HSETNX',
   'INCR',
+  // MGET: every key it reads is one of KEYS too (checked below for the first).
+  'MGET',
   'PEXPIRE',
   'PEXPIREAT',
   'SADD',

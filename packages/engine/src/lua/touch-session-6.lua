@@ -17,7 +17,8 @@
   ARGV[2] window length, ms (bucket keys expire after two windows)
   ARGV[1+2*i], ARGV[2+2*i] for bucket i (1..4): its limit ("0": bucket unused) and its mode: "hit" counts this
           request and refuses it when the count goes past the limit; "check" only refuses when the bucket is
-          already at its limit (the failed-lookup buckets, counted by record-failure)
+          already at its limit (the failed-lookup buckets, counted by record-failure); buckets 3 and 4 (ARGV[7],
+          ARGV[8], ARGV[9], ARGV[10]) are read with one MGET when both are "check" buckets in use
   ARGV[11] the security counter to increment when a "hit" bucket refuses (too many requests)
   ARGV[12] the security counter to increment when a "check" bucket refuses (too many failed lookups)
   ARGV[13] "1" when the caller holds the session's fields already (they never change): the session's existence is
@@ -41,15 +42,13 @@ else
 end
 local window = tonumber(ARGV[2])
 local refused = 0
--- The "check" buckets are read together, in one command.
-local checked, checkedKeys = {}, {}
-for i = 1, 4 do
-  if tonumber(ARGV[1 + 2 * i]) > 0 and ARGV[2 + 2 * i] ~= 'hit' then
-    table.insert(checkedKeys, KEYS[1 + i])
-    checked[i] = #checkedKeys
-  end
+-- Buckets 3 and 4 (failed lookups) are "check" buckets: read together, in one command.
+local known = {}
+if tonumber(ARGV[7]) > 0 and ARGV[8] == 'check' and tonumber(ARGV[9]) > 0 and ARGV[10] == 'check' then
+  local counts = redis.call('MGET', KEYS[4], KEYS[5])
+  known[3] = counts[1]
+  known[4] = counts[2]
 end
-local checkedCounts = #checkedKeys > 0 and redis.call('MGET', unpack(checkedKeys)) or {}
 for i = 1, 4 do
   local limit = tonumber(ARGV[1 + 2 * i])
   if limit > 0 then
@@ -63,7 +62,11 @@ for i = 1, 4 do
         refused = i
       end
     else
-      count = tonumber(checkedCounts[checked[i]] or '0') or 0
+      local stored = known[i]
+      if stored == nil then
+        stored = redis.call('GET', KEYS[1 + i])
+      end
+      count = tonumber(stored or '0') or 0
       if count >= limit and refused == 0 then
         refused = i
       end
