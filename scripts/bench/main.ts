@@ -59,6 +59,7 @@ async function main(): Promise<number> {
     if (wanted.has('expiry')) results.expiry = await workloads.expiry();
     if (wanted.has('reads')) results.reads = await workloads.reads();
     if (wanted.has('scaleout')) results.scaleout = await workloads.scaleOut();
+    if (wanted.has('replicas')) results.replicas = await workloads.replicas();
     progress.phase('stopping processes');
     await system.stop();
     results.durationSeconds = (performance.now() - started) / 1000;

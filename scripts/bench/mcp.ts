@@ -46,6 +46,13 @@ export class BenchClient {
     return client;
   }
 
+  /** The same session through another api replica (sessions live in Redis: any replica serves any of them). */
+  via(url: string): BenchClient {
+    const client = new BenchClient(url, this.agent, this.accept);
+    client.sessionId = this.sessionId;
+    return client;
+  }
+
   /** The owner of this session's tasks (no auth: the session). */
   get owner(): string {
     return `session:${this.sessionId}`;

@@ -1,6 +1,15 @@
 // Command-line options of `pnpm bench`: parsed once into a checked, defaulted, frozen object.
 
-export const WORKLOADS = ['throughput', 'latency', 'steps', 'reads', 'footprint', 'expiry', 'scaleout'] as const;
+export const WORKLOADS = [
+  'throughput',
+  'latency',
+  'steps',
+  'reads',
+  'footprint',
+  'expiry',
+  'scaleout',
+  'replicas',
+] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 export interface BenchOptions {

@@ -1,6 +1,6 @@
 // Turns a run's results into the printed tables (Markdown, so they paste into docs/benchmarks.md as they are).
 // Pure: unit-tested in test/unit/bench.test.ts.
-import type { BenchResults, Sides, ThroughputSample } from './results.ts';
+import type { BenchResults, CpuPerTask, Sides, ThroughputSample } from './results.ts';
 import { median, ratio, sum } from './stats.ts';
 
 export type Align = 'left' | 'right';
@@ -84,6 +84,7 @@ export function buildTables(results: BenchResults): Table[] {
   if (results.reads) tables.push(readsTable(results));
   if (results.expiry) tables.push(expiryTable(results.expiry));
   if (results.scaleout) tables.push(scaleOutTable(results));
+  if (results.replicas) tables.push(replicasTable(results));
   if (results.throughput) {
     tables.push(sizingTable(results.throughput));
     tables.push(commandsTable(results.throughput));
@@ -446,6 +447,46 @@ function scaleOutTable(results: BenchResults): Table {
     columns: ['worker processes', 'ours', 'raw BullMQ', 'ours/raw', `ours vs ${base?.workers ?? 1}`],
     rows,
     notes: [`This machine has ${results.machine.cores} cores: past that, more processes only share them.`],
+  };
+}
+
+function replicasTable(results: BenchResults): Table {
+  const replicas = results.replicas as NonNullable<BenchResults['replicas']>;
+  const base = replicas.points[0];
+  const baseRate = base ? median(base.tasksPerSecond) : Number.NaN;
+  const rows = replicas.points.map((point) => {
+    const rate = median(point.tasksPerSecond);
+    const cpu = (pick: (c: CpuPerTask) => number) => medianOf(point.cpu, pick);
+    // CPU seconds per second each role used: a role near its process count is saturated.
+    const busy = (pick: (c: CpuPerTask) => number) => fmt((cpu(pick) * rate) / 1000, 2);
+    return [
+      String(point.apis),
+      String(point.workers),
+      fmt(rate),
+      fmtRatio(ratio(rate, baseRate)),
+      busy((c) => c.api),
+      busy((c) => c.worker),
+      busy((c) => c.redis),
+      busy((c) => c.client),
+    ];
+  });
+  return {
+    title: `Scale-out of no-op tasks: api replicas and worker processes (${fmt(replicas.tasks)} tasks per measurement)`,
+    columns: [
+      'api replicas',
+      'worker processes',
+      'tasks/s',
+      'vs 1+1',
+      'api cores busy',
+      'worker cores busy',
+      'Redis core busy',
+      'bench client cores busy',
+    ],
+    rows,
+    notes: [
+      `This machine has ${results.machine.cores} cores shared by every process: "cores busy" is CPU seconds per second ` +
+        'of each role; the sum cannot pass the cores, and a role at its share of them is the bottleneck.',
+    ],
   };
 }
 

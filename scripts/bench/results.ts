@@ -107,6 +107,14 @@ export interface ScaleOutResult {
   points: ScaleOutPoint[];
 }
 
+/** No-op throughput with `apis` api replicas and `workers` worker processes, and the CPU each role used per task. */
+export interface ReplicaPoint {
+  apis: number;
+  workers: number;
+  tasksPerSecond: number[];
+  cpu: CpuPerTask[];
+}
+
 export interface BenchResults {
   machine: Machine;
   options: Record<string, unknown>;
@@ -117,6 +125,8 @@ export interface BenchResults {
   footprint?: FootprintResult;
   expiry?: ExpiryResult;
   scaleout?: ScaleOutResult;
+  /** Api replicas and worker processes from 1 to 4, no-op tasks (the replicas workload). */
+  replicas?: { tasks: number; points: ReplicaPoint[] };
   /** Redis commands and round trips per task by step (MONITOR), sequential tasks. */
   steps?: Record<'ours' | 'bare' | 'raw', StepProfile>;
   /** Measurements cut short by --timeout-seconds, by name. */

@@ -44,6 +44,8 @@ export class BenchSystem {
   readonly prefix = `bench-${randomUUID().slice(0, 8)}`;
   readonly rawPrefix = `bench-raw-${randomUUID().slice(0, 8)}`;
   api!: ApiHandle;
+  /** Api replicas beyond the first (the replicas workload), on the same Redis and prefix. */
+  readonly extraApis: ApiHandle[] = [];
   readonly workers: Child[] = [];
   readonly rawWorkers: Record<RawQueue, Child[]> = { noop: [], primes: [], idle: [], bare: [] };
   /** The bare-HTTP baseline: raw BullMQ behind a node:http JSON-RPC endpoint (bare-api.ts), workers on queue bare. */
@@ -148,6 +150,22 @@ export class BenchSystem {
   /** One more MCP client with a session of its own. */
   newClient(): Promise<BenchClient> {
     return BenchClient.connect(this.api.url, this.agent, this.options.jsonOnly);
+  }
+
+  /** Starts or stops api replicas until `count` run (the first is never stopped). */
+  async setApis(count: number): Promise<void> {
+    const starting: Promise<ApiHandle>[] = [];
+    while (1 + this.extraApis.length + starting.length < count) {
+      starting.push(startApi(this.cleanup, this.dir, this.env, 1 + this.extraApis.length + starting.length));
+    }
+    this.extraApis.push(...(await Promise.all(starting)));
+    const surplus = this.extraApis.splice(Math.max(0, count - 1));
+    await Promise.all(surplus.map((api) => api.stop()));
+  }
+
+  /** Every api replica running. */
+  get apis(): ApiHandle[] {
+    return [this.api, ...this.extraApis];
   }
 
   /** Starts or stops our worker processes until `count` run. */

@@ -10,7 +10,9 @@ import { SCALE_OUT_MAX_REPS } from './options.ts';
 import type { BenchClient } from './mcp.ts';
 import { commandStats, memoryUsage, redisCpuSeconds, storedPerTask, usageByKind, usedMemory } from './redis-info.ts';
 import type {
+  BenchResults,
   CpuPerTask,
+  ReplicaPoint,
   ExpiryResult,
   ExpirySample,
   FootprintResult,
@@ -591,6 +593,62 @@ export class Workloads {
       counts["sessions' events"] += await redis.xlen(keys.sessionEvents(owner.sessionId));
     }
     return counts;
+  }
+
+  /**
+   * Api replicas and worker processes from 1 to 4 (no-op tasks, the clients spread over the replicas), with the
+   * CPU each role spends per task: on a machine of few cores, what saturates first is the bottleneck.
+   */
+  async replicas(): Promise<NonNullable<BenchResults['replicas']>> {
+    const { progress, clients, redis } = this.system;
+    const { tasks, measureTimeoutMs } = this.options;
+    const reps = Math.min(this.options.reps, SCALE_OUT_MAX_REPS);
+    const shapes = [
+      [1, 1],
+      [1, 2],
+      [2, 1],
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ] as const;
+    const points: ReplicaPoint[] = [];
+    for (const [apis, workers] of shapes) {
+      progress.phase(`replicas: starting ${apis} api replicas and ${workers} worker processes`);
+      await Promise.all([this.system.setApis(apis), this.system.setWorkers(workers)]);
+      const urls = this.system.apis.map((api) => api.url);
+      const lanes = clients.map((client, i) => client.via(urls[i % urls.length] as string));
+      await drive(Math.min(300, tasks), lanes.length, measureTimeoutMs, (_, lane) =>
+        this.oursNoop(lanes[lane] as BenchClient),
+      );
+      const point: ReplicaPoint = { apis, workers, tasksPerSecond: [], cpu: [] };
+      for (let rep = 1; rep <= reps; rep++) {
+        progress.phase(`replicas ${rep}/${reps}: ${apis} api, ${workers} workers`);
+        const apiCpu = () => sum(this.system.apis.map((api) => api.cpuSeconds()));
+        const workerCpu = () => sum(this.system.workers.map((worker) => worker.cpuSeconds()));
+        const before = { api: apiCpu(), worker: workerCpu(), redis: await redisCpuSeconds(redis) };
+        const client = process.cpuUsage();
+        const result = await drive(
+          tasks,
+          lanes.length,
+          measureTimeoutMs,
+          (_, lane) => this.oursNoop(lanes[lane] as BenchClient),
+          (done, total) => progress.tick(done, total),
+        );
+        this.note(`replicas ${apis}x${workers} #${rep}`, result);
+        const used = process.cpuUsage(client);
+        const perTask = (seconds: number) => (seconds * 1000) / result.done;
+        point.tasksPerSecond.push(perSecond(result.done, result.elapsedMs));
+        point.cpu.push({
+          api: perTask(apiCpu() - before.api),
+          worker: perTask(workerCpu() - before.worker),
+          redis: perTask((await redisCpuSeconds(redis)) - before.redis),
+          client: perTask((used.user + used.system) / 1e6),
+        });
+      }
+      points.push(point);
+    }
+    await Promise.all([this.system.setApis(1), this.system.setWorkers(1)]);
+    return { tasks, points };
   }
 
   /** Workload 5: count_primes tasks with 1, 2, 4 ... worker processes, ours and raw. */
