@@ -35,10 +35,14 @@ if ARGV[4] ~= '' then
     return {0, count}
   end
   redis.call('ZADD', KEYS[6], expiresAt, ARGV[1])
+  -- The set lives as long as its longest-lived task: a new set gets this task's expiry, a set with members only a
+  -- later one (GT).
+  if count == 0 then
+    redis.call('PEXPIREAT', KEYS[6], expiresAt)
+  else
+    redis.call('PEXPIREAT', KEYS[6], expiresAt, 'GT')
+  end
   count = count + 1
-  -- The set lives as long as its longest-lived task.
-  redis.call('PEXPIREAT', KEYS[6], expiresAt, 'GT')
-  redis.call('PEXPIREAT', KEYS[6], expiresAt, 'NX')
 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 8))
 redis.call('PEXPIREAT', KEYS[1], expiresAt)
@@ -48,7 +52,10 @@ redis.call('ZADD', KEYS[4], expiresAt, ARGV[7])
 if ARGV[6] == '1' then
   -- The index lives as long as its longest-lived task; the janitor removes members as their tasks expire.
   redis.call('ZADD', KEYS[5], 0, ARGV[5])
-  redis.call('PEXPIREAT', KEYS[5], expiresAt, 'GT')
-  redis.call('PEXPIREAT', KEYS[5], expiresAt, 'NX')
+  -- GT moves an expiry only later, and leaves a key without one as it is: NX gives that one its first (one command
+  -- in the usual case, tasks of one owner created in order of expiry).
+  if redis.call('PEXPIREAT', KEYS[5], expiresAt, 'GT') == 0 then
+    redis.call('PEXPIREAT', KEYS[5], expiresAt, 'NX')
+  end
 end
 return {1, count}
