@@ -33,6 +33,8 @@ export interface BenchOptions {
   expiry: number;
   /** Worker process counts of the scale-out workload. */
   workers: number[];
+  /** [api replicas, worker processes] of the replicas workload. */
+  replicas: [number, number][];
   /** count_primes argument of the scale-out workload, and tasks per measurement. */
   primesBelow: number;
   primesTasks: number;
@@ -60,6 +62,14 @@ const FULL = {
   footprint: 2000,
   expiry: 10_000,
   workers: [1, 2, 4],
+  replicas: [
+    [1, 1],
+    [1, 2],
+    [2, 1],
+    [2, 2],
+    [3, 3],
+    [4, 4],
+  ] as [number, number][],
   // About 20 ms of CPU per task: the tool, not our per-task overhead (a few ms), should dominate scale-out.
   primesBelow: 5_000_000,
   primesTasks: 80,
@@ -98,6 +108,7 @@ Starts its own redis-server, api and worker processes and compares our runner wi
   --footprint N            tasks per memory measurement (${FULL.footprint}, quick ${QUICK.footprint})
   --expiry N               tasks expiring at once per expiry measurement (${FULL.expiry}, quick ${QUICK.expiry})
   --workers LIST           worker process counts for scale-out (${FULL.workers.join(',')})
+  --replicas LIST          api replicas x worker processes of the replicas workload (${FULL.replicas.map(([a, w]) => `${a}x${w}`).join(',')})
   --primes-below N         count_primes argument for scale-out (${FULL.primesBelow}, quick ${QUICK.primesBelow})
   --primes-tasks N         count_primes tasks per scale-out measurement (${FULL.primesTasks}, quick ${QUICK.primesTasks});
                            scale-out runs at most ${SCALE_OUT_MAX_REPS} repetitions
@@ -151,6 +162,7 @@ export function parseOptions(argv: readonly string[]): Readonly<BenchOptions> {
     'footprint',
     'expiry',
     'workers',
+    'replicas',
     'primes-below',
     'primes-tasks',
     'concurrency',
@@ -186,6 +198,13 @@ export function parseOptions(argv: readonly string[]): Readonly<BenchOptions> {
     }
     return value;
   });
+  const replicas = (list('replicas') ?? base.replicas.map(([a, w]) => `${a}x${w}`)).map((item) => {
+    const [apis, workers] = item.split('x').map(parseCount);
+    if (apis === undefined || workers === undefined || apis < 1 || workers < 1 || apis > 16 || workers > 16) {
+      throw new OptionsError(`--replicas must list <apis>x<workers> from 1 to 16 (like 1x1,2x2), got '${item}'`);
+    }
+    return [apis, workers] as [number, number];
+  });
   const only = (list('only') ?? [...WORKLOADS]).map((item) => {
     if (!(WORKLOADS as readonly string[]).includes(item)) {
       throw new OptionsError(`--only accepts ${WORKLOADS.join(', ')}; got '${item}'`);
@@ -212,6 +231,7 @@ export function parseOptions(argv: readonly string[]): Readonly<BenchOptions> {
     footprint: int('footprint', base.footprint),
     expiry: int('expiry', base.expiry),
     workers,
+    replicas,
     primesBelow: int('primes-below', base.primesBelow, 2),
     primesTasks: int('primes-tasks', base.primesTasks),
     concurrency: int('concurrency', base.concurrency),

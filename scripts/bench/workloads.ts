@@ -603,14 +603,7 @@ export class Workloads {
     const { progress, clients, redis } = this.system;
     const { tasks, measureTimeoutMs } = this.options;
     const reps = Math.min(this.options.reps, SCALE_OUT_MAX_REPS);
-    const shapes = [
-      [1, 1],
-      [1, 2],
-      [2, 1],
-      [2, 2],
-      [3, 3],
-      [4, 4],
-    ] as const;
+    const shapes = this.options.replicas;
     const points: ReplicaPoint[] = [];
     for (const [apis, workers] of shapes) {
       progress.phase(`replicas: starting ${apis} api replicas and ${workers} worker processes`);

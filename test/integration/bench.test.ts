@@ -21,7 +21,20 @@ describe('scripts/bench', function () {
       'tsx',
       'scripts/bench/main.ts',
       ...['--reps', '1', '--clients', '4', '--tasks', '40', '--latency-samples', '10', '--reads', '5'],
-      ...['--small', '20', '--large', '200', '--footprint', '20', '--expiry', '300', '--workers', '1,2'],
+      ...[
+        '--small',
+        '20',
+        '--large',
+        '200',
+        '--footprint',
+        '20',
+        '--expiry',
+        '300',
+        '--workers',
+        '1,2',
+        '--replicas',
+        '1x1,2x1',
+      ],
       ...['--primes-below', '20000', '--primes-tasks', '4', '--timeout-seconds', '60', '--json', json],
     ];
     const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -41,6 +54,9 @@ describe('scripts/bench', function () {
         'Expiry: 300 finished tasks expiring at once',
         'Scale-out',
         'CPU per no-op task',
+        'Ours beside the alternatives',
+        'Redis commands / round trips per task by step',
+        'Scale-out of no-op tasks: api replicas and worker processes',
       ]) {
         expect(stdout).to.include(title);
       }
@@ -58,6 +74,13 @@ describe('scripts/bench', function () {
       expect(results.expiry?.samples[0]?.leftovers, 'keyspace back to baseline').to.deep.equal({});
       expect(stdout).to.include('>= 2,000 tasks/s, keyspace back to baseline');
       expect(results.scaleout?.points.map((point) => point.workers)).to.deep.equal([1, 2]);
+      expect(results.throughput?.bare?.[0]?.tasks).to.equal(40);
+      expect(results.throughput?.sdk?.[0]?.tasks).to.equal(40);
+      expect(results.steps?.ours.steps['tools/call']?.commands).to.be.above(0);
+      expect(results.replicas?.points.map((point) => [point.apis, point.workers])).to.deep.equal([
+        [1, 1],
+        [2, 1],
+      ]);
       expect(results.truncated).to.deep.equal([]);
     } finally {
       await release();
