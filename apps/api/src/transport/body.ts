@@ -17,9 +17,47 @@ export function requireJsonContentType(req: Request, res: Response, next: NextFu
   next();
 }
 
-/** Reads the body as bytes, decompressed, up to `maxBytes`; parseBody makes JSON of it. */
+/**
+ * Reads the body as bytes, decompressed, up to `maxBytes`; parseBody makes JSON of it. The usual request (a
+ * Content-Length, no Content-Encoding) is read here, once, into one buffer; anything else (compressed, chunked)
+ * goes through express's reader, which also decompresses. Both report their errors the same way (bodyErrorHandler).
+ */
 export function rawBody(maxBytes: number): RequestHandler {
-  return express.raw({ type: () => true, limit: maxBytes });
+  const general = express.raw({ type: () => true, limit: maxBytes });
+  return (req, res, next) => {
+    const encoding = req.headers['content-encoding'];
+    const length = Number(req.headers['content-length']);
+    const plain = encoding === undefined || encoding.toLowerCase() === 'identity';
+    if (!plain || req.headers['transfer-encoding'] !== undefined || !Number.isSafeInteger(length) || length < 0) {
+      general(req, res, next);
+      return;
+    }
+    if (length > maxBytes) {
+      // As express's reader: refused on the declared length, before a byte of the body is read.
+      next(bodyError('request entity too large', 'entity.too.large', 413));
+      return;
+    }
+    const body = Buffer.allocUnsafe(length);
+    let received = 0;
+    req.on('data', (chunk: Buffer) => {
+      // Node's parser keeps to Content-Length, so a chunk never goes past it.
+      chunk.copy(body, received);
+      received += chunk.length;
+    });
+    req.once('end', () => {
+      if (received !== length) {
+        next(bodyError('request size did not match content length', 'request.size.invalid', 400));
+        return;
+      }
+      req.body = body;
+      next();
+    });
+    req.once('aborted', () => next(bodyError('request aborted', 'request.aborted', 400)));
+  };
+}
+
+function bodyError(message: string, type: string, status: number): Error {
+  return Object.assign(new Error(message), { type, status, expose: true });
 }
 
 export type ParsedBody = { value: unknown } | { problem: string; code: number };
