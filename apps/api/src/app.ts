@@ -19,6 +19,8 @@ import {
   registerSecurityGauges,
   RunnerMetrics,
   ConnectionSlots,
+  startTracing,
+  tracingRequested,
   type Logger,
 } from '@mcp-tasks/engine';
 import { createAuthenticator, type Authenticator } from './auth.ts';
@@ -50,6 +52,9 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
   });
   const cleanup = new CleanupStack();
   try {
+    // First in, last out: the spans of the last requests are exported after everything else has closed.
+    const tracing = await startTracing('mcp-task-runner-api');
+    if (tracing) cleanup.add('tracing', tracing, (t) => t.shutdown());
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-api'), closeRedis);
     const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-api-sub'), closeRedis);
     // BullMQ's queues get a connection of their own: ioredis copies every script defined on a connection (BullMQ
@@ -132,7 +137,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     const { port } = server.address() as AddressInfo;
     const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;
-    log.info(`listening on ${url}`, { url, tools: services.tools.names() });
+    log.info(`listening on ${url}`, { url, tools: services.tools.names(), tracing: tracingRequested() });
     return {
       url,
       log,

@@ -10,9 +10,11 @@ import type {
   SessionEvents,
   SessionStore,
   ConnectionSlots,
+  Span,
   Subscriber,
   TaskService,
   TaskStore,
+  TraceContext,
 } from '@mcp-tasks/engine';
 import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
@@ -59,6 +61,9 @@ export interface RequestContext {
   /** The request's rate-limit verdict, reached as its session was read (task-guards.ts). */
   admission: RateVerdict;
   log: Logger;
+  /** While tracing is on: the request's span and the context its children start in (request-span.ts). */
+  span?: Span;
+  trace?: TraceContext;
 }
 
 /** A handler's answer: a result, or a task whose messages and final answer the transport streams. */

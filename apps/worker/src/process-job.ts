@@ -17,6 +17,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { Logger, TaskStore, ToolJobData } from '@mcp-tasks/engine';
 import { runExternalJob, type ExternalDeps } from './external-job.ts';
+import { inChildSpan, startJobTrace, type JobTrace } from './job-trace.ts';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
 import { createToolContext, type ContextDeps } from './tool-context.ts';
 
@@ -42,6 +43,25 @@ async function processJob(
   token: string | undefined,
   bullSignal: AbortSignal | undefined,
 ): Promise<void> {
+  const traced = startJobTrace(job, deps.workerName);
+  if (!traced) return runAttempt(deps, job, token, bullSignal, undefined);
+  try {
+    await runAttempt(deps, job, token, bullSignal, traced);
+    traced.end();
+  } catch (error) {
+    // Handing the job back (shutdown) is no failure of the attempt.
+    traced.end(error instanceof DelayedError ? undefined : error);
+    throw error;
+  }
+}
+
+async function runAttempt(
+  deps: JobDeps,
+  job: Job<ToolJobData>,
+  token: string | undefined,
+  bullSignal: AbortSignal | undefined,
+  traced: JobTrace | undefined,
+): Promise<void> {
   const { store, tools, running } = deps;
   const { taskId } = job.data;
   // BullMQ counts the starts of a job, so a later attempt has a higher number: it fences this one's moves.
@@ -50,11 +70,13 @@ async function processJob(
   const record = await store.get(taskId);
   if (!record) {
     log.info('skipping job: its task expired or was deleted');
+    traced?.note({ 'mcp.task.skipped': 'missing' });
     return;
   }
   log = log.child({ owner: record.owner });
   if (isTerminal(record.status)) {
     log.info('skipping job: its task is already terminal', { status: record.status });
+    traced?.note({ 'mcp.task.skipped': 'terminal' });
     return;
   }
 
@@ -71,6 +93,7 @@ async function processJob(
       ),
       log,
       attempt,
+      traced,
     );
     return;
   }
@@ -78,7 +101,7 @@ async function processJob(
     // Submission is idempotent per task id and re-runs of a poll are the design, so retrySafe does not apply; nor
     // does the attempt fence: every poll is a new attempt, and the external system has one outcome to report.
     const outcome = await runExternalJob(deps, job, token, bullSignal, record, tool, log);
-    if (outcome) await settle(deps, record, outcome, log);
+    if (outcome) await settle(deps, record, outcome, log, undefined, traced);
     return;
   }
   const runningNote = `Running on ${deps.workerName}.`;
@@ -98,6 +121,7 @@ async function processJob(
       ...(begun.reason === 'missing' ? {} : { status: begun.current }),
       ...(begun.reason === 'stale' ? { latestAttempt: begun.attempt } : {}),
     });
+    traced?.note({ 'mcp.task.skipped': begun.reason });
     return;
   }
   if (attempt > 1 && tool.retrySafe === false) {
@@ -117,12 +141,13 @@ async function processJob(
       },
       log,
       attempt,
+      traced,
     );
     return;
   }
 
   const controller = running.start(taskId, bullSignal);
-  const context = createToolContext(deps, record, job, controller.signal, log);
+  const context = createToolContext(deps, record, job, controller.signal, log, traced?.context);
   const noteTimer =
     attempt <= 1
       ? setTimeout(() => {
@@ -153,10 +178,12 @@ async function processJob(
     if (controller.signal.aborted && reason === AbortReason.LockLost) {
       // No settlement: the job's next attempt (stalled-job recovery) runs the tool again and settles the task.
       log.warn('tool stopped: this worker lost the job lock, so the task is left to the next attempt', { reason });
+      traced?.note({ 'mcp.task.stopped': String(reason) });
       return;
     }
     if (controller.signal.aborted) {
       log.info('tool stopped', { reason });
+      traced?.note({ 'mcp.task.stopped': String(reason) });
       return;
     }
     settlement = settleWithError(tool.name, error);
@@ -164,7 +191,7 @@ async function processJob(
     clearTimeout(noteTimer);
     running.finish(taskId, controller);
   }
-  await settle(deps, record, settlement, log, attempt);
+  await settle(deps, record, settlement, log, attempt, traced);
 }
 
 async function settle(
@@ -173,8 +200,19 @@ async function settle(
   settlement: Settlement,
   log: Logger,
   attempt?: number,
+  traced?: JobTrace,
 ): Promise<void> {
-  const moved = await deps.store.settle(task, settlement, attempt === undefined ? {} : { attempt });
+  traced?.note({ 'mcp.task.status': settlement.status });
+  const moved = await inChildSpan(
+    traced?.context,
+    `settle ${settlement.status}`,
+    { 'mcp.task.id': task.taskId, 'mcp.task.status': settlement.status },
+    async (span) => {
+      const result = await deps.store.settle(task, settlement, attempt === undefined ? {} : { attempt });
+      span?.setAttribute('mcp.task.transition', result.ok ? 'applied' : result.reason);
+      return result;
+    },
+  );
   if (moved.ok) log.info('task settled', { status: settlement.status });
   // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped. Or a later attempt
   // runs the task now (this worker lost the job's lock): that attempt settles it.

@@ -7,6 +7,7 @@ import {
   type SessionStore,
   type Logger,
   type ToolJobData,
+  type TraceContext,
 } from '@mcp-tasks/engine';
 import {
   LocalError,
@@ -16,6 +17,7 @@ import {
   type TaskRecord,
   type ToolContext,
 } from '@mcp-tasks/protocol';
+import { inChildSpan } from './job-trace.ts';
 
 const PROGRESS_MIN_INTERVAL_MS = 250;
 
@@ -40,8 +42,14 @@ export function createToolContext(
   job: Job<ToolJobData>,
   signal: AbortSignal,
   log: Logger,
+  /** The attempt's trace context (tracing on): each wait for the client is a span of its own. */
+  trace?: TraceContext,
 ): ToolContext {
-  const ask = async (method: string, capability: string, params: Record<string, unknown>) => {
+  const ask = (method: string, capability: string, params: Record<string, unknown>) =>
+    inChildSpan(trace, `input wait ${method}`, { 'mcp.task.id': task.taskId, 'mcp.method.name': method }, () =>
+      askClient(method, capability, params),
+    );
+  const askClient = async (method: string, capability: string, params: Record<string, unknown>) => {
     const session = await deps.sessions.get(task.sessionId);
     if (!session) {
       throw new LocalError(LocalErrorCode.SessionEnded, `Cannot send ${method}: the client's session has ended`, {

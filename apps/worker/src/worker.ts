@@ -14,6 +14,7 @@ import {
   Maintenance,
   parseControlMessage,
   RunnerMetrics,
+  startTracing,
   TOOL_QUEUE_NAME,
   type Logger,
   type ToolJobData,
@@ -53,6 +54,9 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
   try {
     const toolRegistry = new ToolRegistry(tools);
     if (tools.length === 0) throw new Error('A worker needs at least one tool to serve (MCPT_TOOLS)');
+    // First in, last out: the spans of the last attempts are exported after the BullMQ workers have closed.
+    const tracing = await startTracing('mcp-task-runner-worker');
+    if (tracing) cleanup.add('tracing', tracing, (t) => t.shutdown());
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
     const workerRedis = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
     const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
@@ -236,6 +240,7 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
       queues,
       concurrency: config.WORKER_CONCURRENCY,
       tools: toolRegistry.names(),
+      tracing: tracing !== undefined,
     });
     return {
       name,

@@ -62,3 +62,20 @@ export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
 export { type CreateTaskInput, TaskService } from './task-service.ts';
+export {
+  type Attributes,
+  carrierFor,
+  clientContext,
+  type Context as TraceContext,
+  contextOf,
+  endWithError,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  startTracing,
+  type TraceCarrier,
+  tracer,
+  type TracingHandle,
+  tracingRequested,
+  withSpan,
+} from './tracing.ts';

@@ -2,6 +2,7 @@
 import { toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis.ts';
+import type { TraceCarrier } from './tracing.ts';
 
 /**
  * The queue all tools shared before the catalog (docs/catalog.md, "Queues"): no job is added to it any more; workers
@@ -20,6 +21,8 @@ export interface ToolJobData {
   taskId: string;
   tool: string;
   arguments: unknown;
+  /** The W3C trace context of the api request that created the task; present only while tracing is on. */
+  trace?: TraceCarrier;
 }
 
 export function createToolQueue(connection: RedisClient, prefix: string): Queue<ToolJobData> {

@@ -22,6 +22,7 @@ import { externalJobOptions, jobQueueOf, TOOL_QUEUE_NAME, toolJobOptions } from 
 import type { RedisClient } from './redis.ts';
 import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
+import type { TraceCarrier } from './tracing.ts';
 
 export interface TaskTiming {
   defaultTtlMs: number;
@@ -45,6 +46,8 @@ export interface CreateTaskInput {
   statusMessage?: string;
   /** The BullMQ queue of a tool served by an external consumer (docs/job-contract.md); default: the tool's own queue. */
   queue?: string;
+  /** The trace the job's spans join (docs/observability.md); absent while tracing is off. */
+  trace?: TraceCarrier;
 }
 
 export interface TaskLimits {
@@ -120,7 +123,8 @@ export class TaskService {
       );
     }
     try {
-      const data = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
+      const data: ToolJobData = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
+      if (input.trace) data.trace = input.trace;
       if (input.queue === undefined)
         await this.#externalQueue(toolQueueName(input.tool)).add(
           input.tool,

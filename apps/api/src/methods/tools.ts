@@ -1,6 +1,6 @@
 // tools/list and tools/call: tool-level task negotiation (T-TOOL-1..5) and task creation (T-CREATE-1..3); a plain
 // call, which still runs on a worker, is handed to PlainCalls (plain-calls.ts).
-import { audit, AuditEvent, SecurityEvent, type CreateTaskInput } from '@mcp-tasks/engine';
+import { audit, AuditEvent, carrierFor, SecurityEvent, type CreateTaskInput } from '@mcp-tasks/engine';
 import {
   CallToolParamsSchema,
   ErrorCode,
@@ -43,6 +43,7 @@ export const callTool: MethodHandler = async (params, context) => {
   checkArgumentsSize(call.arguments, context);
   const args = services.tools.parseArguments(tool, call.arguments);
   const progressToken = call._meta?.progressToken;
+  const trace = context.trace ? carrierFor(context.trace) : undefined;
   const create = (kind: TaskKind) =>
     createRecord(context, tool.name, {
       kind,
@@ -54,6 +55,7 @@ export const callTool: MethodHandler = async (params, context) => {
       ...(tool.external ? { queue: tool.queue } : {}),
       ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
       ...(progressToken !== undefined ? { progressToken } : {}),
+      ...(trace ? { trace } : {}),
     });
   if (!asTask) {
     // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
@@ -93,6 +95,7 @@ async function createRecord(context: RequestContext, tool: string, input: Create
     }
     throw error;
   });
+  context.span?.setAttribute('mcp.task.id', record.taskId);
   audit(services.security.audit, AuditEvent.TaskCreated, {
     principal: record.owner,
     taskId: record.taskId,

@@ -26,6 +26,7 @@ import {
   toWireError,
   type ReplyFormat,
 } from '../responses.ts';
+import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-span.ts';
 import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer } from '../streams.ts';
 import { describeInvalidMessage, parseBody } from './body.ts';
@@ -101,6 +102,25 @@ async function answerRequest(
     if (!res.writableFinished) controller.abort();
   });
   const log = services.log.child({ sessionId: session.sessionId, requestId: request.id, method: request.method });
+  const traced = startRequestSpan(request, req, session.protocolVersion);
+  try {
+    await dispatchAndAnswer(services, { session, admission }, request, format, req, res, controller, log, traced);
+  } finally {
+    traced?.span.end();
+  }
+}
+
+async function dispatchAndAnswer(
+  services: ApiServices,
+  { session, admission }: OpenedSession,
+  request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
+  format: ReplyFormat,
+  req: Request,
+  res: Response,
+  controller: AbortController,
+  log: ApiServices['log'],
+  traced: RequestSpan | undefined,
+): Promise<void> {
   const outcome = await dispatch(request.method, request.params, {
     services,
     session,
@@ -110,7 +130,9 @@ async function answerRequest(
     address: addressOf(req),
     admission,
     log,
+    ...(traced ? { trace: traced.context, span: traced.span } : {}),
   });
+  if ('error' in outcome) failRequestSpan(traced, outcome.error);
   if (!('stream' in outcome)) {
     sendMessage(
       res,

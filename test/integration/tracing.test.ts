@@ -1,0 +1,162 @@
+// OpenTelemetry traces across real api and worker processes (docs/observability.md): the client's W3C trace
+// context (SEP-414 `_meta` keys, or the traceparent/tracestate headers) parents the api request span; the job
+// carries it to the worker, whose queue wait, tool run, input wait and final transition join the same trace, all
+// received by a local OTLP/HTTP endpoint. Without OTEL_EXPORTER_OTLP_ENDPOINT nothing is carried or sent.
+import { randomBytes } from 'node:crypto';
+import { expect } from 'chai';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
+import { startSystem, type System } from '../support/processes.ts';
+import { SseConnection } from '../support/sse-client.ts';
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+describe('tracing: one trace per task across api and worker (OTLP/HTTP)', function () {
+  this.timeout(90_000);
+  let receiver: OtlpReceiver;
+  let system: System;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    system = await startSystem({
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+    await receiver?.close();
+  });
+
+  const spansOf = (traceId: string) => receiver.spans.filter((span) => span.traceId === traceId);
+  const one = (spans: ReceivedSpan[], name: string) => {
+    const found = spans.filter((span) => span.name === name);
+    expect(found, `spans named '${name}' in ${spans.map((s) => s.name).join(', ')}`).to.have.length(1);
+    return found[0] as ReceivedSpan;
+  };
+
+  it('SEP-414 _meta traceparent: api request, queue wait, tool run, input wait and settle form one trace', async () => {
+    const traceId = hex(16);
+    const clientSpan = hex(8);
+    const client = new McpTestClient(system.apiUrl);
+    await client.initialize('2025-11-25', { elicitation: { form: {} } });
+    const created = await client.call('tools/call', {
+      name: 'ask_user',
+      arguments: { question: 'Which colour?' },
+      task: {},
+      _meta: { traceparent: `00-${traceId}-${clientSpan}-01`, tracestate: 'vendor=abc' },
+    });
+    const taskId = (created['task'] as { taskId: string }).taskId;
+    const stream = await SseConnection.open(client.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': String(client.sessionId),
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'result', method: 'tasks/result', params: { taskId } }),
+    });
+    const request = await stream.next((event) => event.message['method'] === 'elicitation/create');
+    await client.post({
+      jsonrpc: '2.0',
+      id: request.message['id'],
+      result: { action: 'accept', content: { answer: 'teal' } },
+    });
+    await stream.next((event) => event.message['id'] === 'result', 20_000);
+    await stream.finished();
+
+    const names = [
+      'tools/call ask_user',
+      'queue wait',
+      'execute_tool ask_user',
+      'input wait elicitation/create',
+      'settle completed',
+    ];
+    const spans = await eventually(() => {
+      const found = spansOf(traceId);
+      return names.every((name) => found.some((span) => span.name === name)) ? found : undefined;
+    }, 30_000);
+    const api = one(spans, 'tools/call ask_user');
+    const wait = one(spans, 'queue wait');
+    const run = one(spans, 'execute_tool ask_user');
+    const input = one(spans, 'input wait elicitation/create');
+    const settle = one(spans, 'settle completed');
+
+    expect(api.parentSpanId).to.equal(clientSpan);
+    expect(api.service).to.equal('mcp-task-runner-api');
+    expect(api.attributes).to.include({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'ask_user',
+      'mcp.task.id': taskId,
+    });
+    for (const span of [wait, run, input, settle]) expect(span.service).to.equal('mcp-task-runner-worker');
+    expect(wait.parentSpanId).to.equal(api.spanId);
+    expect(run.parentSpanId).to.equal(api.spanId);
+    expect(run.attributes).to.include({ 'mcp.task.id': taskId, 'mcp.task.attempt': 1, 'mcp.task.status': 'completed' });
+    expect(input.parentSpanId).to.equal(run.spanId);
+    expect(settle.parentSpanId).to.equal(run.spanId);
+    expect(settle.attributes).to.include({ 'mcp.task.transition': 'applied' });
+    // Span times come from each process's own clock: only the structure is compared, not the order of times.
+    expect(wait.endNs >= wait.startNs).to.equal(true);
+    expect(receiver.contentTypes).to.satisfy((types: string[]) =>
+      types.every((type) => type.startsWith('application/json')),
+    );
+  });
+
+  it("traceparent header: tools/call and tasks/get are spans of the caller's trace", async () => {
+    const traceId = hex(16);
+    const parent = hex(8);
+    const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
+    client.headers = { traceparent: `00-${traceId}-${parent}-01` };
+    const task = await client.createTask('wait', { seconds: 0.1 });
+    await eventually(async () => {
+      const status = (await client.call('tasks/get', { taskId: task['taskId'] }))['status'];
+      return status === 'working' ? undefined : status;
+    });
+    const spans = await eventually(() => {
+      const found = spansOf(traceId);
+      return found.some((span) => span.name.startsWith('settle ')) && found.some((s) => s.name === 'tasks/get')
+        ? found
+        : undefined;
+    }, 30_000);
+    const get = spans.find((span) => span.name === 'tasks/get') as ReceivedSpan;
+    expect(get.parentSpanId).to.equal(parent);
+    const call = one(spans, 'tools/call wait');
+    expect(call.parentSpanId).to.equal(parent);
+    expect(one(spans, 'settle completed').attributes['mcp.task.status']).to.equal('completed');
+  });
+});
+
+describe('tracing off: nothing carried, nothing sent', function () {
+  this.timeout(60_000);
+  let system: System;
+  let receiver: OtlpReceiver;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    system = await startSystem();
+  });
+  after(async () => {
+    await system?.stop();
+    await receiver?.close();
+  });
+
+  it('without OTEL_EXPORTER_OTLP_ENDPOINT the job data has no trace field, whatever the client sent', async () => {
+    const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
+    client.headers = { traceparent: `00-${hex(16)}-${hex(8)}-01` };
+    const task = await client.createTask('wait', { seconds: 30 });
+    const redis = new Redis(system.redisUrl, { maxRetriesPerRequest: null });
+    const queue = new Queue('tool-wait', { connection: redis, prefix: system.prefix });
+    try {
+      const job = await eventually(() => queue.getJob(String(task['taskId'])));
+      expect(job.data).to.have.keys(['taskId', 'tool', 'arguments']);
+    } finally {
+      await client.call('tasks/cancel', { taskId: task['taskId'] });
+      await queue.close();
+      redis.disconnect();
+    }
+    expect(receiver.spans).to.have.length(0);
+  });
+});
