@@ -1,13 +1,13 @@
 // The admin dashboard in a real headless browser (Debian's chromium driven by playwright-core), against real api
 // and worker processes: it loads behind ADMIN_TOKEN, lists a task just created and shows its status change; plus
 // the auth rules and the JSON endpoints behind the page. Browser traffic targets 127.0.0.1 only.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { repoRoot, startSystem, type System } from '../support/processes.ts';
 import { track } from '../support/resources.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -97,6 +97,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
         headless: true,
         args: BROWSER_ARGS,
         httpCredentials: { username: 'admin', password: TOKEN },
+        viewport: { width: 1400, height: 900 },
       });
       release = track('chromium', async () => {
         await context.close();
@@ -106,9 +107,10 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
     });
     after(async () => {
       await release?.();
+      rmSync(SCREENS_TMP, { recursive: true, force: true });
     });
 
-    it('loads, lists a task created just now and shows its status change', async () => {
+    it('loads, lists a task created just now and shows its status change; a click opens its page', async () => {
       await page.goto(`${base}/admin`);
       expect(await page.title()).to.equal('mcp-task-runner: tasks');
       const client = await McpTestClient.connect(system.apiUrl);
@@ -119,15 +121,121 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(await page.textContent(`${row} td:nth-child(4)`)).to.equal(`session:${String(client.sessionId)}`);
       await page.waitForSelector(`${row} td.status[data-status="completed"]`, { timeout: 10_000 });
       expect(await page.textContent(`${row} td:last-child`)).to.equal('The operation completed.');
-      // A click shows the task's history.
-      await page.click(row);
-      await page.waitForSelector('#detail:has-text("completed")');
-      const detail = await page.textContent('#detail');
-      expect(detail).to.match(/history:\n.*working\s+The task is queued for a worker\./);
-      expect(detail).to.match(/working\s+Running on worker-/);
-      expect(detail).to.include('arguments: {"seconds":1.5}');
       await page.waitForSelector('.card[data-name="workers"]');
       expect(await page.textContent('.card[data-name="workers"] b')).to.equal('1');
+      // A click opens the task page: record, timeline, job, arguments and result.
+      await page.click(row);
+      await page.waitForURL(`${base}/admin/tasks/${String(task['taskId'])}`);
+      await page.waitForSelector('#status[data-status="completed"]');
+      expect(await page.textContent('#task-id')).to.equal(task['taskId']);
+      const timeline = await page.locator('#timeline tbody tr').allTextContents();
+      expect(timeline[0]).to.include('The task is queued for a worker.');
+      expect(timeline.some((line) => /Running on worker-/.test(line))).to.equal(true);
+      expect(timeline.at(-1)).to.include('completed');
+      expect(await page.textContent('#arguments')).to.include('"seconds": 1.5');
+      expect(await page.textContent('#outcome')).to.include('"content"');
+      expect(await page.isHidden('#cancel')).to.equal(true);
+      expect(await page.isHidden('#retry')).to.equal(true);
+    });
+
+    it('task page, live: progress, a pending input request, and an operator cancel (audited)', async () => {
+      const client = new McpTestClient(system.apiUrl);
+      await client.initialize('2025-11-25', { elicitation: { form: {} } });
+      const primes = await client.createTask('count_primes', { below: 1_000_000_000 });
+      await page.goto(`${base}/admin/tasks/${String(primes['taskId'])}`);
+      await page.waitForSelector('#progress-text', { timeout: 20_000 });
+      expect(await page.textContent('#progress-text')).to.match(/\d+ \/ \d+/);
+      await page.click('#cancel');
+      await page.waitForSelector('#status[data-status="cancelled"]');
+      expect(await page.textContent('#message')).to.equal('Cancelled.');
+      expect((await client.call('tasks/get', { taskId: primes['taskId'] }))['status']).to.equal('cancelled');
+
+      const asking = await client.createTask('ask_user', { question: 'Which colour?' });
+      await page.goto(`${base}/admin/tasks/${String(asking['taskId'])}`);
+      await page.waitForSelector('#status[data-status="input_required"]', { timeout: 10_000 });
+      await page.waitForSelector('#inputs tbody tr[data-request-id]');
+      const request = await page.textContent('#inputs tbody tr');
+      expect(request).to.include('elicitation/create');
+      expect(request).to.include('Which colour?');
+      await shoot(page, 'task-page.png');
+      await page.click('#cancel');
+      await page.waitForSelector('#status[data-status="cancelled"]');
+      await page.waitForSelector('#no-inputs:not([hidden])');
+      const audited = system.apis[0]?.records().filter((line) => line['event'] === 'operator.task_cancelled') ?? [];
+      expect(audited.map((line) => line['taskId'])).to.include.members([primes['taskId'], asking['taskId']]);
+      expect(audited[0]).to.include({ audit: true, via: 'dashboard', tool: 'count_primes' });
+    });
+
+    it('task page: retry of a failed task creates a new task and says so (audited)', async () => {
+      const client = await McpTestClient.connect(system.apiUrl);
+      const failed = await client.createTask('crash', { message: 'boom' });
+      await page.goto(`${base}/admin/tasks/${String(failed['taskId'])}`);
+      await page.waitForSelector('#status[data-status="failed"]', { timeout: 10_000 });
+      expect(await page.textContent('#outcome-title')).to.equal('Error');
+      expect(await page.textContent('#outcome')).to.include('boom');
+      await page.click('#retry');
+      await page.waitForSelector('#retried');
+      const retried = String(await page.textContent('#retried'));
+      expect(retried).to.not.equal(failed['taskId']);
+      const again = await client.call('tasks/get', { taskId: retried });
+      expect(again['statusMessage']).to.be.a('string');
+      const audited = system.apis[0]?.records().find((line) => line['event'] === 'operator.task_retried');
+      expect(audited).to.include({ taskId: failed['taskId'], newTaskId: retried, via: 'dashboard' });
+    });
+
+    it('actions refuse what cannot be done (409), unknown tasks (404) and non-JSON posts (415)', async () => {
+      const client = await McpTestClient.connect(system.apiUrl);
+      const done = await client.createTask('wait', { seconds: 0 });
+      await client.call('tasks/result', { taskId: done['taskId'] });
+      const post = (path: string, type = 'application/json') =>
+        fetch(`${base}/admin/api/tasks/${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': type },
+          body: '{}',
+        });
+      expect((await post(`${String(done['taskId'])}/cancel`)).status).to.equal(409);
+      expect((await post(`${String(done['taskId'])}/retry`)).status).to.equal(409);
+      expect((await post('00000000-0000-4000-8000-000000000000/cancel')).status).to.equal(404);
+      expect((await post(`${String(done['taskId'])}/cancel`, 'application/x-www-form-urlencoded')).status).to.equal(
+        415,
+      );
+    });
+
+    it('charts of the last hour: figures from Redis drawn with uPlot, per tool and per principal', async () => {
+      const a = await McpTestClient.connect(system.apiUrl);
+      const b = await McpTestClient.connect(system.apiUrl);
+      const tasks = [
+        await a.createTask('wait', { seconds: 0 }),
+        await a.createTask('wait', { seconds: 0.2 }),
+        await b.createTask('crash', { message: 'chart me' }),
+        await b.createTask('count_primes', { below: 200_000 }),
+      ];
+      for (const [i, task] of tasks.entries()) {
+        await (i < 2 ? a : b).rpc('tasks/result', { taskId: task['taskId'] });
+      }
+      const headers = { authorization: `Bearer ${TOKEN}` };
+      const report = await eventually(async () => {
+        const body = (await (await fetch(`${base}/admin/api/activity`, { headers })).json()) as ActivityJson;
+        const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+        const wait = body.tools.find((tool) => tool.tool === 'wait');
+        return sum(body.finished.failed) >= 1 && (wait?.finished.completed ?? 0) >= 2 ? body : undefined;
+      }, 15_000);
+      expect(report.minutes).to.have.length(60);
+      expect(report.created.reduce((t, v) => t + v, 0)).to.be.at.least(tasks.length);
+      expect(report.runTimeMs.p95.some((value) => value !== null)).to.equal(true);
+      expect(report.queueWaitMs.p50.some((value) => value !== null)).to.equal(true);
+      expect(report.owners.map((owner) => owner.owner)).to.include.members([
+        `session:${String(a.sessionId)}`,
+        `session:${String(b.sessionId)}`,
+      ]);
+
+      await page.goto(`${base}/admin`);
+      await page.waitForSelector('#charts[data-updated]');
+      expect(await page.$$eval('#charts .uplot', (plots) => plots.length)).to.equal(3);
+      expect(await page.$$eval('#charts canvas', (canvases) => canvases.length)).to.be.at.least(3);
+      await page.waitForSelector('#per-tool tr[data-key="count_primes"]');
+      await page.waitForSelector(`#per-principal tr[data-key="session:${String(b.sessionId)}"]`);
+      await shoot(page, 'dashboard.png');
     });
 
     it('serves bull-board for the queue, read-only', async () => {
@@ -137,6 +245,31 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
     });
   });
 });
+
+interface ActivityJson {
+  minutes: number[];
+  created: number[];
+  finished: { completed: number[]; failed: number[]; cancelled: number[] };
+  queueWaitMs: { p50: (number | null)[] };
+  runTimeMs: { p95: (number | null)[] };
+  tools: { tool: string; finished: { completed: number } }[];
+  owners: { owner: string }[];
+}
+
+/**
+ * Takes a screenshot: into docs/images when UPDATE_SCREENSHOTS=1 (the pictures in the docs), else into a temporary
+ * directory (the page must still render).
+ */
+async function shoot(page: Page, name: string): Promise<void> {
+  const dir = process.env['UPDATE_SCREENSHOTS'] === '1' ? join(repoRoot, 'docs', 'images') : screenshotDir();
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, name), fullPage: true });
+}
+
+const SCREENS_TMP = join(tmpdir(), `mcpt-dashboard-screens-${process.pid}`);
+function screenshotDir(): string {
+  return SCREENS_TMP;
+}
 
 function basic(user: string, password: string): string {
   return Buffer.from(`${user}:${password}`).toString('base64');

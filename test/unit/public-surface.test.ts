@@ -4,6 +4,9 @@ import { expect } from 'chai';
 import * as engine from '@mcp-tasks/engine';
 
 const ENGINE_EXPORTS = [
+  'ACTIVITY_MINUTES',
+  'ACTIVITY_TOP_OWNERS',
+  'ActivityRecorder',
   'AdminError',
   'AuditEvent',
   'CallbackEnvSchema',
@@ -19,6 +22,7 @@ const ENGINE_EXPORTS = [
   'ExternalTasks',
   'InputBroker',
   'KeySpace',
+  'LATENCY_BOUNDS_MS',
   'LiveStatusSnapshot',
   'LogEnvSchema',
   'METRICS_CHALLENGE',
@@ -64,6 +68,8 @@ const ENGINE_EXPORTS = [
   'indexMember',
   'intFromEnv',
   'isSecretVariable',
+  'latencyBucketOf',
+  'latencyPercentile',
   'maskUrlPasswords',
   'metricsAccessAllowed',
   'onShutdownSignal',

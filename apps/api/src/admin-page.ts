@@ -1,14 +1,31 @@
-// The dashboard's one HTML page: it reads /admin/api/* every second and renders tasks in MCP terms. No build
-// step and no dependencies; every value reaches the DOM through textContent, never as HTML.
+// The dashboard's main page: it reads /admin/api/* every second and renders tasks in MCP terms; a click opens the
+// task's page (admin-task-page.ts); the "Last hour" charts are drawn by admin-charts-script.ts with uPlot. No build
+// step; every value reaches the DOM through textContent, never as HTML.
 
-export function dashboardPage(paths: { api: string; queues: string }): string {
+export interface DashboardPaths {
+  api: string;
+  queues: string;
+  /** The task pages: `<tasks>/<taskId>`. */
+  tasks: string;
+  charts: { uplotScript: string; uplotStyle: string; script: string };
+}
+
+export function dashboardPage(paths: DashboardPaths): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>mcp-task-runner: tasks</title>
+<link rel="stylesheet" href="${paths.charts.uplotStyle}">
 <style>
+  #charts .chart-row, #charts .breakdown-row { display: flex; flex-wrap: wrap; gap: 1rem; }
+  #charts figure { margin: 0; }
+  #charts figcaption, #charts h3 { font-size: .85rem; color: #5a6272; margin: .2rem 0 .3rem; font-weight: 600; }
+  #charts .breakdown { flex: 1 1 24rem; }
+  #charts .hbar { display: inline-block; height: .6rem; background: #c9d6ee; margin-right: .4rem; border-radius: 2px; }
+  #charts .uplot { font-size: 12px; }
+  h2 { font-size: 1.05rem; margin: 1.2rem 0 .4rem; }
   body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d2330; }
   h1 { font-size: 1.3rem; margin: 0 0 .8rem; }
   nav a { margin-right: 1rem; }
@@ -29,9 +46,6 @@ export function dashboardPage(paths: { api: string; queues: string }): string {
   .status[data-status=completed] { color: #17803d; }
   .status[data-status=failed] { color: #b42318; }
   .status[data-status=cancelled] { color: #6b7280; }
-  #detail { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: .8rem; background: #f5f7fb;
-    padding: .8rem; border-radius: 6px; margin-top: 1rem; }
-  #detail:empty { display: none; }
   .muted { color: #6b7280; font-size: .8rem; }
   .error { color: #b42318; }
 </style>
@@ -40,6 +54,9 @@ export function dashboardPage(paths: { api: string; queues: string }): string {
 <h1>mcp-task-runner: tasks</h1>
 <nav><a href="${paths.queues}">BullMQ queue (bull-board)</a><span class="muted" id="refreshed"></span></nav>
 <div class="cards" id="overview"></div>
+<section id="charts"><h2>Last hour</h2><div class="chart-row"></div><div class="breakdown-row"></div>
+  <p class="error chart-error"></p></section>
+<h2>Tasks</h2>
 <form id="filters">
   <label>status <select name="status"><option value="">any</option>
     <option>working</option><option>input_required</option><option>completed</option><option>failed</option>
@@ -56,14 +73,15 @@ export function dashboardPage(paths: { api: string; queues: string }): string {
   <tbody id="tasks"></tbody>
 </table>
 <p><button id="more" hidden>Next page</button> <span id="error" class="error"></span></p>
-<div id="detail"></div>
+<script src="${paths.charts.uplotScript}"></script>
+<script src="${paths.charts.script}"></script>
 <script>
 (() => {
   const API = ${JSON.stringify(paths.api)};
+  const TASK_PAGES = ${JSON.stringify(paths.tasks)};
   const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
   const $ = (id) => document.getElementById(id);
   let cursor = '';
-  let selected = '';
 
   function query() {
     const form = new FormData($('filters'));
@@ -105,7 +123,7 @@ export function dashboardPage(paths: { api: string; queues: string }): string {
       cell(row, age(now - updated) + ' ago').title = task.lastUpdatedAt;
       cell(row, TERMINAL.has(task.status) ? age(updated - created) : age(now - created) + ' so far');
       cell(row, task.statusMessage || '');
-      row.addEventListener('click', () => { selected = task.taskId; void showDetail(); });
+      row.addEventListener('click', () => { window.location.href = TASK_PAGES + '/' + encodeURIComponent(task.taskId); });
       return row;
     });
     body.replaceChildren(...rows);
@@ -152,26 +170,11 @@ export function dashboardPage(paths: { api: string; queues: string }): string {
     try { renderOverview(await getJson(API + '/overview')); } catch (error) { $('error').textContent = String(error); }
   }
 
-  async function showDetail() {
-    if (!selected) return;
-    try {
-      const d = await getJson(API + '/tasks/' + encodeURIComponent(selected));
-      const lines = ['task ' + d.task.taskId + '  (' + d.task.tool + ', ' + d.task.status + ')', 'history:'];
-      for (const h of d.history) lines.push('  ' + new Date(h.at).toISOString() + '  ' + h.status.padEnd(15) + (h.statusMessage || ''));
-      if (d.job) lines.push('job: ' + d.job.state + ', attempts ' + d.job.attemptsStarted + '/' + d.job.maxAttempts + (d.job.processedBy ? ', on ' + d.job.processedBy : ''));
-      lines.push('arguments: ' + JSON.stringify(d.arguments));
-      if (d.record.outcome) lines.push('outcome: ' + JSON.stringify(d.record.outcome, null, 2));
-      $('detail').textContent = lines.join('\\n');
-    } catch (error) {
-      $('detail').textContent = String(error);
-    }
-  }
-
   $('filters').addEventListener('submit', (event) => { event.preventDefault(); cursor = ''; void refreshTasks(); });
   $('more').addEventListener('click', () => { cursor = $('more').dataset.cursor || ''; void refreshTasks(); });
   void refreshTasks();
   void refreshOverview();
-  setInterval(() => { void refreshTasks(); if (selected) void showDetail(); }, 1000);
+  setInterval(() => void refreshTasks(), 1000);
   setInterval(() => void refreshOverview(), 5000);
 })();
 </script>

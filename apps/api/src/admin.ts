@@ -3,11 +3,20 @@
 // moves a job behind the back of its task record. Without ADMIN_TOKEN nothing is mounted (404).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { operatorTask, TOOL_QUEUE_NAME, type TaskAdmin, type ToolJobData } from '@mcp-tasks/engine';
+import {
+  operatorTask,
+  TOOL_QUEUE_NAME,
+  type ActivityRecorder,
+  type Logger,
+  type TaskAdmin,
+  type ToolJobData,
+} from '@mcp-tasks/engine';
 import { TASK_STATUSES, TaskKind, ProtocolError, type TaskStatus } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
+import { CHART_ASSETS, chartRoutes } from './admin-charts.ts';
 import { dashboardPage } from './admin-page.ts';
+import { taskRoutes, type OperatorActions } from './admin-task.ts';
 import { rebindingGuard } from './http-guards.ts';
 
 export const ADMIN_PATH = '/admin';
@@ -18,7 +27,16 @@ export interface AdminOptions {
   queue: Queue<ToolJobData>;
   bindHost: string;
   allowedOrigins: readonly string[];
+  /** The figures of the charts (activity.ts). */
+  activity: ActivityRecorder;
+  /** Takes a queue-depth sample for the charts (also done every 15 s while the api runs). */
+  sampleDepth: () => Promise<void>;
+  /** Where operators' cancels and retries are audited. */
+  audit: Logger;
+  actions: OperatorActions;
 }
+
+export { operatorActions } from './admin-task.ts';
 
 const ListQuerySchema = z.object({
   status: z
@@ -42,8 +60,21 @@ export async function adminRouter(options: AdminOptions): Promise<Router> {
   });
 
   router.get([ADMIN_PATH, `${ADMIN_PATH}/`], (_req, res) => {
-    res.type('html').send(dashboardPage({ api: `${ADMIN_PATH}/api`, queues: `${ADMIN_PATH}/queues` }));
+    res.type('html').send(
+      dashboardPage({
+        api: `${ADMIN_PATH}/api`,
+        queues: `${ADMIN_PATH}/queues`,
+        tasks: `${ADMIN_PATH}/tasks`,
+        charts: {
+          uplotScript: `${ADMIN_PATH}/${CHART_ASSETS.uplotScript}`,
+          uplotStyle: `${ADMIN_PATH}/${CHART_ASSETS.uplotStyle}`,
+          script: `${ADMIN_PATH}/${CHART_ASSETS.charts}`,
+        },
+      }),
+    );
   });
+  router.use(taskRoutes(ADMIN_PATH, options.actions, options.audit)); // the task page, cancel and retry
+  router.use(chartRoutes(ADMIN_PATH, options.activity, options.sampleDepth)); // the charts of the last hour
   router.get(`${ADMIN_PATH}/api/tasks`, (req, res, next) => {
     const query = ListQuerySchema.safeParse(req.query);
     if (!query.success) {

@@ -73,6 +73,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     store.observe(metrics.taskObserver());
     const auditLog = auditLogger(log);
     store.observe(auditObserver(auditLog));
+    store.observe(engine.activity.observer()); // the dashboard's charts (activity.ts)
     const security = {
       auth,
       rates: new RateLimiter(redis, keys, {
@@ -124,7 +125,8 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     app.set('etag', false);
     app.set('trust proxy', config.TRUST_PROXY); // req.ip: the client address behind a proxy (per-address limits)
     const { admin, queue } = engine;
-    app.use(await operationsRouter({ config, redis, admin, queue, metrics })); // health, metrics, admin dashboard
+    // health, metrics, admin dashboard
+    app.use(await operationsRouter({ config, redis, admin, queue, metrics, engine, audit: auditLog, log, cleanup }));
     if (config.CALLBACK_SECRET) {
       const { external } = engine;
       const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };

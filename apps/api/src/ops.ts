@@ -5,15 +5,20 @@ import express, { type Router } from 'express';
 import {
   METRICS_CHALLENGE,
   metricsAccessAllowed,
+  type CleanupStack,
+  type Engine,
+  type Logger,
   type RedisClient,
   type RunnerMetrics,
   type TaskAdmin,
   type ToolJobData,
 } from '@mcp-tasks/engine';
 import type { Queue } from 'bullmq';
-import { adminRouter } from './admin.ts';
+import { adminRouter, operatorActions } from './admin.ts';
 import type { ApiConfig } from './config.ts';
 
+/** How often an api with the dashboard samples the queue depth for its chart. */
+const QUEUE_DEPTH_SAMPLE_MS = 15_000;
 /** A readiness probe answers within this long even when Redis hangs (commands queue while it reconnects). */
 const READY_TIMEOUT_MS = 1000;
 
@@ -23,9 +28,16 @@ export interface OperationsDeps {
   admin: TaskAdmin;
   queue: Queue<ToolJobData>;
   metrics: RunnerMetrics;
+  engine: Engine;
+  /** The audit logger: operators' actions on the dashboard are audited. */
+  audit: Logger;
+  log: Logger;
+  /** Where the dashboard registers its queue-depth sampler. */
+  cleanup: CleanupStack;
 }
 
-export async function operationsRouter({ config, redis, admin, queue, metrics }: OperationsDeps): Promise<Router> {
+export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
+  const { config, redis, admin, queue, metrics } = deps;
   const router = express.Router();
   metrics.addClusterGauges(admin, queue, {
     redisReady: () => redis.status === 'ready',
@@ -66,6 +78,16 @@ export async function operationsRouter({ config, redis, admin, queue, metrics }:
     next();
   });
   if (config.ADMIN_TOKEN) {
+    const { engine } = deps;
+    // The queue-depth chart needs samples whether or not a dashboard is open.
+    const sampleDepth = () =>
+      admin.queueJobs().then(
+        (jobs) => engine.activity.depth(jobs),
+        () => undefined,
+      );
+    const sampler = setInterval(() => void sampleDepth(), QUEUE_DEPTH_SAMPLE_MS);
+    sampler.unref();
+    deps.cleanup.add('queue-depth-sampler', sampler, clearInterval);
     router.use(
       await adminRouter({
         token: config.ADMIN_TOKEN,
@@ -73,6 +95,10 @@ export async function operationsRouter({ config, redis, admin, queue, metrics }:
         queue,
         bindHost: config.HOST,
         allowedOrigins: config.ALLOWED_ORIGINS,
+        activity: engine.activity,
+        sampleDepth,
+        audit: deps.audit,
+        actions: operatorActions(engine),
       }),
     );
   }

@@ -74,6 +74,15 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
     const metrics = new RunnerMetrics('worker');
     store.observe(metrics.taskObserver());
     store.observe(auditObserver(auditLogger(log))); // task.completed / failed / cancelled (T-AUDIT-1)
+    // The dashboard's charts (activity.ts): run time from the start of the attempt that settled the task. An entry
+    // lives while its job is active here, so there are at most WORKER_CONCURRENCY per tool queue.
+    const attemptStarts = new Map<string, number>();
+    store.observe(
+      engine.activity.observer((taskId, at) => {
+        const started = attemptStarts.get(taskId);
+        return started === undefined ? undefined : Math.max(0, at - started);
+      }),
+    );
     const running = new RunningTasks();
     const waitBudget = new WaitBudget(config.WORKER_INPUT_WAIT_SLOTS);
 
@@ -153,9 +162,16 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
           if (running.abort(taskId, AbortReason.LockLost)) log.warn('job lock lost: stopping its tool', { taskId });
         }
       });
-      worker.on('active', (job) => metrics.jobStarted(job));
+      worker.on('active', (job) => {
+        metrics.jobStarted(job);
+        const started = job.processedOn ?? Date.now();
+        attemptStarts.set(job.data.taskId, started);
+        if (job.attemptsStarted <= 1) engine.activity.started(Math.max(0, started - job.timestamp), started);
+      });
+      worker.on('completed', (job) => attemptStarts.delete(job.data.taskId));
       worker.on('error', (error) => log.warn('worker error', { queue: queueName, error: error.message }));
       worker.on('failed', (job, error) => {
+        if (job) attemptStarts.delete(job.data.taskId);
         // The job ran out of attempts (an infrastructure error, not a tool error): settle its task now rather than
         // wait for reconciliation.
         if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;

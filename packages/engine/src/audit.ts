@@ -14,6 +14,9 @@ export const AuditEvent = {
   AccessRejected: 'access.rejected',
   /** AUTH_API_KEYS_FILE read again (SIGHUP): keys added or revoked. */
   KeysReloaded: 'auth.keys_reloaded',
+  /** An operator cancelled or retried a task from the dashboard. */
+  OperatorCancelled: 'operator.task_cancelled',
+  OperatorRetried: 'operator.task_retried',
 } as const;
 export type AuditEvent = (typeof AuditEvent)[keyof typeof AuditEvent];
 

@@ -1,5 +1,6 @@
 // The composition root of the engine: api, workers and the CLI build their Redis-side objects here, from their
 // connections and their configuration, so that they cannot disagree on key names, lifetimes or limits.
+import { ActivityRecorder } from './activity.ts';
 import type { Queue } from 'bullmq';
 import { ToolCatalog } from './catalog.ts';
 import {
@@ -70,6 +71,8 @@ export interface Engine {
   tasks: TaskService;
   external: ExternalTasks;
   admin: TaskAdmin;
+  /** The dashboard's per-minute figures of the last hour (activity.ts). */
+  activity: ActivityRecorder;
   /** A TaskService like `tasks` with other timing (the CLI's retry keeps the original task's ttl and pollInterval). */
   tasksWith(timing: Partial<TaskTiming>): TaskService;
   /** Closes the queues; the connections stay open: they are the caller's to close. */
@@ -118,6 +121,7 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     external: new ExternalTasks(redis, keys, store, events),
     catalog,
     admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog }),
+    activity: new ActivityRecorder(redis, keys),
     tasksWith,
     close: async () => {
       await externalQueues.close();

@@ -10,6 +10,15 @@
  * const engine = createEngine({ redis }, { REDIS_PREFIX: 'mcpt', SESSION_IDLE_TTL_MS: 3_600_000 });
  * const record = await engine.store.get(taskId);
  */
+export {
+  ACTIVITY_MINUTES,
+  ACTIVITY_TOP_OWNERS,
+  type ActivityReport,
+  ActivityRecorder,
+  LATENCY_BOUNDS_MS,
+  latencyBucketOf,
+  latencyPercentile,
+} from './activity.ts';
 export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './audit.ts';
 export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
 export { CatalogConflictError, CatalogView } from './catalog.ts';
@@ -26,7 +35,7 @@ export {
   TaskEnvSchema,
 } from './config.ts';
 export { type ConnectionSlot, ConnectionSlots } from './connection-slots.ts';
-export { createEngine } from './engine.ts';
+export { createEngine, type Engine } from './engine.ts';
 export { ExternalQueueListener, ExternalQueues } from './external-queues.ts';
 export { ExternalTasks, forwardCancel } from './external.ts';
 export { InputBroker } from './input-broker.ts';

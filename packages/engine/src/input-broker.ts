@@ -144,6 +144,20 @@ export class InputBroker {
     }
   }
 
+  /** The task's requests waiting for its client (operators' view): their ids, methods and params, oldest first. */
+  async pending(task: TaskRecord): Promise<{ requestId: string; method: string; params: unknown }[]> {
+    const ids = (await this.store.pendingInputIds(task.taskId)).sort();
+    if (ids.length === 0) return [];
+    const stored = await this.redis.hmget(this.keys.sessionInputs(task.sessionId), ...ids);
+    return ids.flatMap((requestId, i) => {
+      const raw = stored[i];
+      // Withdrawn or answered already: the record's count catches up with its next transition.
+      if (!raw) return [];
+      const { message } = JSON.parse(raw) as { message: { method: string; params?: unknown } };
+      return [{ requestId, method: message.method, params: message.params ?? {} }];
+    });
+  }
+
   /**
    * Starts `attempt` of the task's job (TaskStore.beginAttempt): the requests an earlier attempt left waiting for
    * the client are withdrawn, the client is told with notifications/cancelled, and an answer to one of them is

@@ -119,4 +119,17 @@ export class KeySpace {
   catalogChannel(): string {
     return `${this.prefix}:catalog-changed`;
   }
+
+  /**
+   * Hash: the dashboard's figures of one minute (`minute` = epoch ms / 60000): tasks created and finished by status,
+   * latency histograms, queue depth, per-tool counts (activity.ts). Expires an hour after the minute.
+   */
+  activityMinute(minute: number): string {
+    return `${this.prefix}:activity:${minute}`;
+  }
+
+  /** Sorted set: the principals with the most tasks `created` or `finished` in one minute, trimmed to a top list. */
+  activityOwners(minute: number, measure: 'created' | 'finished'): string {
+    return `${this.prefix}:activity:${minute}:owners:${measure}`;
+  }
 }

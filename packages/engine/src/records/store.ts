@@ -190,6 +190,11 @@ export class TaskStore {
     };
   }
 
+  /** The ids of the task's outstanding input requests (elicitation, sampling) as the record counts them. */
+  pendingInputIds(taskId: string): Promise<string[]> {
+    return this.#redis.smembers(this.#tasks.inputs(taskId));
+  }
+
   /** The records of many tasks in one round trip, in order; the missing and expired are left out. */
   async records(taskIds: readonly string[]): Promise<TaskRecord[]> {
     return (await this.#records(taskIds)).filter((record) => record !== undefined);
