@@ -1,0 +1,81 @@
+// MCP Inspector's terminal client `mcpdo` for interop tests: installed through npx with Node 22 (it needs
+// >= 22.19; the npm package node@22 supplies it, as scripts/conformance.mjs does), run against a private daemon
+// whose state (catalog, secrets, socket) lives in a temporary directory and is removed, daemon stopped, at the end.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { track } from './resources.ts';
+
+export const INSPECTOR_PACKAGE = '@modelcontextprotocol/inspector@2.12.0';
+const NODE_PACKAGE = 'node@22';
+const run = promisify(execFile);
+
+export interface McpdoResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON (commands run with --format json). */
+  json: Record<string, unknown>;
+}
+
+export interface Mcpdo {
+  /** Runs `mcpdo <args> --format json` and returns its output, whatever its exit code. */
+  run(args: string[], timeoutMs?: number): Promise<McpdoResult>;
+  close(): Promise<void>;
+}
+
+/** Installs (first run: downloads) Node 22 and the Inspector, and prepares a private daemon. */
+export async function startMcpdo(): Promise<Mcpdo> {
+  const located = await run(
+    'npx',
+    ['-y', '-p', NODE_PACKAGE, '-p', INSPECTOR_PACKAGE, '--', 'sh', '-c', 'command -v node; command -v mcpdo'],
+    { timeout: 240_000, maxBuffer: 1 << 20 },
+  );
+  const [node, bin] = located.stdout.trim().split('\n');
+  if (!node || !bin) throw new Error(`mcpdo not found after npx:\n${located.stdout}\n${located.stderr}`);
+  const home = mkdtempSync(join(tmpdir(), 'mcpt-mcpdo-'));
+  const env = {
+    ...process.env,
+    HOME: home,
+    MCP_CATALOG_PATH: join(home, 'mcp.json'),
+    MCP_INSPECTOR_DAEMON_DIR: join(home, 'daemon'),
+    MCP_INSPECTOR_DAEMON_TOKEN: randomBytes(24).toString('hex'),
+    MCP_INSPECTOR_SECRET_STORE: 'file',
+    NO_COLOR: '1',
+  };
+  const mcpdo = async (args: string[], timeoutMs = 60_000): Promise<McpdoResult> => {
+    try {
+      const { stdout, stderr } = await run(node, [bin, ...args, '--format', 'json'], {
+        env,
+        timeout: timeoutMs,
+        maxBuffer: 8 << 20,
+      });
+      return { code: 0, stdout, stderr, json: parse(stdout) };
+    } catch (error) {
+      const failed = error as { code?: number; stdout?: string; stderr?: string };
+      const stdout = failed.stdout ?? '';
+      return {
+        code: typeof failed.code === 'number' ? failed.code : 1,
+        stdout,
+        stderr: failed.stderr ?? '',
+        json: parse(stdout),
+      };
+    }
+  };
+  const release = track('mcpdo daemon', async () => {
+    await run(node, [bin, 'daemon', 'stop'], { env, timeout: 30_000 }).catch(() => undefined);
+    rmSync(home, { recursive: true, force: true });
+  });
+  return { run: mcpdo, close: release };
+}
+
+function parse(text: string): Record<string, unknown> {
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+}
