@@ -14,6 +14,8 @@ export const ACTIVITY_MINUTES = 60;
 export const ACTIVITY_TOP_OWNERS = 50;
 /** A process trims a minute's principals every this many of its writes (so the bound is top + this × processes). */
 const TRIM_EVERY = 10;
+/** A process renews a minute key's expiry every this many of its writes of the key. */
+const EXPIRY_EVERY = 20;
 /** Upper bounds (ms) of the latency histogram buckets; a percentile is read as its bucket's upper bound. */
 export const LATENCY_BOUNDS_MS = [
   5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000,
@@ -54,6 +56,9 @@ export interface ActivityReport {
 
 export class ActivityRecorder {
   #writes = 0;
+  #expiringMinute = -1;
+  /** Writes of this minute's keys by this process (at most three keys: they are cleared when the minute turns). */
+  readonly #expiring = new Map<string, number>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -78,17 +83,14 @@ export class ActivityRecorder {
     void this.#send([
       this.redis.hincrby(key, 'c', 1),
       this.redis.hincrby(key, `c|t|${tool}`, 1),
-      this.redis.pexpireat(key, minute * MINUTE_MS + KEEP_MS),
+      ...this.#expire(key, minute),
       ...this.#owner(minute, 'created', owner),
     ]);
   }
 
   started(waitMs: number, at = Date.now()): void {
     const key = this.keys.activityMinute(minuteOf(at));
-    void this.#send([
-      this.redis.hincrby(key, `w|${latencyBucketOf(waitMs)}`, 1),
-      this.redis.pexpireat(key, at + KEEP_MS),
-    ]);
+    void this.#send([this.redis.hincrby(key, `w|${latencyBucketOf(waitMs)}`, 1), ...this.#expire(key, minuteOf(at))]);
   }
 
   finished(tool: string, owner: string, status: Terminal, at = Date.now(), runMs?: number): void {
@@ -97,7 +99,7 @@ export class ActivityRecorder {
     const writes = [
       this.redis.hincrby(key, `f|${status}`, 1),
       this.redis.hincrby(key, `f|${status}|t|${tool}`, 1),
-      this.redis.pexpireat(key, minute * MINUTE_MS + KEEP_MS),
+      ...this.#expire(key, minute),
       ...this.#owner(minute, 'finished', owner),
     ];
     if (runMs !== undefined) {
@@ -112,7 +114,7 @@ export class ActivityRecorder {
     const minute = minuteOf(at);
     const key = this.keys.activityMinute(minute);
     const fields = DEPTH_STATES.flatMap((state) => [`d|${state}`, String(jobs[state] ?? 0)]);
-    return this.#send([this.redis.hset(key, ...fields), this.redis.pexpireat(key, minute * MINUTE_MS + KEEP_MS)]);
+    return this.#send([this.redis.hset(key, ...fields), ...this.#expire(key, minute)]);
   }
 
   /** The last hour, minute by minute: a fixed number of reads (ACTIVITY_MINUTES × 3), whatever the traffic. */
@@ -213,16 +215,28 @@ export class ActivityRecorder {
 
   #owner(minute: number, measure: 'created' | 'finished', owner: string): Promise<unknown>[] {
     const key = this.keys.activityOwners(minute, measure);
-    const writes: Promise<unknown>[] = [
-      this.redis.zincrby(key, 1, owner),
-      this.redis.pexpireat(key, minute * MINUTE_MS + KEEP_MS),
-    ];
+    const writes: Promise<unknown>[] = [this.redis.zincrby(key, 1, owner), ...this.#expire(key, minute)];
     this.#writes += 1;
     if (this.#writes % TRIM_EVERY === 0) writes.push(this.redis.zremrangebyrank(key, 0, -(ACTIVITY_TOP_OWNERS + 1)));
     return writes;
   }
 
   /** Callers on the hot path drop the promise: it never rejects (errors go to onError). */
+  /**
+   * The expiry of a minute's key: set by a process's first write of the key and every EXPIRY_EVERY-th after, not by
+   * every write (one command saved per event). The repeats cover a key re-created without expiry after Redis lost
+   * its data while this process kept its count.
+   */
+  #expire(key: string, minute: number): Promise<unknown>[] {
+    if (minute !== this.#expiringMinute) {
+      this.#expiringMinute = minute;
+      this.#expiring.clear();
+    }
+    const writes = this.#expiring.get(key) ?? 0;
+    this.#expiring.set(key, writes + 1);
+    return writes % EXPIRY_EVERY === 0 ? [this.redis.pexpireat(key, minute * MINUTE_MS + KEEP_MS)] : [];
+  }
+
   #send(writes: Promise<unknown>[]): Promise<void> {
     return Promise.all(writes).then(() => undefined, this.onError);
   }
