@@ -246,6 +246,29 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
   });
 });
 
+describe('DASHBOARD_FIGURES=false (real processes)', function () {
+  this.timeout(60_000);
+  let system: System;
+  before(async () => {
+    system = await startSystem({ env: { ADMIN_TOKEN: TOKEN, DASHBOARD_FIGURES: 'false' } });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('records no per-minute figures: no activity keys in Redis after tasks ran', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const task = await client.createTask('wait', { seconds: 0 });
+    await client.call('tasks/result', { taskId: task['taskId'] });
+    const base = system.apiUrl.replace(/\/mcp$/, '');
+    const report = (await (
+      await fetch(`${base}/admin/api/activity`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json()) as ActivityJson;
+    expect(report.created.every((count) => count === 0)).to.equal(true);
+    expect(await system.redis.keys(`${system.prefix}:activity:*`)).to.deep.equal([]);
+  });
+});
+
 interface ActivityJson {
   minutes: number[];
   created: number[];

@@ -73,7 +73,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     store.observe(metrics.taskObserver());
     const auditLog = auditLogger(log);
     store.observe(auditObserver(auditLog));
-    store.observe(engine.activity.observer()); // the dashboard's charts (activity.ts)
+    if (config.DASHBOARD_FIGURES) store.observe(engine.activity.observer()); // the dashboard's charts (activity.ts)
     const security = {
       auth,
       rates: new RateLimiter(redis, keys, {

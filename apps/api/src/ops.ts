@@ -81,13 +81,17 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
     const { engine } = deps;
     // The queue-depth chart needs samples whether or not a dashboard is open.
     const sampleDepth = () =>
-      admin.queueJobs().then(
-        (jobs) => engine.activity.depth(jobs),
-        () => undefined,
-      );
-    const sampler = setInterval(() => void sampleDepth(), QUEUE_DEPTH_SAMPLE_MS);
-    sampler.unref();
-    deps.cleanup.add('queue-depth-sampler', sampler, clearInterval);
+      config.DASHBOARD_FIGURES
+        ? admin.queueJobs().then(
+            (jobs) => engine.activity.depth(jobs),
+            () => undefined,
+          )
+        : Promise.resolve();
+    if (config.DASHBOARD_FIGURES) {
+      const sampler = setInterval(() => void sampleDepth(), QUEUE_DEPTH_SAMPLE_MS);
+      sampler.unref();
+      deps.cleanup.add('queue-depth-sampler', sampler, clearInterval);
+    }
     router.use(
       await adminRouter({
         token: config.ADMIN_TOKEN,

@@ -77,12 +77,14 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
     // The dashboard's charts (activity.ts): run time from the start of the attempt that settled the task. An entry
     // lives while its job is active here, so there are at most WORKER_CONCURRENCY per tool queue.
     const attemptStarts = new Map<string, number>();
-    store.observe(
-      engine.activity.observer((taskId, at) => {
-        const started = attemptStarts.get(taskId);
-        return started === undefined ? undefined : Math.max(0, at - started);
-      }),
-    );
+    const figures = config.DASHBOARD_FIGURES;
+    if (figures)
+      store.observe(
+        engine.activity.observer((taskId, at) => {
+          const started = attemptStarts.get(taskId);
+          return started === undefined ? undefined : Math.max(0, at - started);
+        }),
+      );
     const running = new RunningTasks();
     const waitBudget = new WaitBudget(config.WORKER_INPUT_WAIT_SLOTS);
 
@@ -164,6 +166,7 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
       });
       worker.on('active', (job) => {
         metrics.jobStarted(job);
+        if (!figures) return;
         const started = job.processedOn ?? Date.now();
         attemptStarts.set(job.data.taskId, started);
         if (job.attemptsStarted <= 1) engine.activity.started(Math.max(0, started - job.timestamp), started);

@@ -84,6 +84,11 @@ export type TaskEnv = z.infer<typeof TaskEnvSchema>;
 export const MetricsEnvSchema = z.object({
   /** When set, /metrics answers only requests with `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise). */
   METRICS_TOKEN: z.string().min(16, 'use at least 16 characters (e.g. openssl rand -hex 24)').optional(),
+  /** Record the dashboard's per-minute figures (activity.ts): a few Redis writes per task, not waited for. */
+  DASHBOARD_FIGURES: z
+    .enum(['true', 'false', '1', '0'], { message: "use 'true' or 'false'" })
+    .default('true')
+    .transform((value) => value === 'true' || value === '1'),
 });
 
 export class ConfigError extends Error {

@@ -103,14 +103,15 @@ export async function startTracing(
 /**
  * The parent context a client sent: the SEP-414 keys of the request's `_meta` win over the HTTP `traceparent` /
  * `tracestate` headers (the `_meta` is the message's own, the headers may be a proxy's). Invalid values are ignored
- * (the W3C rule): the span then starts a trace of its own.
+ * (the W3C rule): an invalid `_meta` context leaves the headers', and without a valid one the span starts a trace
+ * of its own.
  */
 export function clientContext(
   meta: Record<string, unknown> | undefined,
   headers: Record<string, string | string[] | undefined>,
 ): Context {
-  const fromMeta = meta && typeof meta['traceparent'] === 'string' ? carrierOf(meta) : undefined;
-  return contextOf(fromMeta ?? carrierOf(headers));
+  const fromMeta = meta ? contextOf(carrierOf(meta)) : ROOT_CONTEXT;
+  return trace.getSpanContext(fromMeta) ? fromMeta : contextOf(carrierOf(headers));
 }
 
 /** The context a job carries (ROOT_CONTEXT for none: a job queued while tracing was off, or by another producer). */
