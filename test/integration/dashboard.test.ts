@@ -85,6 +85,17 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
     });
   });
 
+  describe('task page', () => {
+    it('puts the task id of the URL into its script as data only (no markup injection)', async () => {
+      const hostile = encodeURIComponent('</script><script>alert(1)</script>');
+      const response = await fetch(`${base}/admin/tasks/${hostile}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(response.status).to.equal(200);
+      const html = await response.text();
+      expect(html).to.not.include('<script>alert(1)');
+      expect(html).to.include('\\u003c/script>\\u003cscript>alert(1)\\u003c/script>');
+    });
+  });
+
   describe('in a browser', () => {
     let context: BrowserContext;
     let page: Page;

@@ -2,6 +2,11 @@
 // worker, result or error, and the operators' cancel and retry. It re-reads the task every second (no reload);
 // every value reaches the DOM through textContent, never as HTML.
 
+/** A value for a script literal: JSON whose `<` cannot close the script element (the task id comes from the URL). */
+function scriptValue(value: string): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c');
+}
+
 export function taskPage(paths: { api: string; home: string; taskId: string }): string {
   return `<!doctype html>
 <html lang="en">
@@ -71,9 +76,9 @@ export function taskPage(paths: { api: string; home: string; taskId: string }): 
 <pre id="outcome">(not finished yet)</pre>
 <script>
 (() => {
-  const API = ${JSON.stringify(paths.api)};
-  const HOME = ${JSON.stringify(paths.home)};
-  const TASK_ID = ${JSON.stringify(paths.taskId)};
+  const API = ${scriptValue(paths.api)};
+  const HOME = ${scriptValue(paths.home)};
+  const TASK_ID = ${scriptValue(paths.taskId)};
   const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
   const $ = (id) => document.getElementById(id);
 

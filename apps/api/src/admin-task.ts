@@ -11,7 +11,7 @@ import {
   type TaskAdmin,
   type TaskService,
 } from '@mcp-tasks/engine';
-import { LocalErrorCode, type TaskRecord } from '@mcp-tasks/protocol';
+import { LocalErrorCode, ProtocolError, type TaskRecord } from '@mcp-tasks/protocol';
 import { taskPage } from './admin-task-page.ts';
 
 /** What an operator can do to a task from the dashboard (the CLI's cancel and retry, on the api's engine). */
@@ -88,6 +88,11 @@ export function taskRoutes(base: string, actions: OperatorActions, auditLog: Log
       (error: unknown) => {
         if (error instanceof AdminError) {
           res.status(error.code === LocalErrorCode.TaskNotFound ? 404 : 409).json({ error: error.message });
+          return;
+        }
+        if (error instanceof ProtocolError) {
+          // A race: the task ended between the read and the cancel.
+          res.status(409).json({ error: error.message });
           return;
         }
         res.status(500).json({ error: error instanceof Error ? error.message : String(error) });
