@@ -843,6 +843,11 @@ export async function flood(
   const sessionScoped = keys.filter((key) => [...sessionIds].some((id) => key.includes(id)));
   // Rate-limit windows (per address, principal, session) expire on their own after two windows.
   const limiterWindows = keys.filter((key) => key.startsWith(`${prefix}:rate:`));
+  // The dashboard's per-minute figures (docs/observability.md) expire an hour after their minute: three keys per
+  // minute, whatever the number of tasks.
+  const figures = keys.filter((key) => key.startsWith(`${prefix}:activity:`));
+  const minutes = new Set(figures.map((key) => key.split(':')[2]));
+  if (figures.length > 3 * minutes.size) report.fail(`more than 3 figure keys per minute: ${figures.length}`);
   const extra = keys.filter(
     (key) =>
       !baseKeys.has(key) &&
@@ -850,10 +855,12 @@ export async function flood(
       key !== `${prefix}:security-counters` &&
       !sessionScoped.includes(key) &&
       !limiterWindows.includes(key) &&
+      !figures.includes(key) &&
       !BULLMQ_QUEUE_KEY.test(key.slice(prefix.length + 1)),
   );
   report.figures['session-scoped keys left'] = sessionScoped.length;
   report.figures['rate-limit windows left'] = limiterWindows.length;
+  report.figures['dashboard figure keys'] = figures.length;
   if (extra.length > 0) report.fail(`keys left after ttl: ${extra.slice(0, 10).join(', ')} (${extra.length})`);
   for (const key of ['live', 'expiries', 'all-tasks']) {
     const count = await redis.zcard(`${prefix}:${key}`);
