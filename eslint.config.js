@@ -15,6 +15,8 @@ export default tseslint.config(
       '**/*.cjs',
       'scripts/*.mjs',
       'apps/*/bin/*.mjs',
+      // Plain Node code loaded into third-party server processes by tests (no tsx there).
+      'test/fixtures/**/*.mjs',
       'eslint.config.js',
     ],
   },

@@ -2,19 +2,24 @@
 // tools/list and used to validate a call's arguments against the published JSON Schema. No tool code is loaded here.
 import type { CatalogView } from '@mcp-tasks/engine';
 import { canonicalJson, ErrorCode, listingOfEntry, ProtocolError, type CatalogEntry } from '@mcp-tasks/protocol';
+import { Ajv as AjvDraft07 } from 'ajv';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
 
 // ajv-formats is CommonJS: its module.exports is the plugin itself (the typings describe only `exports.default`).
-const addFormats = formatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+const addFormats = formatsModule as unknown as <A extends Ajv2020 | AjvDraft07>(ajv: A) => A;
+const AJV_OPTIONS = { useDefaults: true, strict: false, allErrors: true, logger: false } as const;
+/** Schemas that name draft-07 (the zod 3 and SDK v1 servers' default, so most upstream MCP servers': docs/gateway.md). */
+const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
 
 export class ApiTools {
-  readonly #ajv = new Ajv2020({ useDefaults: true, strict: false, allErrors: true, logger: false });
+  // A schema without `$schema` is draft 2020-12, as MCP says; one that names draft-07 is read as draft-07.
+  readonly #ajv = addFormats(new Ajv2020(AJV_OPTIONS));
+  readonly #ajvDraft07 = addFormats(new AjvDraft07(AJV_OPTIONS));
   readonly #validators = new Map<string, { schema: string; validate: ValidateFunction }>();
   #listing: Record<string, unknown>[] | undefined;
 
   constructor(readonly view: CatalogView) {
-    addFormats(this.#ajv);
     view.onChange(() => {
       this.#listing = undefined;
     });
@@ -56,7 +61,8 @@ export class ApiTools {
     if (cached?.schema === schema) return cached.validate;
     let validate: ValidateFunction;
     try {
-      validate = this.#ajv.compile(entry.inputSchema);
+      const draft07 = typeof entry.inputSchema['$schema'] === 'string' && DRAFT_07.test(entry.inputSchema['$schema']);
+      validate = (draft07 ? this.#ajvDraft07 : this.#ajv).compile(entry.inputSchema);
     } catch (error) {
       throw new ProtocolError(
         ErrorCode.InternalError,

@@ -36,7 +36,7 @@ export interface ExternalDeps {
 }
 
 interface RunDeps {
-  tools: ToolRegistry;
+  tools: Pick<ToolRegistry, 'parseArguments'>;
   running: RunningTasks;
   external?: ExternalDeps;
   store: { note(task: TaskRecord, status: TaskStatus, statusMessage: string): Promise<unknown> };

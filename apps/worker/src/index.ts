@@ -8,4 +8,5 @@
  */
 export { loadTools } from './load-tools.ts';
 export { loadWorkerConfig, WorkerEnvSchema, type WorkerConfig } from './config.ts';
-export { startWorker, type RunningWorker } from './worker.ts';
+export { startWorker, type RunningWorker, type WorkerSources } from './worker.ts';
+export { loadUpstreams, type UpstreamConfig } from './upstream/config.ts';

@@ -23,7 +23,8 @@ import { createToolContext, type ContextDeps } from './tool-context.ts';
 
 export interface JobDeps extends ContextDeps {
   store: TaskStore;
-  tools: ToolRegistry;
+  /** The tools this worker serves now (they change when an upstream's list does). */
+  tools: Pick<ToolRegistry, 'get' | 'parseArguments'>;
   running: RunningTasks;
   log: Logger;
   /** What external tools need (docs/external-tools.md); absent: they fail with a clear message. */

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { Worker } from 'bullmq';
 import {
   auditLogger,
+  CatalogConflictError,
   CatalogView,
   auditObserver,
   CleanupStack,
@@ -19,20 +20,20 @@ import {
   type Logger,
   type ToolJobData,
 } from '@mcp-tasks/engine';
-import {
-  catalogEntryOf,
-  isTerminal,
-  lostSettlement,
-  queueOfTool,
-  ToolRegistry,
-  type CatalogEntry,
-  type ToolDefinition,
-} from '@mcp-tasks/protocol';
+import { isTerminal, lostSettlement, queueOfTool, type CatalogEntry, type ToolDefinition } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import { metricsUrl, startMetricsServer, stopMetricsServer } from './metrics-server.ts';
 import { toolProcessor } from './process-job.ts';
 import { AbortReason, RunningTasks } from './running-tasks.ts';
+import { ServedTools } from './served-tools.ts';
+import type { UpstreamConfig } from './upstream/config.ts';
+import { UpstreamTools } from './upstream/upstream-tools.ts';
 import { WaitBudget } from './wait-budget.ts';
+
+export interface WorkerSources {
+  /** Existing MCP servers whose tools this worker serves too (docs/gateway.md). */
+  upstreams?: readonly UpstreamConfig[];
+}
 
 export interface RunningWorker {
   name: string;
@@ -45,15 +46,22 @@ export interface RunningWorker {
  * live workers publish a different definition under one of the names: docs/catalog.md), then takes the jobs of each
  * tool's own queue.
  */
-export async function startWorker(config: WorkerConfig, tools: readonly ToolDefinition[]): Promise<RunningWorker> {
+export async function startWorker(
+  config: WorkerConfig,
+  tools: readonly ToolDefinition[],
+  sources: WorkerSources = {},
+): Promise<RunningWorker> {
   const name = `worker-${hostname()}-${process.pid}`;
   const log = createLogger({ service: 'worker', level: config.LOG_LEVEL, format: config.LOG_FORMAT }).child({
     worker: name,
   });
   const cleanup = new CleanupStack();
   try {
-    const toolRegistry = new ToolRegistry(tools);
-    if (tools.length === 0) throw new Error('A worker needs at least one tool to serve (MCPT_TOOLS)');
+    const served = new ServedTools(tools);
+    const upstreams = sources.upstreams ?? [];
+    if (tools.length === 0 && upstreams.length === 0) {
+      throw new Error('A worker needs at least one tool to serve (MCPT_TOOLS) or an upstream MCP server');
+    }
     // First in, last out: the spans of the last attempts are exported after the BullMQ workers have closed.
     const tracing = await startTracing('mcp-task-runner-worker');
     if (tracing) cleanup.add('tracing', tracing, (t) => t.shutdown());
@@ -118,13 +126,17 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
     maintenance.start();
     cleanup.add('maintenance', maintenance, (m) => m.stop());
 
-    const entries = tools.map(catalogEntryOf);
-    // Before any job is taken: a conflicting definition stops this worker here.
-    await engine.catalog.publish(entries);
+    // Upstream sessions close after the BullMQ workers (registered below) have let their calls finish.
+    const upstreamTools =
+      upstreams.length === 0
+        ? undefined
+        : cleanup.add('upstreams', await UpstreamTools.start(upstreams, log), (u) => u.close());
+    // Before any job is taken: a conflicting definition of an own tool stops this worker here.
+    await publishServed(engine.catalog, served, upstreamTools, log);
     const processorOf = (waitBudgetOfQueue: { enter(): () => void }) =>
       toolProcessor({
         store,
-        tools: toolRegistry,
+        tools: served,
         running,
         log,
         workerName: name,
@@ -144,7 +156,14 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
           pollMaxMs: Math.max(config.EXTERNAL_POLL_MIN_MS, config.EXTERNAL_POLL_MAX_MS),
         },
       });
+    const queueWorkers = new Map<string, Worker<ToolJobData>>();
+    cleanup.add('bullmq-workers', queueWorkers, (workers) =>
+      Promise.all([...workers.values()].map((w) => closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log))).then(
+        () => undefined,
+      ),
+    );
     const startQueueWorker = async (queueName: string) => {
+      if (queueWorkers.has(queueName)) return;
       const lender = waitBudget.lender();
       const worker = new Worker<ToolJobData>(queueName, processorOf(lender), {
         connection: workerRedis,
@@ -187,12 +206,15 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
           )
           .catch(() => undefined);
       });
+      queueWorkers.set(queueName, worker);
       await worker.waitUntilReady();
-      cleanup.add(`bullmq-worker-${queueName}`, worker, (w) =>
-        closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log),
-      );
     };
-    const queues = entries.filter((entry) => !entry.external).map((entry) => entry.queue);
+    const ownQueues = () =>
+      served
+        .entries()
+        .filter((entry) => !entry.external)
+        .map((entry) => entry.queue);
+    const queues = ownQueues();
     for (const queueName of queues) await startQueueWorker(queueName);
     // Jobs an api from before the catalog left in the shared queue are still run (docs/catalog.md, "Queues").
     const legacy = await queue.getJobCountByTypes('waiting', 'delayed', 'prioritized', 'active', 'waiting-children');
@@ -200,10 +222,33 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
       log.info('draining the shared queue of an earlier version', { queue: TOOL_QUEUE_NAME, jobs: legacy });
       await startQueueWorker(TOOL_QUEUE_NAME);
     }
-    const heartbeat = engine.catalog.heartbeat(entries, (error) =>
-      log.error('tool catalog not refreshed', { error: error instanceof Error ? error.message : String(error) }),
-    );
-    cleanup.add('catalog-heartbeat', heartbeat, (h) => h.stop());
+    // Each beat (and each change of an upstream's tools: list_changed, a restart) publishes what is served now, runs
+    // the queues of new tools and stops taking jobs of tools that left (their queued jobs wait for a worker that has
+    // them, as in docs/catalog.md). One sync at a time.
+    let syncing = Promise.resolve();
+    const sync = () => {
+      syncing = syncing
+        .then(async () => {
+          const before = served.names().join(',');
+          await publishServed(engine.catalog, served, upstreamTools, log);
+          if (!upstreamTools) return;
+          const wanted = new Set(ownQueues());
+          for (const queueName of wanted) await startQueueWorker(queueName);
+          for (const [queueName, worker] of queueWorkers) {
+            if (wanted.has(queueName) || queueName === TOOL_QUEUE_NAME) continue;
+            queueWorkers.delete(queueName);
+            await closeWorker(worker, running, config.WORKER_SHUTDOWN_GRACE_MS, log);
+          }
+          if (served.names().join(',') !== before) log.info('served tools changed', { tools: served.names() });
+        })
+        .catch((error: unknown) => {
+          log.error('tool catalog not refreshed', { error: error instanceof Error ? error.message : String(error) });
+        });
+    };
+    const heartbeat = setInterval(sync, config.CATALOG_HEARTBEAT_MS);
+    heartbeat.unref();
+    cleanup.add('catalog-heartbeat', heartbeat, clearInterval);
+    upstreamTools?.onChange(sync);
     if (config.WORKER_METRICS_PORT !== undefined) {
       metrics.addWorkerGauges(() => running.ids().length, config.WORKER_CONCURRENCY);
       const server = await startMetricsServer(metrics, {
@@ -258,7 +303,7 @@ export async function startWorker(config: WorkerConfig, tools: readonly ToolDefi
     log.info('worker ready', {
       queues,
       concurrency: config.WORKER_CONCURRENCY,
-      tools: toolRegistry.names(),
+      tools: served.names(),
       tracing: tracing !== undefined,
     });
     return {
@@ -284,5 +329,34 @@ async function closeWorker(worker: Worker, running: RunningTasks, graceMs: numbe
     await closing;
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Publishes what the worker serves. An upstream tool the catalog refuses (live workers serve another definition
+ * under its name: an upstream changed a tool, or two upstreams disagree) is withheld until a later beat succeeds
+ * with it; a refused own tool is an error, as at start-up.
+ */
+async function publishServed(
+  catalog: { publish(entries: readonly CatalogEntry[]): Promise<unknown> },
+  served: ServedTools,
+  upstreamTools: UpstreamTools | undefined,
+  log: Logger,
+): Promise<void> {
+  const withheld = new Set<string>();
+  if (upstreamTools) served.update(upstreamTools.current());
+  for (;;) {
+    try {
+      await catalog.publish(served.entries());
+      return;
+    } catch (error) {
+      if (!(error instanceof CatalogConflictError) || served.isOwn(error.tool) || !upstreamTools) throw error;
+      log.error('upstream tool withheld: the catalog has another definition under its name', {
+        tool: error.tool,
+        error: error.message,
+      });
+      withheld.add(error.tool);
+      served.update(upstreamTools.current(), withheld);
+    }
   }
 }

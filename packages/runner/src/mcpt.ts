@@ -10,14 +10,15 @@ import { loadApiConfig, startApi } from '@mcp-tasks/api';
 import { runCli } from '@mcp-tasks/cli';
 import { CatalogConflictError, ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
 import { demoTools } from '@mcp-tasks/tools';
-import { loadTools, loadWorkerConfig, startWorker } from '@mcp-tasks/worker';
+import { loadTools, loadUpstreams, loadWorkerConfig, startWorker } from '@mcp-tasks/worker';
 
 const USAGE = `Usage: mcpt <command> [options]
 
 Processes (configured by environment variables; see the README's configuration table):
   api       the MCP endpoint (POST/GET/DELETE /mcp on HOST:PORT); loads no tool code
-  worker    runs tools: MCPT_TOOLS=./tools.js,other-package (each exports \`tools\` or a default array);
-            without MCPT_TOOLS, the demo tools
+  worker    runs tools: MCPT_TOOLS=./tools.js,other-package (each exports \`tools\` or a default array),
+            and the tools of existing MCP servers: UPSTREAM_MCP_COMMAND, UPSTREAM_MCP_URL or
+            MCPT_UPSTREAMS=./upstreams.json; with neither, the demo tools
   start     a local redis-server (unless REDIS_URL is set), one api and one worker in this process
 
 Operator commands (mcpt <command> --help):
@@ -53,12 +54,19 @@ async function runApi(): Promise<void> {
 }
 
 async function runWorker(): Promise<void> {
-  const config = loadWorkerConfig();
-  const worker = await startWorker(config, (await loadTools(process.env['MCPT_TOOLS'])) ?? demoTools);
+  const worker = await startConfiguredWorker();
   onShutdownSignal(async (signal) => {
     worker.log.info('shutting down', { signal });
     await worker.close();
   });
+}
+
+/** A worker as the environment describes it: MCPT_TOOLS, the upstreams, or else the demo tools. */
+async function startConfiguredWorker() {
+  const config = loadWorkerConfig();
+  const upstreams = loadUpstreams();
+  const tools = (await loadTools(process.env['MCPT_TOOLS'])) ?? (upstreams.length > 0 ? [] : demoTools);
+  return startWorker(config, tools, { upstreams });
 }
 
 /** Everything on one machine: Redis (REDIS_URL, or a redis-server with AOF under .mcpt/redis), one api, one worker. */
@@ -75,8 +83,7 @@ async function runAll(): Promise<void> {
     await once(redis, 'exit');
   };
   try {
-    const tools = (await loadTools(process.env['MCPT_TOOLS'])) ?? demoTools;
-    const worker = await startWorker(loadWorkerConfig(), tools);
+    const worker = await startConfiguredWorker();
     const api = await startApi(loadApiConfig()).catch(async (error: unknown) => {
       await worker.close();
       throw error;

@@ -1,0 +1,52 @@
+// The tools one worker serves right now: its own (MCPT_TOOLS, fixed) and those of its upstream MCP servers, which
+// come and go as the upstreams list them. The processor looks tools up here; the catalog gets `entries()`.
+import { catalogEntryOf, ToolRegistry, type CatalogEntry, type ToolDefinition } from '@mcp-tasks/protocol';
+import type { PublishedTool } from './upstream/upstream-tools.ts';
+
+export class ServedTools {
+  #registry: ToolRegistry;
+  #entries: CatalogEntry[] = [];
+  readonly #own: readonly PublishedTool[];
+  readonly #ownNames: ReadonlySet<string>;
+
+  constructor(own: readonly ToolDefinition[]) {
+    this.#own = own.map((definition) => ({ definition, entry: catalogEntryOf(definition) }));
+    this.#ownNames = new Set(own.map((tool) => tool.name));
+    this.#registry = new ToolRegistry(own);
+    this.#entries = this.#own.map((tool) => tool.entry);
+  }
+
+  /**
+   * Serves `upstream` besides the worker's own tools, except the names in `withheld` (refused by the catalog). An
+   * upstream tool named like one of the worker's own tools is left out: the own tool wins.
+   */
+  update(upstream: readonly PublishedTool[], withheld: ReadonlySet<string> = new Set()): void {
+    const served = [
+      ...this.#own,
+      ...upstream.filter((tool) => !this.#ownNames.has(tool.entry.name) && !withheld.has(tool.entry.name)),
+    ];
+    this.#registry = new ToolRegistry(served.map((tool) => tool.definition));
+    this.#entries = served.map((tool) => tool.entry);
+  }
+
+  isOwn(name: string): boolean {
+    return this.#ownNames.has(name);
+  }
+
+  entries(): readonly CatalogEntry[] {
+    return this.#entries;
+  }
+
+  names(): string[] {
+    return this.#registry.names();
+  }
+
+  /** The tool, or -32602 naming the unknown tool. */
+  get(name: string): ToolDefinition {
+    return this.#registry.get(name);
+  }
+
+  parseArguments(tool: ToolDefinition, args: unknown): unknown {
+    return this.#registry.parseArguments(tool, args);
+  }
+}

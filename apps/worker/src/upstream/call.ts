@@ -1,0 +1,117 @@
+// One call of an upstream tool on behalf of one task: cancellation, progress, log messages and input requests are
+// carried across, and the upstream's answer becomes the task's outcome.
+import { CallToolResultSchema, ErrorCode as SdkErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ProtocolError, type CallToolResult, type ToolContext } from '@mcp-tasks/protocol';
+import type { UpstreamPool } from './pool.ts';
+
+/** A call cut off by an upstream crash is run again at most this often (retrySafe upstreams only). */
+export const MAX_RERUNS = 2;
+const RERUN_PAUSE_MS = 500;
+
+export async function callUpstreamTool(
+  pool: UpstreamPool,
+  upstreamTool: string,
+  args: Record<string, unknown>,
+  context: ToolContext,
+): Promise<CallToolResult> {
+  const { upstream } = pool;
+  for (let run = 1; ; run++) {
+    const lease = await pool.lease(context.signal);
+    // Progress is relayed in order, and all of it before the result settles the task.
+    let progressed = Promise.resolve();
+    const progressToken = `${context.taskId}-${run}`;
+    const detach = lease.session.attach({
+      elicit: (params) => context.elicit(params as never),
+      sample: (params) => context.sample(params),
+      log: (level, data, logger) => {
+        const fields = { upstream: upstream.name, upstreamLevel: level, data, ...(logger ? { logger } : {}) };
+        if (level === 'debug' || level === 'info' || level === 'notice') context.log.info('upstream log', fields);
+        else if (level === 'warning') context.log.warn('upstream log', fields);
+        else context.log.error('upstream log', fields);
+      },
+      progress: (token, progress, total, message) => {
+        if (token !== progressToken) return;
+        progressed = progressed.then(() => context.progress(progress, total, message));
+      },
+    });
+    try {
+      const result = await lease.session.client.request(
+        // The progressToken makes the upstream report progress; it becomes the task's progress.
+        { method: 'tools/call', params: { name: upstreamTool, arguments: args, _meta: { progressToken } } },
+        CallToolResultSchema,
+        {
+          signal: context.signal,
+          timeout: upstream.timeoutMs,
+        },
+      );
+      await progressed;
+      return result;
+    } catch (error) {
+      if (context.signal.aborted) throw error;
+      if (!isConnectionLoss(error)) throw asTaskError(upstream.name, upstreamTool, upstream.timeoutMs, error);
+      const cause = `upstream '${upstream.name}' stopped during the call of '${upstreamTool}'${lease.session.stderrNote()}`;
+      if (!upstream.retrySafe) {
+        throw new ProtocolError(
+          ErrorCode.InternalError,
+          `The ${cause}; it was not run again because the upstream is not marked retrySafe.`,
+          { upstream: upstream.name, tool: upstreamTool },
+        );
+      }
+      if (run > MAX_RERUNS) {
+        throw new ProtocolError(ErrorCode.InternalError, `The ${cause}, ${run} times; giving up.`, {
+          upstream: upstream.name,
+          tool: upstreamTool,
+        });
+      }
+      context.log.warn('upstream stopped during a call: running it again (retrySafe)', {
+        upstream: upstream.name,
+        run,
+      });
+      await pause(RERUN_PAUSE_MS * run, context.signal);
+    } finally {
+      detach();
+      lease.release();
+    }
+  }
+}
+
+function isConnectionLoss(error: unknown): boolean {
+  return error instanceof McpError && error.code === (SdkErrorCode.ConnectionClosed as number);
+}
+
+/**
+ * The upstream's JSON-RPC error is the task's error, as the upstream sent it; the SDK's own failures (a timeout, a
+ * transport error) become an internal error that says what happened.
+ */
+export function asTaskError(upstream: string, tool: string, timeoutMs: number, error: unknown): Error {
+  if (error instanceof McpError) {
+    if (error.code === (SdkErrorCode.RequestTimeout as number)) {
+      return new ProtocolError(
+        ErrorCode.InternalError,
+        `Upstream '${upstream}' did not answer the call of '${tool}' within ${timeoutMs} ms (timeoutMs); the call was cancelled upstream.`,
+        { upstream, tool, timeoutMs },
+      );
+    }
+    const message = error.message.replace(/^MCP error -?\d+: /, '');
+    return new ProtocolError(error.code, message, error.data);
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new ProtocolError(ErrorCode.InternalError, `Upstream '${upstream}' failed the call of '${tool}': ${message}`, {
+    upstream,
+    tool,
+  });
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

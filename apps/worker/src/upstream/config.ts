@@ -1,0 +1,195 @@
+// Which existing MCP servers a worker fronts (docs/gateway.md): one from UPSTREAM_MCP_COMMAND or UPSTREAM_MCP_URL,
+// or several from the JSON file MCPT_UPSTREAMS names. Read once at start-up; a mistake names the variable or file.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { ConfigError } from '@mcp-tasks/engine';
+import { TaskSupport } from '@mcp-tasks/protocol';
+import { z } from 'zod';
+
+/** A `*` matches any run of characters; everything else is literal. */
+const ToolPattern = z.string().min(1).max(200);
+
+const UpstreamSchema = z
+  .strictObject({
+    /** Names the upstream in logs, metrics and status messages. */
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'use 1-64 of A-Z a-z 0-9 _ . -')
+      .default('upstream'),
+    /** stdio: the program to start, and its arguments. */
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    /** stdio: variables added to the small default environment the SDK gives the child (PATH, HOME, ...). */
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().min(1).optional(),
+    /** Streamable HTTP: the endpoint, and headers sent with every request (values may name `${VARIABLES}`). */
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+    /** Put in front of every tool name of this upstream in our tools/list, e.g. `fs_`. */
+    prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{0,64}$/, 'use up to 64 of A-Z a-z 0-9 _ . -')
+      .default(''),
+    /** taskSupport by upstream tool name; tools not named here are `optional`. */
+    taskSupport: z
+      .record(z.string(), z.enum([TaskSupport.Forbidden, TaskSupport.Optional, TaskSupport.Required]))
+      .default({}),
+    /** Upstream tool names (or `*` patterns) to publish; unset: all. */
+    allow: z.array(ToolPattern).optional(),
+    /** Upstream tool names (or `*` patterns) never published; wins over `allow`. */
+    deny: z.array(ToolPattern).default([]),
+    /** Calls to this upstream in flight at once in one worker process; each has its own connection (stdio: process). */
+    concurrency: z.int().min(1).max(256).default(4),
+    /** A call cut off by the upstream's crash (or the worker's) is run again; otherwise its task fails. */
+    retrySafe: z.boolean().default(false),
+    /** How long one call may take before its task fails (the upstream is told to cancel it). */
+    timeoutMs: z
+      .int()
+      .min(100)
+      .max(7 * 24 * 3_600_000)
+      .default(30 * 60_000),
+  })
+  .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
+    message: 'give exactly one of `command` (stdio) or `url` (Streamable HTTP)',
+  });
+
+export type UpstreamConfig = Readonly<z.infer<typeof UpstreamSchema>>;
+
+const FileSchema = z.union([
+  z.array(z.unknown()),
+  z.strictObject({ upstreams: z.array(z.unknown()) }).transform((file) => file.upstreams),
+]);
+
+/**
+ * The upstreams of this worker: MCPT_UPSTREAMS (a JSON file), plus one from UPSTREAM_MCP_COMMAND or
+ * UPSTREAM_MCP_URL. Empty when none is configured.
+ */
+export function loadUpstreams(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): UpstreamConfig[] {
+  const upstreams: UpstreamConfig[] = [];
+  const file = env['MCPT_UPSTREAMS'];
+  if (file) upstreams.push(...readUpstreamFile(resolve(cwd, file), env));
+  const single = upstreamFromEnv(env);
+  if (single) upstreams.push(single);
+  const names = new Set<string>();
+  for (const upstream of upstreams) {
+    if (names.has(upstream.name)) {
+      throw new ConfigError(`Upstream name '${upstream.name}' is used twice: give each upstream its own \`name\``);
+    }
+    names.add(upstream.name);
+  }
+  return upstreams;
+}
+
+function readUpstreamFile(path: string, env: NodeJS.ProcessEnv): UpstreamConfig[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`MCPT_UPSTREAMS: cannot read ${path}: ${(error as Error).message}`);
+  }
+  const list = FileSchema.safeParse(raw);
+  if (!list.success) {
+    throw new ConfigError(`MCPT_UPSTREAMS: ${path} must hold an array of upstreams or { "upstreams": [...] }`);
+  }
+  return list.data.map((entry, index) => parseUpstream(entry, env, `MCPT_UPSTREAMS ${path}, upstreams[${index}]`));
+}
+
+function upstreamFromEnv(env: NodeJS.ProcessEnv): UpstreamConfig | undefined {
+  const value = (name: string) => (env[name] === '' ? undefined : env[name]);
+  const command = value('UPSTREAM_MCP_COMMAND');
+  const url = value('UPSTREAM_MCP_URL');
+  if (command === undefined && url === undefined) return undefined;
+  const words = command === undefined ? undefined : splitCommand(command);
+  const headers = value('UPSTREAM_MCP_HEADERS');
+  let parsedHeaders: unknown;
+  try {
+    parsedHeaders = headers === undefined ? undefined : JSON.parse(headers);
+  } catch {
+    throw new ConfigError('UPSTREAM_MCP_HEADERS must be a JSON object, e.g. {"Authorization":"Bearer ${API_TOKEN}"}');
+  }
+  const number = (name: string) => (value(name) === undefined ? undefined : Number(value(name)));
+  const flag = value('UPSTREAM_MCP_RETRY_SAFE');
+  return parseUpstream(
+    {
+      name: value('UPSTREAM_MCP_NAME'),
+      ...(words ? { command: words[0], args: words.slice(1) } : {}),
+      url,
+      headers: parsedHeaders,
+      prefix: value('UPSTREAM_MCP_PREFIX'),
+      concurrency: number('UPSTREAM_MCP_CONCURRENCY'),
+      timeoutMs: number('UPSTREAM_MCP_TIMEOUT_MS'),
+      retrySafe: flag === undefined ? undefined : flag === 'true' || flag === '1',
+    },
+    env,
+    'UPSTREAM_MCP_*',
+  );
+}
+
+function parseUpstream(raw: unknown, env: NodeJS.ProcessEnv, where: string): UpstreamConfig {
+  const parsed = UpstreamSchema.safeParse(dropUndefined(raw));
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(upstream)'}: ${issue.message}`);
+    throw new ConfigError(`${where}: ${problems.join('; ')}`);
+  }
+  const upstream = parsed.data;
+  const expand = (text: string, field: string) =>
+    text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+      const found = env[name];
+      if (found === undefined) throw new ConfigError(`${where}: ${field} names \${${name}}, which is not set`);
+      return found;
+    });
+  return Object.freeze({
+    ...upstream,
+    headers: Object.fromEntries(Object.entries(upstream.headers).map(([k, v]) => [k, expand(v, `headers.${k}`)])),
+    env: Object.fromEntries(Object.entries(upstream.env).map(([k, v]) => [k, expand(v, `env.${k}`)])),
+  });
+}
+
+function dropUndefined(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  return Object.fromEntries(Object.entries(raw).filter(([, value]) => value !== undefined));
+}
+
+/** A command line split into words the way a POSIX shell would for plain words and quotes (no expansions). */
+export function splitCommand(line: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i] as string;
+    if (quote) {
+      if (char === quote) quote = undefined;
+      else if (char === '\\' && quote === '"' && i + 1 < line.length) word += line[++i];
+      else word += char;
+    } else if (char === '"' || char === "'") {
+      quote = char;
+      inWord = true;
+    } else if (char === '\\' && i + 1 < line.length) {
+      word += line[++i];
+      inWord = true;
+    } else if (/\s/.test(char)) {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += char;
+      inWord = true;
+    }
+  }
+  if (quote) throw new ConfigError(`UPSTREAM_MCP_COMMAND has an unclosed ${quote}`);
+  if (inWord) words.push(word);
+  if (words.length === 0) throw new ConfigError('UPSTREAM_MCP_COMMAND is empty');
+  return words;
+}
+
+/** Whether the upstream's tool `name` is to be published under this upstream's allow and deny lists. */
+export function isToolAllowed(upstream: Pick<UpstreamConfig, 'allow' | 'deny'>, name: string): boolean {
+  const matches = (pattern: string) => new RegExp(`^${pattern.split('*').map(escapeRegExp).join('.*')}$`).test(name);
+  if (upstream.deny.some(matches)) return false;
+  return upstream.allow === undefined || upstream.allow.some(matches);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
