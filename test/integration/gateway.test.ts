@@ -187,8 +187,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       const longRunning = byName.get('trigger-long-running-operation');
       expect(longRunning?.inputSchema.properties).to.have.keys('duration', 'steps');
       expect(longRunning?.annotations?.readOnlyHint).to.equal(true);
-      // A tool the upstream only runs as a task is not offered (not supported yet: docs/gateway.md).
-      expect(byName.has('simulate-research-query')).to.equal(false);
+      // A tool the upstream runs only as a task of its own is offered like the others (the gateway follows that task).
+      expect(byName.get('simulate-research-query')?.execution?.taskSupport).to.equal('optional');
     } finally {
       await close();
     }
@@ -325,6 +325,36 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         { timeout: 60_000 },
       );
       expect(text(result as CallToolResult)).to.include('a sampled answer');
+    } finally {
+      await close();
+    }
+  });
+
+  it('calls a tool the upstream runs as a task task-augmented, follows that task and relays its input_required', async () => {
+    let asked: Record<string, unknown> | undefined;
+    const { client, close } = await connect(system.apiUrl, { elicitation: { form: {} } }, (c) =>
+      c.setRequestHandler(ElicitRequestSchema, (request) => {
+        asked = request.params;
+        return { action: 'accept', content: { interpretation: 'snake' } };
+      }),
+    );
+    try {
+      const result = await client.callTool(
+        { name: 'simulate-research-query', arguments: { topic: 'python', ambiguous: true } },
+        CallToolResultSchema,
+        { timeout: 60_000 },
+      );
+      expect(String(asked?.['message'])).to.match(/could have multiple interpretations/);
+      expect(text(result as CallToolResult)).to.include('# Research Report: python (snake)');
+      const sent = sentUpstream();
+      const call = sent.find(
+        (message) =>
+          message['method'] === 'tools/call' &&
+          (message['params'] as { name?: string }).name === 'simulate-research-query',
+      );
+      expect((call?.['params'] as { task?: unknown }).task).to.have.property('ttl');
+      expect(sent.some((message) => message['method'] === 'tasks/get')).to.equal(true);
+      expect(sent.some((message) => message['method'] === 'tasks/result')).to.equal(true);
     } finally {
       await close();
     }

@@ -38,6 +38,7 @@ describe('the installable package, used from a project outside the repository (n
   let redis: RedisServer;
   const children: ChildHandle[] = [];
   let client: McpTestClient;
+  let env: Record<string, string>;
 
   before(async () => {
     const { version } = JSON.parse(readFileSync(join(repoRoot, 'packages', 'runner', 'package.json'), 'utf8')) as {
@@ -58,7 +59,7 @@ describe('the installable package, used from a project outside the repository (n
     redis = await startRedisServer();
     const mcpt = join(project, 'node_modules', '.bin', 'mcpt');
     // PATH without the repository's node_modules/.bin: nothing of the workspace (tsx) can help.
-    const env = {
+    env = {
       REDIS_URL: redis.url,
       REDIS_PREFIX: uniquePrefix(),
       PATH: String(process.env['PATH'])
@@ -112,5 +113,20 @@ describe('the installable package, used from a project outside the repository (n
       -32602,
       /Invalid arguments for tool 'add': a: must be number/,
     );
+  });
+
+  it('serves the tools of an existing MCP server from the installed `mcpt worker` (UPSTREAM_MCP_COMMAND)', async () => {
+    const everything = join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+    const worker = await spawnService(
+      'mcpt worker (upstream)',
+      '',
+      { ...env, UPSTREAM_MCP_COMMAND: `${process.execPath} ${everything} stdio`, UPSTREAM_MCP_PREFIX: 'up_' },
+      /worker ready/,
+      { command: join(project, 'node_modules', '.bin', 'mcpt'), args: ['worker'], cwd: project },
+    );
+    children.push(worker);
+    const task = await client.createTask('up_echo', { message: 'installed' });
+    const result = await client.call('tasks/result', { taskId: task['taskId'] });
+    expect(result['content']).to.deep.equal([{ type: 'text', text: 'Echo: installed' }]);
   });
 });

@@ -1,18 +1,31 @@
 // One call of an upstream tool on behalf of one task: cancellation, progress, log messages and input requests are
 // carried across, and the upstream's answer becomes the task's outcome.
-import { CallToolResultSchema, ErrorCode as SdkErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CancelTaskResultSchema,
+  CreateTaskResultSchema,
+  ErrorCode as SdkErrorCode,
+  GetTaskResultSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, ProtocolError, type CallToolResult, type ToolContext } from '@mcp-tasks/protocol';
 import type { UpstreamPool } from './pool.ts';
+import type { UpstreamSession } from './session.ts';
 
 /** A call cut off by an upstream crash is run again at most this often (retrySafe upstreams only). */
 export const MAX_RERUNS = 2;
 const RERUN_PAUSE_MS = 500;
+
+const DEFAULT_POLL_INTERVAL_MS = 1000;
+const MIN_POLL_INTERVAL_MS = 100;
 
 export async function callUpstreamTool(
   pool: UpstreamPool,
   upstreamTool: string,
   args: Record<string, unknown>,
   context: ToolContext,
+  /** The upstream runs the tool as a 2025-11-25 task of its own: call it task-augmented and follow that task. */
+  asTask = false,
 ): Promise<CallToolResult> {
   const { upstream } = pool;
   for (let run = 1; ; run++) {
@@ -35,15 +48,14 @@ export async function callUpstreamTool(
       },
     });
     try {
-      const result = await lease.session.client.request(
-        // The progressToken makes the upstream report progress; it becomes the task's progress.
-        { method: 'tools/call', params: { name: upstreamTool, arguments: args, _meta: { progressToken } } },
-        CallToolResultSchema,
-        {
-          signal: context.signal,
-          timeout: upstream.timeoutMs,
-        },
-      );
+      // The progressToken makes the upstream report progress; it becomes the task's progress.
+      const params = { name: upstreamTool, arguments: args, _meta: { progressToken } };
+      const result = asTask
+        ? await followUpstreamTask(lease.session, params, context, upstream.timeoutMs)
+        : await lease.session.client.request({ method: 'tools/call', params }, CallToolResultSchema, {
+            signal: context.signal,
+            timeout: upstream.timeoutMs,
+          });
       await progressed;
       return result;
     } catch (error) {
@@ -73,6 +85,64 @@ export async function callUpstreamTool(
       lease.release();
     }
   }
+}
+
+/**
+ * Calls the tool task-augmented, polls the upstream's task at its pollInterval, and takes its result with
+ * tasks/result once it is terminal or needs input (its elicitation or sampling requests arrive on that request and
+ * are relayed like any other). A cancelled or timed-out call cancels the upstream task.
+ */
+async function followUpstreamTask(
+  session: UpstreamSession,
+  params: Record<string, unknown>,
+  context: ToolContext,
+  timeoutMs: number,
+): Promise<CallToolResult> {
+  const { client } = session;
+  const deadline = Date.now() + timeoutMs;
+  const remaining = () => Math.max(1, deadline - Date.now());
+  const created = await client.request(
+    { method: 'tools/call', params: { ...params, task: { ttl: timeoutMs } } },
+    CreateTaskResultSchema,
+    { signal: context.signal, timeout: remaining() },
+  );
+  const taskId = created.task.taskId;
+  context.log.info('upstream task created', { upstreamTaskId: taskId });
+  try {
+    let task = created.task;
+    let lastMessage: string | undefined;
+    for (;;) {
+      if (task.statusMessage !== undefined && task.statusMessage !== lastMessage) {
+        lastMessage = task.statusMessage;
+        context.log.info('upstream task status', { upstreamTaskId: taskId, status: task.status, message: lastMessage });
+      }
+      if (['completed', 'failed', 'cancelled', 'input_required'].includes(task.status)) {
+        return await client.request({ method: 'tasks/result', params: { taskId } }, CallToolResultSchema, {
+          signal: context.signal,
+          timeout: remaining(),
+        });
+      }
+      if (Date.now() >= deadline) throw new McpError(SdkErrorCode.RequestTimeout, 'Request timed out');
+      const wait = Math.max(MIN_POLL_INTERVAL_MS, task.pollInterval ?? DEFAULT_POLL_INTERVAL_MS);
+      await pause(Math.min(wait, remaining()), context.signal);
+      task = await client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema, {
+        signal: context.signal,
+        timeout: remaining(),
+      });
+    }
+  } catch (error) {
+    if (context.signal.aborted || isTimeout(error)) {
+      // Best effort, and without the aborted signal: the upstream should stop work nobody waits for.
+      await client
+        .request({ method: 'tasks/cancel', params: { taskId } }, CancelTaskResultSchema, { timeout: 5000 })
+        .catch(() => undefined);
+    }
+    throw error;
+  }
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof McpError && error.code === (SdkErrorCode.RequestTimeout as number);
 }
 
 function isConnectionLoss(error: unknown): boolean {

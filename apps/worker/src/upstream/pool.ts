@@ -48,6 +48,13 @@ export class UpstreamPool {
     return this.#primary && !this.#primary.closed ? this.#primary : undefined;
   }
 
+  /** Whether the upstream declared that it runs tools/call as tasks (2025-11-25 `tasks.requests.tools.call`). */
+  runsToolTasks(): boolean {
+    const tasks = this.primary?.client.getServerCapabilities()?.tasks as
+      { requests?: { tools?: { call?: unknown } } } | undefined;
+    return tasks?.requests?.tools?.call !== undefined;
+  }
+
   /** A session for one call, waiting for a free slot first; the caller must release it. */
   async lease(signal: AbortSignal): Promise<Lease> {
     while (this.#leased >= this.upstream.concurrency) await this.#waitForSlot(signal);

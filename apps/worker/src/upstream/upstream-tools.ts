@@ -119,8 +119,11 @@ export class UpstreamTools {
       });
       return [];
     }
-    if (tool.execution?.taskSupport === TaskSupport.Required) {
-      this.log.warn('upstream tool left out: it can only be called as a task, which the gateway does not do yet', {
+    const upstreamSupport = tool.execution?.taskSupport ?? TaskSupport.Forbidden;
+    // An upstream that runs the tool as a task of its own (it declares tasks for tools/call) is called task-augmented.
+    const asTask = upstreamSupport !== TaskSupport.Forbidden && pool.runsToolTasks();
+    if (upstreamSupport === TaskSupport.Required && !asTask) {
+      this.log.warn('upstream tool left out: it must be called as a task, but its server does not declare tasks', {
         upstream: upstream.name,
         tool: tool.name,
       });
@@ -135,7 +138,8 @@ export class UpstreamTools {
       inputSchema: UpstreamArguments,
       taskSupport,
       retrySafe: upstream.retrySafe,
-      run: (args: Record<string, unknown>, context: ToolContext) => callUpstreamTool(pool, tool.name, args, context),
+      run: (args: Record<string, unknown>, context: ToolContext) =>
+        callUpstreamTool(pool, tool.name, args, context, asTask),
     };
     const entry: CatalogEntry = {
       name,
