@@ -360,6 +360,40 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     }
   });
 
+  it('cancelling our task cancels the upstream’s task (tasks/cancel)', async () => {
+    const { client, close } = await connect(system.apiUrl, {});
+    try {
+      const before = sentUpstream().length;
+      const created = await client.request(
+        {
+          method: 'tools/call',
+          params: { name: 'simulate-research-query', arguments: { topic: 'rivers' }, task: { ttl: TTL } },
+        },
+        CreateTaskResultSchema,
+      );
+      // The upstream's task exists once the worker polls it.
+      const polled = await eventually(() =>
+        sentUpstream()
+          .slice(before)
+          .find((message) => message['method'] === 'tasks/get'),
+      );
+      await client.experimental.tasks.cancelTask(created.task.taskId);
+      const upstreamTaskId = (polled['params'] as { taskId: string }).taskId;
+      await eventually(() =>
+        sentUpstream()
+          .slice(before)
+          .find(
+            (message) =>
+              message['method'] === 'tasks/cancel' &&
+              (message['params'] as { taskId?: string }).taskId === upstreamTaskId,
+          ),
+      );
+      expect((await client.experimental.tasks.getTask(created.task.taskId)).status).to.equal('cancelled');
+    } finally {
+      await close();
+    }
+  });
+
   it('does not ask a client that did not declare elicitation: the upstream gets an error and the task fails', async () => {
     const { client, close } = await connect(system.apiUrl, {});
     try {
@@ -401,10 +435,14 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         ),
       );
       await client.experimental.tasks.cancelTask(created.task.taskId);
-      const cancelled = await eventually(() =>
-        sentUpstream().find((message) => message['method'] === 'notifications/cancelled'),
+      // The SDK sends it for the request the call's AbortSignal stopped.
+      await eventually(() =>
+        sentUpstream().find(
+          (message) =>
+            message['method'] === 'notifications/cancelled' &&
+            (message['params'] as { requestId?: unknown }).requestId === call['id'],
+        ),
       );
-      expect((cancelled['params'] as { requestId?: unknown }).requestId).to.equal(call['id']);
       const task = await client.experimental.tasks.getTask(created.task.taskId);
       expect(task.status).to.equal('cancelled');
     } finally {
