@@ -1,9 +1,11 @@
 // The runner in code (the package's startWorker / startApi): an api and a worker inside the test's own process,
 // handles that close everything they opened.
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { defineTool, startApi, startWorker, type ApiHandle, type WorkerHandle } from 'mcp-task-runner';
 import { z } from 'zod';
 import { McpTestClient } from '../support/mcp-client.ts';
+import { repoRoot } from '../support/processes.ts';
 import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 
 const greet = defineTool({
@@ -35,6 +37,31 @@ describe('startWorker and startApi in one process (the package’s programmatic 
     const task = await client.createTask('greet', { who: 'you' });
     const result = await client.call('tasks/result', { taskId: task['taskId'] });
     expect(result['content']).to.deep.equal([{ type: 'text', text: 'hello you' }]);
+    await api.close();
+    await worker.close();
+    api = undefined;
+    worker = undefined;
+  });
+
+  it('serves the tools of an upstream MCP server given in code (startWorker({ upstreams }))', async () => {
+    const redis = await sharedRedisUrl();
+    const prefix = uniquePrefix();
+    const env = { LOG_LEVEL: 'error' };
+    const everything = join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+    worker = await startWorker({
+      tools: [],
+      upstreams: [{ name: 'everything', command: process.execPath, args: [everything, 'stdio'], allow: ['echo'] }],
+      redis,
+      prefix,
+      env,
+    });
+    api = await startApi({ redis, prefix, port: 0, env });
+    const client = await McpTestClient.connect(api.url);
+    const { tools } = (await client.call('tools/list')) as { tools: { name: string }[] };
+    expect(tools.map((tool) => tool.name)).to.deep.equal(['echo']);
+    const task = await client.createTask('echo', { message: 'in code' });
+    const result = await client.call('tasks/result', { taskId: task['taskId'] });
+    expect(result['content']).to.deep.equal([{ type: 'text', text: 'Echo: in code' }]);
     await api.close();
     await worker.close();
     api = undefined;

@@ -9,4 +9,4 @@
 export { loadTools } from './load-tools.ts';
 export { loadWorkerConfig, WorkerEnvSchema, type WorkerConfig } from './config.ts';
 export { startWorker, type RunningWorker, type WorkerSources } from './worker.ts';
-export { loadUpstreams, type UpstreamConfig } from './upstream/config.ts';
+export { loadUpstreams, parseUpstreams, type UpstreamConfig, type UpstreamOptions } from './upstream/config.ts';

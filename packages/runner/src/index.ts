@@ -36,3 +36,4 @@ export type {
 } from '@mcp-tasks/protocol';
 export { startApi, startWorker } from './start.ts';
 export type { ApiHandle, ApiOptions, WorkerHandle, WorkerOptions } from './start.ts';
+export type { UpstreamOptions } from '@mcp-tasks/worker';

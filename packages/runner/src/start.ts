@@ -2,7 +2,12 @@
 // environment variables of README.md's configuration table, which still apply to everything not given here.
 import { loadApiConfig, startApi as startApiProcess } from '@mcp-tasks/api';
 import type { ToolDefinition } from '@mcp-tasks/protocol';
-import { loadWorkerConfig, startWorker as startWorkerProcess } from '@mcp-tasks/worker';
+import {
+  loadWorkerConfig,
+  parseUpstreams,
+  startWorker as startWorkerProcess,
+  type UpstreamOptions,
+} from '@mcp-tasks/worker';
 
 interface CommonOptions {
   /** REDIS_URL, e.g. `redis://127.0.0.1:6379`. */
@@ -16,6 +21,12 @@ interface CommonOptions {
 export interface WorkerOptions extends CommonOptions {
   /** The tools this worker serves (published to the tool catalog). */
   tools: readonly ToolDefinition[];
+  /**
+   * Existing MCP servers whose tools it serves too (docs/gateway.md): `{ name, command, args }` (stdio) or
+   * `{ name, url, headers }` (Streamable HTTP), with `prefix`, `allow`, `deny`, `taskSupport`, `concurrency`,
+   * `retrySafe`, `timeoutMs`. `MCPT_UPSTREAMS` and `UPSTREAM_MCP_*` are not read here.
+   */
+  upstreams?: readonly UpstreamOptions[];
   /** WORKER_CONCURRENCY: jobs of one tool run at once. */
   concurrency?: number;
 }
@@ -42,7 +53,10 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
   const config = loadWorkerConfig(
     environment(options, options.concurrency !== undefined ? { WORKER_CONCURRENCY: options.concurrency } : {}),
   );
-  const worker = await startWorkerProcess(config, options.tools);
+  const env = environment(options, {});
+  const worker = await startWorkerProcess(config, options.tools, {
+    upstreams: parseUpstreams(options.upstreams ?? [], env),
+  });
   return { close: () => worker.close() };
 }
 

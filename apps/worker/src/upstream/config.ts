@@ -54,6 +54,8 @@ const UpstreamSchema = z
   });
 
 export type UpstreamConfig = Readonly<z.infer<typeof UpstreamSchema>>;
+/** An upstream as a user writes it (a file entry, or `startWorker({ upstreams })`): defaults not yet applied. */
+export type UpstreamOptions = z.input<typeof UpstreamSchema>;
 
 const FileSchema = z.union([
   z.array(z.unknown()),
@@ -91,7 +93,16 @@ function readUpstreamFile(path: string, env: NodeJS.ProcessEnv): UpstreamConfig[
   if (!list.success) {
     throw new ConfigError(`MCPT_UPSTREAMS: ${path} must hold an array of upstreams or { "upstreams": [...] }`);
   }
-  return list.data.map((entry, index) => parseUpstream(entry, env, `MCPT_UPSTREAMS ${path}, upstreams[${index}]`));
+  return parseUpstreams(list.data, env, `MCPT_UPSTREAMS ${path}, `);
+}
+
+/** Upstreams given in code or read from a file: checked, defaults applied, `${VARIABLES}` read from `env`. */
+export function parseUpstreams(
+  list: readonly unknown[],
+  env: NodeJS.ProcessEnv = process.env,
+  where = '',
+): UpstreamConfig[] {
+  return list.map((entry, index) => parseUpstream(entry, env, `${where}upstreams[${index}]`));
 }
 
 function upstreamFromEnv(env: NodeJS.ProcessEnv): UpstreamConfig | undefined {
