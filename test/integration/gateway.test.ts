@@ -56,8 +56,8 @@ function text(result: CallToolResult): string {
 }
 
 /** server-everything over Streamable HTTP on a free port, stopped after the suite. */
-async function startHttpEverything(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = await freePort();
+async function startHttpEverything(port?: number): Promise<{ url: string; stop: () => Promise<void> }> {
+  port ??= await freePort();
   const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -584,6 +584,27 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     try {
       const result = await client.callTool({ name: 'http_echo', arguments: { message: 'over http' } });
       expect(text(result as CallToolResult)).to.equal('Echo: over http');
+    } finally {
+      await close();
+    }
+  });
+
+  it('an HTTP upstream that restarted (its sessions gone) fails the call in flight clearly, then serves again', async () => {
+    const { client, close } = await connect(system.apiUrl, {});
+    try {
+      await http.stop();
+      http = await startHttpEverything(Number(new URL(http.url).port));
+      // The worker's sessions name a session the new server does not know: the first call fails and drops it.
+      const first = await client.callTool({ name: 'http_echo', arguments: { message: 'x' } }).then(
+        () => undefined,
+        (error: unknown) => error as McpError,
+      );
+      if (first) {
+        expect(first.message).to.match(/upstream 'remote' stopped during the call of 'echo': Streamable HTTP error/);
+      }
+      // A new session serves the next call.
+      const result = await client.callTool({ name: 'http_echo', arguments: { message: 'after the restart' } });
+      expect(text(result as CallToolResult)).to.equal('Echo: after the restart');
     } finally {
       await close();
     }

@@ -1,5 +1,6 @@
 // One call of an upstream tool on behalf of one task: cancellation, progress, log messages and input requests are
 // carried across, and the upstream's answer becomes the task's outcome.
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema,
   CancelTaskResultSchema,
@@ -60,8 +61,15 @@ export async function callUpstreamTool(
       return result;
     } catch (error) {
       if (context.signal.aborted) throw error;
-      if (!isConnectionLoss(error)) throw asTaskError(upstream.name, upstreamTool, upstream.timeoutMs, error);
-      const cause = `upstream '${upstream.name}' stopped during the call of '${upstreamTool}'${lease.session.stderrNote()}`;
+      if (isTransportFailure(error)) {
+        // The HTTP session is gone (the server restarted and answers 404) or unreachable: this session is dropped,
+        // and the next call (or the restart of the first session) opens a new one.
+        await lease.session.close();
+      } else if (!isConnectionLoss(error)) {
+        throw asTaskError(upstream.name, upstreamTool, upstream.timeoutMs, error);
+      }
+      const how = isTransportFailure(error) ? `: ${(error as Error).message}` : lease.session.stderrNote();
+      const cause = `upstream '${upstream.name}' stopped during the call of '${upstreamTool}'${how}`;
       if (!upstream.retrySafe) {
         throw new ProtocolError(
           ErrorCode.InternalError,
@@ -143,6 +151,10 @@ async function followUpstreamTask(
 
 function isTimeout(error: unknown): boolean {
   return error instanceof McpError && error.code === (SdkErrorCode.RequestTimeout as number);
+}
+
+function isTransportFailure(error: unknown): boolean {
+  return error instanceof StreamableHTTPError || (error instanceof TypeError && error.message === 'fetch failed');
 }
 
 function isConnectionLoss(error: unknown): boolean {
