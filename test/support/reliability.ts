@@ -853,6 +853,8 @@ export async function flood(
       !baseKeys.has(key) &&
       // One hash of a few counters, created by the first refusal (the hostile sessions'), kept for monitoring.
       key !== `${prefix}:security-counters` &&
+      // Likewise the scheduling counters (retries, timeouts, held jobs per tool), for operators.
+      key !== `${prefix}:sched:counters` &&
       !sessionScoped.includes(key) &&
       !limiterWindows.includes(key) &&
       !figures.includes(key) &&

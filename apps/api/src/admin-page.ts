@@ -57,6 +57,11 @@ export function dashboardPage(paths: DashboardPaths): string {
 <section id="charts"><h2>Last hour</h2><div class="chart-row"></div><div class="breakdown-row"></div>
   <p class="error chart-error"></p></section>
 <h2>Tasks</h2>
+<table id="scheduling">
+  <thead><tr><th>tool</th><th>running/limit</th><th>queued</th><th>queued per principal</th><th>rate limit</th>
+    <th>retries</th><th>timeouts</th><th>held by caps</th></tr></thead>
+  <tbody id="tools"></tbody>
+</table>
 <form id="filters">
   <label>status <select name="status"><option value="">any</option>
     <option>working</option><option>input_required</option><option>completed</option><option>failed</option>
@@ -136,6 +141,7 @@ export function dashboardPage(paths: DashboardPaths): string {
     cards.push(['jobs active', o.jobs.active || 0], ['jobs delayed', o.jobs.delayed || 0]);
     cards.push(['workers', o.workers.length]);
     if (o.oldestWaiting) cards.push(['oldest waiting', age(o.oldestWaiting.waitingMs)]);
+    renderScheduling(o.tools || []);
     $('overview').replaceChildren(...cards.map(([name, value]) => {
       const card = document.createElement('div');
       card.className = 'card';
@@ -144,6 +150,23 @@ export function dashboardPage(paths: DashboardPaths): string {
       b.textContent = String(value);
       card.append(b, document.createTextNode(name));
       return card;
+    }));
+  }
+
+  function renderScheduling(tools) {
+    $('tools').replaceChildren(...tools.map((t) => {
+      const row = document.createElement('tr');
+      row.dataset.tool = t.tool;
+      const rate = t.scheduling.rateLimit;
+      cell(row, t.tool);
+      cell(row, t.running + '/' + (t.limit === undefined ? '-' : t.limit));
+      cell(row, String(t.queued));
+      cell(row, Object.entries(t.queuedByPrincipal).map(([p, n]) => p + ': ' + n).join(', ') || '-');
+      cell(row, rate ? rate.max + ' per ' + age(rate.perMs) + (t.rateLimitedForMs > 0 ? ', waiting ' + age(t.rateLimitedForMs) : '') : '-');
+      cell(row, String(t.counters.retries));
+      cell(row, String(t.counters.timeouts));
+      cell(row, String(t.counters.parked));
+      return row;
     }));
   }
 

@@ -126,7 +126,20 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     app.set('trust proxy', config.TRUST_PROXY); // req.ip: the client address behind a proxy (per-address limits)
     const { admin, queue } = engine;
     // health, metrics, admin dashboard
-    app.use(await operationsRouter({ config, redis, admin, queue, metrics, engine, audit: auditLog, log, cleanup }));
+    app.use(
+      await operationsRouter({
+        config,
+        redis,
+        admin,
+        queue,
+        metrics,
+        engine,
+        audit: auditLog,
+        log,
+        cleanup,
+        catalog: () => catalogView.entries().values(),
+      }),
+    );
     if (config.CALLBACK_SECRET) {
       const { external } = engine;
       const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };

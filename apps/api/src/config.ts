@@ -7,6 +7,7 @@ import {
   MetricsEnvSchema,
   parseEnv,
   RedisEnvSchema,
+  SchedulingEnvSchema,
   SessionEnvSchema,
   TaskEnvSchema,
 } from '@mcp-tasks/engine';
@@ -106,6 +107,7 @@ export const SecurityEnvSchema = z.object({
 export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SessionEnvSchema.shape)
   .extend(CatalogEnvSchema.shape)
+  .extend(SchedulingEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)

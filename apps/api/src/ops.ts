@@ -13,6 +13,7 @@ import {
   type TaskAdmin,
   type ToolJobData,
 } from '@mcp-tasks/engine';
+import type { CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { adminRouter, operatorActions } from './admin.ts';
 import type { ApiConfig } from './config.ts';
@@ -34,15 +35,18 @@ export interface OperationsDeps {
   log: Logger;
   /** Where the dashboard registers its queue-depth sampler. */
   cleanup: CleanupStack;
+  /** The live tool catalog from the replica's cache (scheduling gauges, without reading it per scrape). */
+  catalog?: () => Iterable<CatalogEntry>;
 }
 
 export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
-  const { config, redis, admin, queue, metrics } = deps;
+  const { config, redis, admin, queue, metrics, catalog } = deps;
   const router = express.Router();
   metrics.addClusterGauges(admin, queue, {
     redisReady: () => redis.status === 'ready',
     liveScanLimit: config.METRICS_LIVE_SCAN_LIMIT,
     liveRefreshMs: config.METRICS_LIVE_REFRESH_MS,
+    ...(catalog ? { catalog } : {}),
   });
   // Liveness answers while the process runs; readiness also needs Redis.
   router.get('/healthz', (_req, res) => {

@@ -7,6 +7,7 @@ import {
   MetricsEnvSchema,
   parseEnv,
   RedisEnvSchema,
+  SchedulingEnvSchema,
   SessionEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
@@ -16,6 +17,7 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)
   .extend(CatalogEnvSchema.shape)
+  .extend(SchedulingEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),

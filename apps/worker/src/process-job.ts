@@ -11,14 +11,17 @@ import {
   settleWithError,
   settleWithResult,
   TaskStatus,
+  type Scheduling,
   type Settlement,
   type TaskRecord,
+  type ToolDefinition,
   type ToolRegistry,
 } from '@mcp-tasks/protocol';
-import type { Logger, TaskStore, ToolJobData } from '@mcp-tasks/engine';
+import type { Logger, OwnerCaps, RunClaim, SchedulingCounter, TaskStore, ToolJobData } from '@mcp-tasks/engine';
 import { runExternalJob, type ExternalDeps } from './external-job.ts';
 import { inChildSpan, startJobTrace, type JobTrace } from './job-trace.ts';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
+import { afterFailedRun, queuedBehindMessage, RetryLater, RunTimeoutError, type HeldRuns } from './scheduling.ts';
 import { createToolContext, type ContextDeps } from './tool-context.ts';
 
 export interface JobDeps extends ContextDeps {
@@ -31,7 +34,16 @@ export interface JobDeps extends ContextDeps {
   external?: ExternalDeps;
   /** A first attempt still running after this long gets its "Running on <worker>." note (RUNNING_NOTE_AFTER_MS). */
   runningNoteAfterMs: number;
+  /** The tool's scheduling settings as this worker publishes them (docs/scheduling.md). */
+  scheduling?: (tool: string) => Scheduling | undefined;
+  /** Per-principal caps; absent: none. */
+  caps?: { owner: OwnerCaps; held: HeldRuns; maxRunningPerOwner: number | undefined; parkMs: number };
+  /** Counts a scheduling event for operators (best effort). */
+  count?: (tool: string, counter: SchedulingCounter) => void;
 }
+
+/** A job held back by a per-principal cap goes back to the queue after this long, if nothing starts it earlier. */
+export const PARK_MS = 60_000;
 
 /** The BullMQ processor. It declares `signal` so that BullMQ passes its AbortSignal (see DESIGN.md). */
 export function toolProcessor(deps: JobDeps) {
@@ -63,7 +75,7 @@ async function runAttempt(
   bullSignal: AbortSignal | undefined,
   traced: JobTrace | undefined,
 ): Promise<void> {
-  const { store, tools, running } = deps;
+  const { store, tools } = deps;
   const { taskId } = job.data;
   // BullMQ counts the starts of a job, so a later attempt has a higher number: it fences this one's moves.
   const attempt = job.attemptsStarted;
@@ -105,6 +117,66 @@ async function runAttempt(
     if (outcome) await settle(deps, record, outcome, log, undefined, traced);
     return;
   }
+  const scheduling = deps.scheduling?.(tool.name);
+  let claim: RunClaim | undefined;
+  const caps = deps.caps;
+  if (caps && token && caps.owner.applies(scheduling?.maxRunningPerOwner)) {
+    const admission = await caps.owner.admit(
+      record.owner,
+      tool.name,
+      job.queueName,
+      taskId,
+      scheduling?.maxRunningPerOwner,
+    );
+    if (!admission.admitted) {
+      // Parked until one of the principal's runs ends (OwnerCaps): the slot goes to other principals meanwhile.
+      const message = queuedBehindMessage(
+        admission,
+        { all: caps.maxRunningPerOwner, tool: scheduling?.maxRunningPerOwner },
+        tool.name,
+      );
+      await deps.store.note(record, record.status, message);
+      deps.count?.(tool.name, 'parked');
+      log.info('task held back by a per-requestor cap', { ...admission, admitted: undefined });
+      traced?.note({ 'mcp.task.held': 'per-requestor cap' });
+      await job.moveToDelayed(Date.now() + caps.parkMs, token);
+      throw new DelayedError();
+    }
+    claim = admission.claim;
+    caps.held.add(taskId, claim);
+  }
+  let keepClaim = false;
+  try {
+    keepClaim = await runTool(deps, job, token, bullSignal, record, tool, scheduling, attempt, log, traced);
+  } finally {
+    if (claim && caps) {
+      if (keepClaim) caps.held.forget(taskId, claim);
+      else
+        await caps.held
+          .release(taskId, claim)
+          .catch((error: unknown) => log.warn('run lease not released', { error: String(error) }));
+    }
+  }
+}
+
+/**
+ * Runs the tool once and settles the task, or schedules the next run (RetryLater). Answers true when another
+ * attempt of the job holds the task now (the lock was lost), so this one keeps its per-principal lease.
+ */
+async function runTool(
+  deps: JobDeps,
+  job: Job<ToolJobData>,
+  token: string | undefined,
+  bullSignal: AbortSignal | undefined,
+  record: TaskRecord,
+  tool: ToolDefinition,
+  scheduling: Scheduling | undefined,
+  attempt: number,
+  log: Logger,
+  traced: JobTrace | undefined,
+): Promise<boolean> {
+  const { store, tools, running } = deps;
+  const { taskId } = job.data;
   const runningNote = `Running on ${deps.workerName}.`;
   // A first attempt has no earlier attempt to fence off and no requests of one to withdraw: its moves carry its
   // number, which a later attempt's start outdates. It is only noted as running, and only if it still runs after
@@ -123,28 +195,13 @@ async function runAttempt(
       ...(begun.reason === 'stale' ? { latestAttempt: begun.attempt } : {}),
     });
     traced?.note({ 'mcp.task.skipped': begun.reason });
-    return;
+    return false;
   }
-  if (attempt > 1 && tool.retrySafe === false) {
-    await settle(
-      deps,
-      record,
-      {
-        status: TaskStatus.Failed,
-        statusMessage: `The worker running this task stopped before it finished, and tool '${tool.name}' is not safe to run twice.`,
-        outcome: {
-          error: {
-            code: ErrorCode.InternalError,
-            message: `Tool '${tool.name}' was interrupted and is not retry-safe`,
-            data: { tool: tool.name },
-          },
-        },
-      },
-      log,
-      attempt,
-      traced,
-    );
-    return;
+  // A stalled job is one whose worker died or lost its lock mid-run: running it again is what retrySafe allows.
+  // (A retry after an error the tool threw is its retry policy's business; a job held back by a cap never ran.)
+  if (job.stalledCounter > 0 && tool.retrySafe === false) {
+    await settle(deps, record, interruptedSettlement(tool.name), log, attempt, traced);
+    return false;
   }
 
   const controller = running.start(taskId, bullSignal);
@@ -158,7 +215,15 @@ async function runAttempt(
           });
         }, deps.runningNoteAfterMs)
       : undefined;
-  let settlement: Settlement;
+  const timeoutMs = scheduling?.timeoutMs;
+  const timer =
+    timeoutMs !== undefined
+      ? setTimeout(() => {
+          if (!controller.signal.aborted) controller.abort(AbortReason.Timeout);
+        }, timeoutMs)
+      : undefined;
+  let settlement: Settlement | undefined;
+  let failure: { error: unknown } | undefined;
   try {
     const args = tools.parseArguments(tool, job.data.arguments);
     const result = CallToolResultSchema.safeParse(await tool.run(args, context));
@@ -169,30 +234,71 @@ async function runAttempt(
           new Error(`it returned an invalid CallToolResult (${describeIssues(result.error)})`),
         );
   } catch (error) {
-    const reason: unknown = controller.signal.reason;
-    if (controller.signal.aborted && reason === AbortReason.Shutdown && token) {
+    failure = { error };
+  } finally {
+    clearTimeout(noteTimer);
+    clearTimeout(timer);
+    running.finish(taskId, controller);
+  }
+  const reason = controller.signal.aborted ? (controller.signal.reason as AbortReason) : undefined;
+  if (reason === AbortReason.Timeout) {
+    // Whatever the tool did after its signal fired, the run took too long.
+    failure = { error: new RunTimeoutError(timeoutMs ?? 0) };
+    deps.count?.(tool.name, 'timeouts');
+  } else if (failure) {
+    if (reason === AbortReason.Shutdown && token) {
+      if (tool.retrySafe === false) {
+        await settle(deps, record, interruptedSettlement(tool.name), log, attempt, traced);
+        return false;
+      }
       // Hand the job back without spending an attempt: another worker picks it up.
       log.info('handing the task back on shutdown');
       await job.moveToDelayed(Date.now(), token);
       throw new DelayedError();
     }
-    if (controller.signal.aborted && reason === AbortReason.LockLost) {
+    if (reason === AbortReason.LockLost) {
       // No settlement: the job's next attempt (stalled-job recovery) runs the tool again and settles the task.
       log.warn('tool stopped: this worker lost the job lock, so the task is left to the next attempt', { reason });
       traced?.note({ 'mcp.task.stopped': String(reason) });
-      return;
+      return true;
     }
-    if (controller.signal.aborted) {
+    if (reason !== undefined) {
       log.info('tool stopped', { reason });
       traced?.note({ 'mcp.task.stopped': String(reason) });
-      return;
+      return false;
     }
-    settlement = settleWithError(tool.name, error);
-  } finally {
-    clearTimeout(noteTimer);
-    running.finish(taskId, controller);
   }
-  await settle(deps, record, settlement, log, attempt, traced);
+  if (failure) {
+    const run = job.attemptsMade + 1;
+    const verdict = afterFailedRun(scheduling, run, job.opts.attempts ?? 1, failure.error);
+    if (verdict.retry && token) {
+      // The task stays working and says why and when the next run starts; BullMQ delays the job (backoffStrategy).
+      const noted = await store.note(record, TaskStatus.Working, verdict.statusMessage, { attempt });
+      if (!noted.ok) return false;
+      deps.count?.(tool.name, 'retries');
+      log.info('run failed: retrying', { run, delayMs: verdict.delayMs, error: String(failure.error) });
+      traced?.note({ 'mcp.task.retry': run });
+      throw new RetryLater(verdict.statusMessage, verdict.delayMs);
+    }
+    const failed = settleWithError(tool.name, failure.error);
+    settlement = verdict.statusMessage !== undefined ? { ...failed, statusMessage: verdict.statusMessage } : failed;
+  }
+  if (settlement) await settle(deps, record, settlement, log, attempt, traced);
+  return false;
+}
+
+function interruptedSettlement(tool: string): Settlement {
+  return {
+    status: TaskStatus.Failed,
+    statusMessage: `The worker running this task stopped before it finished, and tool '${tool}' is not safe to run twice.`,
+    outcome: {
+      error: {
+        code: ErrorCode.InternalError,
+        message: `Tool '${tool}' was interrupted and is not retry-safe`,
+        data: { tool },
+      },
+    },
+  };
 }
 
 async function settle(

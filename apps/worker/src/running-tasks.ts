@@ -6,6 +6,8 @@ export const AbortReason = {
   Gone: 'gone',
   /** BullMQ could not renew the job's lock: another worker may run the job already (a later attempt). */
   LockLost: 'lock-lost',
+  /** The run reached its tool's timeoutMs: it counts as a failed attempt (docs/scheduling.md). */
+  Timeout: 'timeout',
 } as const;
 export type AbortReason = (typeof AbortReason)[keyof typeof AbortReason];
 

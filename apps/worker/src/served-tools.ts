@@ -1,6 +1,12 @@
 // The tools one worker serves right now: its own (MCPT_TOOLS, fixed) and those of its upstream MCP servers, which
 // come and go as the upstreams list them. The processor looks tools up here; the catalog gets `entries()`.
-import { catalogEntryOf, ToolRegistry, type CatalogEntry, type ToolDefinition } from '@mcp-tasks/protocol';
+import {
+  catalogEntryOf,
+  ToolRegistry,
+  type CatalogEntry,
+  type Scheduling,
+  type ToolDefinition,
+} from '@mcp-tasks/protocol';
 import type { PublishedTool } from './upstream/upstream-tools.ts';
 
 export class ServedTools {
@@ -9,8 +15,12 @@ export class ServedTools {
   readonly #own: readonly PublishedTool[];
   readonly #ownNames: ReadonlySet<string>;
 
-  constructor(own: readonly ToolDefinition[]) {
-    this.#own = own.map((definition) => ({ definition, entry: catalogEntryOf(definition) }));
+  /** `override`: the operator's scheduling override of an own tool (docs/scheduling.md). */
+  constructor(own: readonly ToolDefinition[], override: (tool: string) => Scheduling | undefined = () => undefined) {
+    this.#own = own.map((definition) => ({
+      definition,
+      entry: catalogEntryOf(definition, override(definition.name)),
+    }));
     this.#ownNames = new Set(own.map((tool) => tool.name));
     this.#registry = new ToolRegistry(own);
     this.#entries = this.#own.map((tool) => tool.entry);

@@ -102,7 +102,8 @@ export function createToolContext(
   };
   return {
     taskId: task.taskId,
-    attempt: job.attemptsStarted,
+    // Failed runs and crashes count; a job held back by a per-requestor cap or handed back on shutdown did not run.
+    attempt: job.attemptsMade + job.stalledCounter + 1,
     signal,
     log,
     progress: relayProgress(deps.events, task, job),

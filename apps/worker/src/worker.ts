@@ -3,7 +3,11 @@ import { hostname } from 'node:os';
 import { Worker } from 'bullmq';
 import {
   auditLogger,
+  applyQueueLimits,
   CatalogConflictError,
+  countSchedulingEvent,
+  loadSchedulingSettings,
+  OwnerCaps,
   CatalogView,
   auditObserver,
   CleanupStack,
@@ -23,8 +27,9 @@ import {
 import { isTerminal, lostSettlement, queueOfTool, type CatalogEntry, type ToolDefinition } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import { metricsUrl, startMetricsServer, stopMetricsServer } from './metrics-server.ts';
-import { toolProcessor } from './process-job.ts';
+import { PARK_MS, toolProcessor } from './process-job.ts';
 import { AbortReason, RunningTasks } from './running-tasks.ts';
+import { backoffStrategy, HeldRuns } from './scheduling.ts';
 import { ServedTools } from './served-tools.ts';
 import type { UpstreamConfig } from './upstream/config.ts';
 import { UpstreamTools } from './upstream/upstream-tools.ts';
@@ -57,7 +62,10 @@ export async function startWorker(
   });
   const cleanup = new CleanupStack();
   try {
-    const served = new ServedTools(tools);
+    // Each own tool's scheduling settings with the operator's overrides (docs/scheduling.md): published, so that
+    // workers that disagree on them are refused like any other difference of definition.
+    const scheduling = loadSchedulingSettings(config);
+    const served = new ServedTools(tools, (tool) => scheduling.overrideFor(tool));
     const upstreams = sources.upstreams ?? [];
     if (tools.length === 0 && upstreams.length === 0) {
       throw new Error('A worker needs at least one tool to serve (MCPT_TOOLS) or an upstream MCP server');
@@ -133,6 +141,29 @@ export async function startWorker(
         : cleanup.add('upstreams', await UpstreamTools.start(upstreams, log), (u) => u.close());
     // Before any job is taken: a conflicting definition of an own tool stops this worker here.
     await publishServed(engine.catalog, served, upstreamTools, log);
+    const applyLimits = () =>
+      Promise.all(
+        served
+          .entries()
+          .filter((entry) => !entry.external)
+          .map((entry) => applyQueueLimits(externalQueues.get(entry.queue), entry.scheduling)),
+      );
+    await applyLimits();
+    // Again at every heartbeat: the settings come back after a Redis restart that lost them.
+    const limitsTimer = setInterval(() => {
+      applyLimits().catch((error: unknown) => log.warn('queue limits not applied', { error: String(error) }));
+    }, config.CATALOG_HEARTBEAT_MS);
+    limitsTimer.unref();
+    cleanup.add('queue-limits', limitsTimer, clearInterval);
+    const ownerCaps = new OwnerCaps(redis, keys, externalQueues, {
+      maxRunningPerOwner: scheduling.maxRunningPerOwner,
+      leaseMs: config.WORKER_LOCK_DURATION_MS,
+    });
+    const held = new HeldRuns(ownerCaps);
+    held.start(Math.max(100, Math.floor(config.WORKER_LOCK_DURATION_MS / 3)), scheduling.ownerCapRecheckMs, (error) =>
+      log.warn('per-requestor caps not maintained', { error: String(error) }),
+    );
+    cleanup.add('held-runs', held, (h) => h.stop());
     const processorOf = (waitBudgetOfQueue: { enter(): () => void }) =>
       toolProcessor({
         store,
@@ -146,6 +177,11 @@ export async function startWorker(
         sessions: engine.sessions,
         input: { timeoutMs: config.INPUT_REQUEST_TIMEOUT_MS, recheckMs: config.INPUT_RECHECK_MS },
         waitBudget: waitBudgetOfQueue,
+        scheduling: (tool) => served.entries().find((entry) => entry.name === tool)?.scheduling,
+        caps: { owner: ownerCaps, held, maxRunningPerOwner: scheduling.maxRunningPerOwner, parkMs: PARK_MS },
+        count: (tool, counter) => {
+          countSchedulingEvent(redis, keys, tool, counter).catch(() => undefined);
+        },
         external: {
           tasks: engine.external,
           callback:
@@ -173,6 +209,8 @@ export async function startWorker(
         stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
         maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
         name,
+        // Waits between runs of a job (RETRY_BACKOFF_TYPE): the tool's retry policy, through RetryLater.
+        settings: { backoffStrategy },
       });
       lender.attach(worker);
       // BullMQ renews job locks but does not stop a processor whose lock it lost: the job may run elsewhere already

@@ -12,7 +12,15 @@ import {
   type SessionEnv,
   type TaskEnv,
 } from './config.ts';
+import { FairQueue } from './fair-queue.ts';
+import {
+  loadSchedulingSettings,
+  SchedulingEnvSchema,
+  type SchedulingEnv,
+  type SchedulingSettings,
+} from './scheduling-config.ts';
 import { SessionEvents } from './session-events.ts';
+import { SchedulingView } from './tool-limits.ts';
 import { ExternalTasks } from './external.ts';
 import { ExternalQueues } from './external-queues.ts';
 import { InputBroker } from './input-broker.ts';
@@ -44,7 +52,8 @@ export interface EngineConnections {
 export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
   SessionEnv &
   Partial<TaskEnv> &
-  Partial<CatalogEnv> & {
+  Partial<CatalogEnv> &
+  Partial<SchedulingEnv> & {
     /** The most unfinished tasks one owner may have; absent: no cap. */
     MAX_TASKS_PER_OWNER?: number;
     /** The most live sessions of one principal and of one client address (0: no cap); absent: no cap. */
@@ -69,6 +78,10 @@ export interface Engine {
   /** The tool catalog workers publish to and api replicas list (docs/catalog.md). */
   catalog: ToolCatalog;
   tasks: TaskService;
+  /** Operators' scheduling settings (SCHEDULING, SCHEDULING_FILE, MAX_RUNNING_PER_OWNER; docs/scheduling.md). */
+  scheduling: SchedulingSettings;
+  /** What operators see of each tool's scheduling. */
+  schedulingView: SchedulingView;
   external: ExternalTasks;
   admin: TaskAdmin;
   /** The dashboard's per-minute figures of the last hour (activity.ts). */
@@ -81,6 +94,7 @@ export interface Engine {
 
 const TASK_DEFAULTS = TaskEnvSchema.parse({});
 const CATALOG_DEFAULTS = CatalogEnvSchema.parse({});
+const SCHEDULING_DEFAULTS = SchedulingEnvSchema.parse({});
 
 export function createEngine(connections: EngineConnections, config: EngineConfig): Engine {
   const { redis } = connections;
@@ -99,12 +113,17 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     recheckMs: config.RESULT_RECHECK_MS ?? TASK_DEFAULTS.RESULT_RECHECK_MS,
   };
   const limits = config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {};
+  const scheduling = loadSchedulingSettings({ ...SCHEDULING_DEFAULTS, ...definedOnly(config) });
+  const fairQueue = new FairQueue(redis, keys, scheduling);
   const tasksWith = (changes: Partial<TaskTiming>) =>
-    new TaskService(store, redis, subscriber, { ...timing, ...changes }, limits).useExternalQueues(externalQueues);
+    new TaskService(store, redis, subscriber, { ...timing, ...changes }, limits)
+      .useExternalQueues(externalQueues)
+      .useFairQueue(fairQueue);
   const catalog = new ToolCatalog(redis, keys, {
     CATALOG_GRACE_MS: config.CATALOG_GRACE_MS ?? CATALOG_DEFAULTS.CATALOG_GRACE_MS,
     CATALOG_HEARTBEAT_MS: config.CATALOG_HEARTBEAT_MS ?? CATALOG_DEFAULTS.CATALOG_HEARTBEAT_MS,
   });
+  const schedulingView = new SchedulingView(redis, keys, externalQueues);
   return {
     keys,
     store,
@@ -118,9 +137,11 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     queue,
     externalQueues,
     tasks: tasksWith({}),
+    scheduling,
+    schedulingView,
     external: new ExternalTasks(redis, keys, store, events),
     catalog,
-    admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog }),
+    admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog, scheduling: schedulingView }),
     activity: new ActivityRecorder(redis, keys),
     tasksWith,
     close: async () => {
@@ -128,4 +149,14 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
       await queue.close();
     },
   };
+}
+
+/** The scheduling variables the process's configuration has (a key present but undefined keeps the default). */
+function definedOnly(config: Partial<SchedulingEnv>): Partial<SchedulingEnv> {
+  const { SCHEDULING, SCHEDULING_FILE, MAX_RUNNING_PER_OWNER, OWNER_CAP_RECHECK_MS } = config;
+  return Object.fromEntries(
+    Object.entries({ SCHEDULING, SCHEDULING_FILE, MAX_RUNNING_PER_OWNER, OWNER_CAP_RECHECK_MS }).filter(
+      ([, value]) => value !== undefined,
+    ),
+  );
 }

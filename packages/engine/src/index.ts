@@ -38,12 +38,14 @@ export { type ConnectionSlot, ConnectionSlots } from './connection-slots.ts';
 export { createEngine, type Engine } from './engine.ts';
 export { ExternalQueueListener, ExternalQueues } from './external-queues.ts';
 export { ExternalTasks, forwardCancel } from './external.ts';
+export { fairStep } from './fair-queue.ts';
 export { InputBroker } from './input-broker.ts';
 export { KeySpace } from './keys.ts';
 export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
 export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
+export { OwnerCaps, type RunClaim } from './owner-caps.ts';
 export { createToolQueue, TOOL_QUEUE_NAME, type ToolJobData, toolJobOptions } from './queue.ts';
 export {
   type RateCharge,
@@ -65,6 +67,7 @@ export {
   prefixPinsOneSlot,
 } from './redis-target.ts';
 export { closeRedis, createRedis, type RedisClient } from './redis.ts';
+export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
 export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
@@ -88,3 +91,10 @@ export {
   tracingRequested,
   withSpan,
 } from './tracing.ts';
+export {
+  applyQueueLimits,
+  countSchedulingEvent,
+  SchedulingCounter,
+  type SchedulingView,
+  type ToolSchedulingView,
+} from './tool-limits.ts';

@@ -132,4 +132,34 @@ export class KeySpace {
   activityOwners(minute: number, measure: 'created' | 'finished'): string {
     return `${this.prefix}:activity:${minute}:owners:${measure}`;
   }
+
+  /** Hash: principal -> the priority of its last job queued for the tool (fair-priority-2.lua; docs/scheduling.md). */
+  fairQueue(tool: string): string {
+    return `${this.prefix}:sched:fair:${tool}`;
+  }
+
+  /** Sorted set: a principal's runs over all tools, scored by lease expiry (MAX_RUNNING_PER_OWNER). */
+  ownerRuns(owner: string): string {
+    return `${this.prefix}:sched:runs:${owner}`;
+  }
+
+  /** Sorted set: a principal's runs of one tool, scored by lease expiry (the tool's maxRunningPerOwner). */
+  ownerToolRuns(owner: string, tool: string): string {
+    return `${this.prefix}:sched:runs:${owner}:tool:${tool}`;
+  }
+
+  /** Sorted set: a principal's jobs held back by its caps, scored by when they were first held. */
+  ownerParked(owner: string): string {
+    return `${this.prefix}:sched:parked:${owner}`;
+  }
+
+  /** Set: principals with jobs held back by their caps (the sweep's work list). */
+  parkedOwners(): string {
+    return `${this.prefix}:sched:parked-owners`;
+  }
+
+  /** Hash: per tool counters for operators (`<tool>:retries`, `<tool>:timeouts`, `<tool>:parked`, ...). */
+  schedulingCounters(): string {
+    return `${this.prefix}:sched:counters`;
+  }
 }

@@ -6,11 +6,16 @@
 // reads): every api replica reports the same cluster-wide value (aggregate them with max()).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
-import { TASK_STATUSES, TaskStatus } from '@mcp-tasks/protocol';
+import { TASK_STATUSES, TaskStatus, type CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import type { ToolJobData } from './queue.ts';
 import type { TaskAdmin } from './task-admin.ts';
 import type { TaskObserver } from './records/store.ts';
+import type { ToolSchedulingView } from './tool-limits.ts';
+
+/** Waiting jobs a scrape reads per tool to count them by principal, and how many principals it reports per tool. */
+const METRICS_QUEUED_SAMPLE = 200;
+const TOP_PRINCIPALS = 10;
 
 export const METRICS_PREFIX = 'mcpt_';
 
@@ -129,7 +134,14 @@ export class RunnerMetrics {
   addClusterGauges(
     admin: TaskAdmin,
     queue: Queue<ToolJobData>,
-    options: { redisReady: () => boolean; liveScanLimit?: number; liveRefreshMs?: number; timeoutMs?: number },
+    options: {
+      redisReady: () => boolean;
+      liveScanLimit?: number;
+      liveRefreshMs?: number;
+      timeoutMs?: number;
+      /** The live catalog from the process's cache, so that a scrape does not read it from Redis. */
+      catalog?: () => Iterable<CatalogEntry>;
+    },
   ): void {
     const liveStatuses = new LiveStatusSnapshot(
       async () => (await admin.liveCounts(options.liveScanLimit ?? 10_000)).counts,
@@ -177,12 +189,85 @@ export class RunnerMetrics {
         });
       },
     });
+    this.#addSchedulingGauges(admin, fromRedis, options.catalog);
     new Gauge({
       name: `${METRICS_PREFIX}tasks_live_total`,
       help: 'Non-terminal tasks (cluster-wide, exact)',
       registers: [this.registry],
       collect() {
         return fromRedis(this, async () => this.set((await admin.liveCounts(0)).total), true);
+      },
+    });
+  }
+
+  /**
+   * Per tool scheduling (docs/scheduling.md), read once per scrape: running and the global limit, queued jobs (and
+   * per principal, the TOP_PRINCIPALS biggest of the first METRICS_QUEUED_SAMPLE waiting jobs, so that the label set
+   * stays bounded), the current rate-limit wait, and the retry, timeout and held counters.
+   */
+  #addSchedulingGauges(
+    admin: TaskAdmin,
+    fromRedis: <L extends string>(gauge: Gauge<L>, read: () => Promise<void>) => Promise<void>,
+    catalog: (() => Iterable<CatalogEntry>) | undefined,
+  ): void {
+    let pending: Promise<Awaited<ReturnType<TaskAdmin['scheduling']>>> | undefined;
+    // Every gauge of one scrape shares one read.
+    const read = () => {
+      pending ??= admin
+        .scheduling(METRICS_QUEUED_SAMPLE, catalog)
+        .finally(() => setTimeout(() => (pending = undefined), 0));
+      return pending;
+    };
+    const perTool = (name: string, help: string, value: (tool: ToolSchedulingView) => number | undefined) =>
+      new Gauge({
+        name: `${METRICS_PREFIX}${name}`,
+        help,
+        labelNames: ['tool'],
+        registers: [this.registry],
+        collect() {
+          return fromRedis(this, async () => {
+            const { tools } = await read();
+            // Tools and principals that went away leave the scrape.
+            this.reset();
+            for (const tool of tools) {
+              const v = value(tool);
+              if (v !== undefined) this.set({ tool: tool.tool }, v);
+            }
+          });
+        },
+      });
+    perTool('tool_running', 'Runs of the tool at once (its queue’s active jobs, cluster-wide)', (t) => t.running);
+    perTool('tool_concurrency_limit', 'The tool’s global concurrency (absent: none)', (t) => t.limit);
+    perTool('tool_queued', 'Jobs of the tool waiting to start', (t) => t.queued);
+    perTool(
+      'tool_rate_limit_wait_ms',
+      'How long the tool’s rate limit holds starts back from now',
+      (t) => t.rateLimitedForMs,
+    );
+    perTool(
+      'tool_retries',
+      'Runs of the tool that failed and were retried (counted in Redis since it was reset)',
+      (t) => t.counters.retries,
+    );
+    perTool('tool_timeouts', 'Runs of the tool aborted at its timeoutMs', (t) => t.counters.timeouts);
+    perTool('tool_held', 'Times a job of the tool was held back by a per-principal cap', (t) => t.counters.parked);
+    new Gauge({
+      name: `${METRICS_PREFIX}tool_queued_by_principal`,
+      help: `Waiting jobs of the tool by principal (the ${TOP_PRINCIPALS} biggest of its first ${METRICS_QUEUED_SAMPLE} waiting jobs)`,
+      labelNames: ['tool', 'principal'],
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => {
+          const { tools } = await read();
+          // Tools and principals that went away leave the scrape.
+          this.reset();
+          for (const tool of tools) {
+            const top = Object.entries(tool.queuedByPrincipal)
+              .sort(([, a], [, b]) => b - a)
+              .slice(0, TOP_PRINCIPALS);
+            for (const [principal, count] of top) this.set({ tool: tool.tool, principal }, count);
+          }
+        });
       },
     });
   }

@@ -1,5 +1,5 @@
 // The BullMQ queue that carries tool calls: its name, job data contract and job options.
-import { toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
+import { retryPolicyOf, toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis.ts';
 import type { TraceCarrier } from './tracing.ts';
@@ -23,6 +23,8 @@ export interface ToolJobData {
   arguments: unknown;
   /** The W3C trace context of the api request that created the task; present only while tracing is on. */
   trace?: TraceCarrier;
+  /** The task's principal, for operators' counts of queued jobs per principal (absent in jobs of earlier versions). */
+  owner?: string;
 }
 
 export function createToolQueue(connection: RedisClient, prefix: string): Queue<ToolJobData> {
@@ -30,14 +32,31 @@ export function createToolQueue(connection: RedisClient, prefix: string): Queue<
 }
 
 /**
- * The job id is the task id (a UUID: no ':' and never an integer string, as BullMQ requires). Jobs are removed as
- * soon as they finish: the task record keeps the outcome, so the queue holds only work still to do.
+ * The backoff type of our tool queues' jobs: the worker's backoffStrategy computes each wait from the tool's retry
+ * policy as the worker has it (docs/scheduling.md, "Retries").
  */
-export function toolJobOptions(taskId: string, retrySafe: boolean): JobsOptions {
+export const RETRY_BACKOFF_TYPE = 'mcpt-retry';
+
+/** Attempts BullMQ grants a job whose processor fails for reasons outside the tool (Redis errors), as before. */
+const INFRASTRUCTURE_ATTEMPTS = 3;
+
+/**
+ * Options of a job in one of our tool queues. The job id is the task id (a UUID: no ':' and never an integer string,
+ * as BullMQ requires). Jobs are removed as soon as they finish: the task record keeps the outcome, so the queue holds
+ * only work still to do. `priority` orders the queue fairly between principals (FairQueue). The worker decides
+ * whether an error the tool throws is retried (its retry policy); BullMQ's attempts only have to allow it.
+ */
+export function toolJobOptions(
+  taskId: string,
+  retrySafe: boolean,
+  scheduling?: Scheduling,
+  priority?: number,
+): JobsOptions {
   return {
     jobId: taskId,
-    attempts: retrySafe ? 3 : 1,
-    backoff: { type: 'exponential', delay: 1000 },
+    attempts: Math.max(retryPolicyOf(scheduling).attempts, retrySafe ? INFRASTRUCTURE_ATTEMPTS : 1),
+    backoff: { type: RETRY_BACKOFF_TYPE },
+    ...(priority !== undefined ? { priority } : {}),
     removeOnComplete: true,
     removeOnFail: true,
   };
@@ -54,6 +73,8 @@ export const EXTERNAL_JOB_RETENTION = { age: 24 * 60 * 60, count: 10_000 } as co
 export function externalJobOptions(taskId: string, retrySafe: boolean): JobsOptions {
   return {
     ...toolJobOptions(taskId, retrySafe),
+    // An external consumer computes its own waits: BullMQ's own strategy, as in contract v1.
+    backoff: { type: 'exponential', delay: 1000 },
     removeOnComplete: EXTERNAL_JOB_RETENTION,
     removeOnFail: EXTERNAL_JOB_RETENTION,
   };

@@ -404,6 +404,50 @@ export class RedisScripts {
     return { verdict: 'ok', changed: reply[1] === 1 };
   }
 
+  /** The priority of a principal's new job for a tool (fair-priority-2.lua). */
+  async fairPriority(call: {
+    keys: { fairQueue: string; prioritized: string };
+    principal: string;
+    step: number;
+    maxPriority: number;
+    ttlMs: number;
+  }): Promise<number> {
+    return Number(
+      await this.#run(
+        'fairPriority',
+        [call.keys.fairQueue, call.keys.prioritized],
+        [call.principal, call.step, call.maxPriority, call.ttlMs],
+      ),
+    );
+  }
+
+  /** Admits a principal's run under its caps, or parks the job (admit-run-4.lua). */
+  async admitRun(call: {
+    keys: RunKeys;
+    member: string;
+    now: number;
+    leaseMs: number;
+    capAll: number;
+    capTool: number;
+    principal: string;
+  }): Promise<{ admitted: boolean; runningAll: number; runningTool: number }> {
+    const [admitted, runningAll, runningTool] = (await this.#run('admitRun', runKeyList(call.keys), [
+      call.member,
+      call.now,
+      call.leaseMs,
+      call.capAll,
+      call.capTool,
+      call.principal,
+    ])) as [number, number, number];
+    return { admitted: admitted === 1, runningAll, runningTool };
+  }
+
+  /** Ends a principal's run; answers its longest-parked job to start, if any (release-run-4.lua). */
+  async releaseRun(call: { keys: RunKeys; member: string; principal: string }): Promise<string | undefined> {
+    const next = await this.#run('releaseRun', runKeyList(call.keys), [call.member, call.principal]);
+    return typeof next === 'string' ? next : undefined;
+  }
+
   #run(command: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const script = SCRIPTS.get(command);
     const fits = script?.moreKeys ? keys.length >= script.numberOfKeys : script?.numberOfKeys === keys.length;
@@ -414,6 +458,18 @@ export class RedisScripts {
     if (script.moreKeys) return run.call(this.#redis, keys.length, ...keys, ...args);
     return run.call(this.#redis, ...keys, ...args);
   }
+}
+
+/** The keys of a principal's runs and parked jobs (admit-run-4.lua, release-run-4.lua). */
+export interface RunKeys {
+  runs: string;
+  toolRuns: string;
+  parked: string;
+  parkedOwners: string;
+}
+
+function runKeyList(keys: RunKeys): string[] {
+  return [keys.runs, keys.toolRuns, keys.parked, keys.parkedOwners];
 }
 
 /** A hash from the flat field/value list Redis answers (HGETALL in a script, a stream entry's fields). */

@@ -13,6 +13,7 @@ import {
   toWireTask,
   type JobPhase,
   type ObservedJobState,
+  type CatalogEntry,
   type Task,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
@@ -25,6 +26,7 @@ import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
 import type { TaskService } from './task-service.ts';
+import type { SchedulingView, ToolSchedulingView } from './tool-limits.ts';
 
 export type { HistoryEntry } from './records/codec.ts';
 
@@ -99,6 +101,10 @@ export interface Overview {
   jobs: Record<string, number>;
   workers: { name: string; addr: string; age: number }[];
   oldestWaiting?: { taskId: string; tool: string; owner: string; waitingMs: number; createdAt: number };
+  /** Per tool: running/limit, queued per principal, rate-limit wait, retries, timeouts (docs/scheduling.md). */
+  tools?: ToolSchedulingView[];
+  /** Jobs held back by per-principal caps, by principal. */
+  heldByPrincipal?: Record<string, number>;
 }
 
 export interface PurgeResult {
@@ -127,8 +133,23 @@ export class TaskAdmin {
     private readonly store: TaskStore,
     private readonly queue: Queue<ToolJobData>,
     /** Each tool's queue, and the catalog that names them (docs/catalog.md). */
-    private readonly tools?: { queues: ExternalQueues; catalog: ToolCatalog },
+    private readonly tools?: { queues: ExternalQueues; catalog: ToolCatalog; scheduling?: SchedulingView },
   ) {}
+
+  /** Each tool's scheduling as operators see it (docs/scheduling.md), and the jobs held back per principal. */
+  async scheduling(
+    sample?: number,
+    /** The live catalog entries when the caller has them cached (an api replica's CatalogView); default: read. */
+    entries?: () => Iterable<CatalogEntry>,
+  ): Promise<{ tools: ToolSchedulingView[]; heldByPrincipal: Record<string, number> }> {
+    const view = this.tools?.scheduling;
+    if (!this.tools || !view) return { tools: [], heldByPrincipal: {} };
+    const [tools, heldByPrincipal] = await Promise.all([
+      view.tools(entries ? entries() : (await this.tools.catalog.read()).values(), sample),
+      view.parked(),
+    ]);
+    return { tools, heldByPrincipal };
+  }
 
   /** The shared queue of before the catalog, and the queue of every tool in the catalog. */
   queues(): Promise<Queue<ToolJobData>[]> {
@@ -246,7 +267,8 @@ export class TaskAdmin {
     const queues = await this.#allQueues();
     const perQueue = await Promise.all(
       queues.map((queue) =>
-        Promise.all([queue.getJobCounts(), queue.getWorkers(), queue.getJobs(['waiting'], 0, 0, true)]),
+        // Our tool queues hold their waiting jobs as prioritized (fair order between principals).
+        Promise.all([queue.getJobCounts(), queue.getWorkers(), queue.getJobs(['waiting', 'prioritized'], 0, 0, true)]),
       ),
     );
     const jobs: Record<string, number> = {};
@@ -260,8 +282,7 @@ export class TaskAdmin {
         const addr = client['addr'] ?? '';
         if (!workers.has(name)) workers.set(name, { name, addr, age: Number(client['age'] ?? 0) });
       }
-      const first = waiting[0];
-      if (first && (!oldest || first.timestamp < oldest.timestamp)) oldest = first;
+      for (const first of waiting) if (!oldest || first.timestamp < oldest.timestamp) oldest = first;
     }
     return { jobs, workers: [...workers.values()], oldest };
   }
@@ -290,7 +311,8 @@ export class TaskAdmin {
       upper = `(${last}`;
     }
     const { jobs, workers, oldest } = await this.queueState();
-    const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers };
+    const { tools, heldByPrincipal } = await this.scheduling();
+    const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers, tools, heldByPrincipal };
     const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);

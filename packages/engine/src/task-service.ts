@@ -10,6 +10,7 @@ import {
   TaskStatus,
   toolQueueName,
   type ExternalRef,
+  type Scheduling,
   type TaskKind,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
@@ -17,6 +18,7 @@ import type { Queue } from 'bullmq';
 import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
+import type { FairQueue } from './fair-queue.ts';
 import type { ToolJobData } from './queue.ts';
 import { externalJobOptions, jobQueueOf, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
@@ -48,6 +50,8 @@ export interface CreateTaskInput {
   queue?: string;
   /** The trace the job's spans join (docs/observability.md); absent while tracing is off. */
   trace?: TraceCarrier;
+  /** The tool's scheduling settings as its catalog entry has them (docs/scheduling.md). */
+  scheduling?: Scheduling;
 }
 
 export interface TaskLimits {
@@ -71,6 +75,13 @@ export class TaskService {
   ) {}
 
   #externalQueues: ExternalQueues | undefined;
+  #fairQueue: FairQueue | undefined;
+
+  /** Orders each tool queue fairly between principals (docs/scheduling.md); without it jobs start in arrival order. */
+  useFairQueue(fair: FairQueue): this {
+    this.#fairQueue = fair;
+    return this;
+  }
 
   /** Enables tools served by external consumers (docs/job-contract.md): their jobs go to these queues. */
   useExternalQueues(queues: ExternalQueues): this {
@@ -125,13 +136,15 @@ export class TaskService {
     try {
       const data: ToolJobData = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
       if (input.trace) data.trace = input.trace;
-      if (input.queue === undefined)
-        await this.#externalQueue(toolQueueName(input.tool)).add(
+      if (input.queue === undefined) {
+        const queue = this.#externalQueue(toolQueueName(input.tool));
+        const priority = await this.#fairQueue?.priorityFor(input.tool, queue, record.owner, record.ttl);
+        await queue.add(
           input.tool,
-          data,
-          toolJobOptions(record.taskId, input.retrySafe),
+          { ...data, owner: record.owner },
+          toolJobOptions(record.taskId, input.retrySafe, input.scheduling, priority),
         );
-      else
+      } else
         await this.#externalQueue(input.queue).add(
           input.tool,
           data,

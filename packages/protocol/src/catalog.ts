@@ -3,7 +3,8 @@
 // other languages publish the same JSON (docs/job-contract.md, schema in docs/job-contract.schema.json).
 import { z } from 'zod';
 import { queueOfTool } from './external.ts';
-import { taskSupportOf, TaskSupport, type ToolDefinition } from './tool.ts';
+import { mergeScheduling, SchedulingSchema, type Scheduling } from './scheduling.ts';
+import { declaredScheduling, taskSupportOf, TaskSupport, type ToolDefinition } from './tool.ts';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -25,6 +26,8 @@ export const CatalogEntrySchema = z
       .regex(/^[^:]+$/),
     /** The queue is read by a consumer outside the runner (job contract): its job outcomes settle the tasks. */
     external: z.boolean(),
+    /** How calls are scheduled (docs/scheduling.md): the definition's settings with the operator's overrides. */
+    scheduling: SchedulingSchema.optional(),
   })
   .refine((entry) => entry.external || entry.queue === toolQueueName(entry.name), {
     message: "a tool the runner's workers serve has the queue 'tool-<name>'",
@@ -37,9 +40,13 @@ export function toolQueueName(tool: string): string {
   return `tool-${tool}`;
 }
 
-/** The entry a worker publishes for one of its tools. */
-export function catalogEntryOf(tool: ToolDefinition): CatalogEntry {
+/**
+ * The entry a worker publishes for one of its tools; `override` is the operator's scheduling override for it
+ * (docs/scheduling.md), laid over what the definition declares.
+ */
+export function catalogEntryOf(tool: ToolDefinition, override?: Scheduling): CatalogEntry {
   const external = queueOfTool(tool);
+  const scheduling = mergeScheduling(declaredScheduling(tool), override);
   return {
     name: tool.name,
     ...(tool.title ? { title: tool.title } : {}),
@@ -51,6 +58,8 @@ export function catalogEntryOf(tool: ToolDefinition): CatalogEntry {
     retrySafe: tool.retrySafe ?? true,
     queue: external ?? toolQueueName(tool.name),
     external: external !== undefined,
+    // Absent when nothing is set, so that entries of tools without settings stay as earlier versions published them.
+    ...(Object.keys(scheduling).length > 0 ? { scheduling } : {}),
   };
 }
 

@@ -17,6 +17,7 @@ export * from './job-state.ts';
 export * from './jsonrpc.ts';
 export * from './meta.ts';
 export * from './outcome.ts';
+export * from './scheduling.ts';
 export * from './schemas.ts';
 export * from './task.ts';
 export * from './task-status.ts';

@@ -2,6 +2,7 @@
 // task negotiation) and by the worker (execution).
 import { z } from 'zod';
 import { ErrorCode, ProtocolError } from './jsonrpc.ts';
+import { SchedulingSchema, type Scheduling } from './scheduling.ts';
 import { describeIssues, type CallToolResult } from './schemas.ts';
 
 export const TaskSupport = { Forbidden: 'forbidden', Optional: 'optional', Required: 'required' } as const;
@@ -15,7 +16,7 @@ export interface ToolLogger {
 
 export interface ToolContext {
   taskId: string;
-  /** 1 on the first run; higher when the job is run again after a crash or a retry. */
+  /** 1 on the first run; one more after each failed run (retry) and each crash of a worker running it. */
   attempt: number;
   /** Fires when the task is cancelled or the worker shuts down: stop promptly. */
   signal: AbortSignal;
@@ -55,6 +56,19 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * fails with a clear statusMessage instead of running twice.
    */
   retrySafe?: boolean;
+  /** The most runs of this tool at once across all workers (docs/scheduling.md); default: no limit. */
+  concurrency?: Scheduling['concurrency'];
+  /** The most starts per window across all workers, e.g. `{ max: 10, perMs: 1000 }`; default: none. */
+  rateLimit?: Scheduling['rateLimit'];
+  /**
+   * Runs again after an error the tool throws (not after a FinalError), e.g.
+   * `{ attempts: 3, backoff: { type: 'exponential', delayMs: 1000 }, maxDelayMs: 30_000 }`; default: 1 attempt.
+   */
+  retry?: Scheduling['retry'];
+  /** A run longer than this is aborted (its signal fires) and counts as a failed attempt; default: none. */
+  timeoutMs?: Scheduling['timeoutMs'];
+  /** The most runs of this tool one principal has at once; default: none (MAX_RUNNING_PER_OWNER still applies). */
+  maxRunningPerOwner?: Scheduling['maxRunningPerOwner'];
   run(args: z.infer<S>, context: ToolContext): Promise<CallToolResult>;
 }
 
@@ -70,6 +84,10 @@ export interface ToolAnnotations {
 export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): ToolDefinition<S> {
   if (!/^[A-Za-z0-9_.-]{1,128}$/.test(definition.name)) {
     throw new Error(`Tool name '${definition.name}' must be 1-128 characters of A-Z, a-z, 0-9, '_', '-', '.'`);
+  }
+  const scheduling = SchedulingSchema.safeParse(declaredScheduling(definition));
+  if (!scheduling.success) {
+    throw new Error(`Tool '${definition.name}' has invalid scheduling settings: ${describeIssues(scheduling.error)}`);
   }
   return definition;
 }
@@ -119,6 +137,20 @@ export class ToolRegistry {
       `Invalid arguments for tool '${tool.name}': ${describeIssues(parsed.error)}`,
     );
   }
+}
+
+/** The scheduling settings the tool's definition declares (docs/scheduling.md). */
+export function declaredScheduling(tool: Pick<ToolDefinition, keyof Scheduling>): Scheduling {
+  const declared: Scheduling = {
+    concurrency: tool.concurrency,
+    rateLimit: tool.rateLimit,
+    retry: tool.retry,
+    timeoutMs: tool.timeoutMs,
+    maxRunningPerOwner: tool.maxRunningPerOwner,
+  };
+  for (const key of Object.keys(declared) as (keyof Scheduling)[])
+    if (declared[key] === undefined) delete declared[key];
+  return declared;
 }
 
 export function taskSupportOf(tool: ToolDefinition): TaskSupport {

@@ -17,7 +17,7 @@
  *   }),
  * ];
  */
-export { defineExternalTool, defineQueueTool, defineTool, TaskSupport } from '@mcp-tasks/protocol';
+export { defineExternalTool, defineQueueTool, defineTool, FinalError, TaskSupport } from '@mcp-tasks/protocol';
 export type {
   CallbackTarget,
   CallToolResult,
@@ -29,6 +29,8 @@ export type {
   ExternalSubmission,
   ExternalToolDefinition,
   QueueToolDefinition,
+  RetryPolicy,
+  Scheduling,
   ToolAnnotations,
   ToolContext,
   ToolDefinition,

@@ -53,6 +53,7 @@ export const callTool: MethodHandler = async (params, context) => {
       arguments: args,
       retrySafe: tool.retrySafe,
       ...(tool.external ? { queue: tool.queue } : {}),
+      ...(tool.scheduling !== undefined ? { scheduling: tool.scheduling } : {}),
       ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
       ...(progressToken !== undefined ? { progressToken } : {}),
       ...(trace ? { trace } : {}),

@@ -1,4 +1,6 @@
-// `mcpt overview`: tasks per MCP status, jobs per BullMQ state, connected workers, the oldest waiting task.
+// `mcpt overview`: tasks per MCP status, jobs per BullMQ state, connected workers, the oldest waiting task, and per
+// tool its scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md).
+import type { ToolSchedulingView } from '@mcp-tasks/engine';
 import type { Command } from 'commander';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';
@@ -14,7 +16,7 @@ export function registerOverview(program: Command, io: CliIo): void {
     .action(async (options: { json?: boolean }) => {
       const overview = await withOperator(io.env, ({ admin }) => admin.overview());
       emit(io, options.json === true, overview, () => {
-        const { tasks, jobs, workers, oldestWaiting } = overview;
+        const { tasks, jobs, workers, oldestWaiting, tools = [], heldByPrincipal = {} } = overview;
         const parts = [
           `Tasks: ${tasks.total} (tasks ${tasks.byKind.task}, plain calls ${tasks.byKind.call})`,
           table(
@@ -34,8 +36,46 @@ export function registerOverview(program: Command, io: CliIo): void {
           oldestWaiting
             ? `Oldest waiting task: ${oldestWaiting.taskId} (tool ${oldestWaiting.tool}, owner ${oldestWaiting.owner}), waiting ${formatDuration(oldestWaiting.waitingMs)}`
             : 'Oldest waiting task: none waiting',
+          '',
+          table(
+            [
+              { title: 'tool' },
+              { title: 'running/limit', align: 'right' },
+              { title: 'queued', align: 'right' },
+              { title: 'queued per principal' },
+              { title: 'rate limit' },
+              { title: 'retries', align: 'right' },
+              { title: 'timeouts', align: 'right' },
+              { title: 'held by caps', align: 'right' },
+            ],
+            tools.map(toolRow),
+          ),
+          ...Object.entries(heldByPrincipal).map(
+            ([principal, count]) => `Held back by per-principal caps: ${principal}: ${count}`,
+          ),
         ];
         return parts.join('\n');
       });
     });
+}
+
+function toolRow(tool: ToolSchedulingView): string[] {
+  const perPrincipal = Object.entries(tool.queuedByPrincipal)
+    .sort(([, a], [, b]) => b - a)
+    .map(([principal, count]) => `${principal}: ${count}`)
+    .join(', ');
+  const rate = tool.scheduling.rateLimit;
+  return [
+    tool.tool,
+    `${tool.running}/${tool.limit ?? '-'}`,
+    String(tool.queued),
+    (perPrincipal || '-') + (tool.queuedSampled ? ' (first 1000)' : ''),
+    rate
+      ? `${rate.max} per ${formatDuration(rate.perMs)}` +
+        (tool.rateLimitedForMs > 0 ? `, waiting ${formatDuration(tool.rateLimitedForMs)}` : '')
+      : '-',
+    String(tool.counters.retries),
+    String(tool.counters.timeouts),
+    String(tool.counters.parked),
+  ];
 }

@@ -1,0 +1,80 @@
+// How a tool's calls are scheduled (docs/scheduling.md): global concurrency, a rate limit on starts, retries of the
+// errors the tool throws, a timeout per run, and a cap on what one principal runs at once. Declared in the tool's
+// definition, overridden per tool by operators, published in the catalog so that api replicas and operators see it.
+import { z } from 'zod';
+
+export const BackoffType = { Fixed: 'fixed', Exponential: 'exponential' } as const;
+export type BackoffType = (typeof BackoffType)[keyof typeof BackoffType];
+
+/** BullMQ's largest priority (2^21 - 1): the fair order of waiting jobs is kept below it (docs/scheduling.md). */
+export const MAX_JOB_PRIORITY = 2_097_151;
+
+const positiveInt = (max = Number.MAX_SAFE_INTEGER) => z.number().int().min(1).max(max);
+
+export const RetryPolicySchema = z.strictObject({
+  /** Runs in all, the first included (1: no retry). */
+  attempts: positiveInt(100),
+  backoff: z.strictObject({
+    type: z.enum([BackoffType.Fixed, BackoffType.Exponential]),
+    /** The wait before the second run; exponential doubles it for each further run. */
+    delayMs: z.number().int().min(0).max(86_400_000),
+  }),
+  /** No wait is longer than this. */
+  maxDelayMs: z.number().int().min(0).max(86_400_000).optional(),
+});
+export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
+
+export const SchedulingSchema = z.strictObject({
+  /** The most runs of the tool at once across all workers. */
+  concurrency: positiveInt(1_000_000).optional(),
+  /** The most starts per window across all workers. */
+  rateLimit: z.strictObject({ max: positiveInt(1_000_000), perMs: positiveInt(86_400_000) }).optional(),
+  retry: RetryPolicySchema.optional(),
+  /** A run longer than this is aborted and counts as a failed attempt. */
+  timeoutMs: positiveInt(86_400_000).optional(),
+  /** The most runs of the tool one principal has at once (MAX_RUNNING_PER_OWNER caps all tools together). */
+  maxRunningPerOwner: positiveInt(1_000_000).optional(),
+});
+export type Scheduling = z.infer<typeof SchedulingSchema>;
+
+/** What a tool gets when neither its definition nor an operator says otherwise. */
+export const DEFAULT_RETRY: RetryPolicy = {
+  attempts: 1,
+  backoff: { type: BackoffType.Exponential, delayMs: 1000 },
+  maxDelayMs: 60_000,
+};
+
+/** The tool's settings with an operator's override laid over them field by field (an override wins). */
+export function mergeScheduling(declared: Scheduling | undefined, override: Scheduling | undefined): Scheduling {
+  const merged: Scheduling = { ...declared, ...override };
+  for (const key of Object.keys(merged) as (keyof Scheduling)[]) if (merged[key] === undefined) delete merged[key];
+  return merged;
+}
+
+export function retryPolicyOf(scheduling: Scheduling | undefined): RetryPolicy {
+  return scheduling?.retry ?? DEFAULT_RETRY;
+}
+
+/** How long to wait before run `failedRun + 1`, after run `failedRun` (1-based) failed. */
+export function retryDelayMs(policy: RetryPolicy, failedRun: number): number {
+  const { type, delayMs } = policy.backoff;
+  const delay = type === BackoffType.Fixed ? delayMs : delayMs * 2 ** Math.max(0, failedRun - 1);
+  return Math.min(delay, policy.maxDelayMs ?? Number.MAX_SAFE_INTEGER);
+}
+
+/**
+ * A tool throws this for an error that another run cannot fix (bad input, a refused permission): the task fails at
+ * once whatever its retry policy says.
+ */
+export class FinalError extends Error {
+  override readonly name = 'FinalError';
+}
+
+/**
+ * Whether a thrown error ends the task without retry: our FinalError, BullMQ's UnrecoverableError (by name: a tool
+ * bundle may carry its own copy of either class), and protocol errors (invalid arguments).
+ */
+export function isFinalError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.name === 'FinalError' || error.name === 'UnrecoverableError' || error.name === 'ProtocolError';
+}

@@ -1,0 +1,275 @@
+// Scheduling (docs/scheduling.md) with real worker processes on one Redis: a tool's global concurrency and rate
+// limit hold across workers, retries wait with the tool's backoff and stop at a final error, a run longer than its
+// timeoutMs fails, principals take turns, a per-principal cap holds tasks back visibly, and a killed worker's slots
+// come back. Limits are checked from the start and end times the tools themselves report.
+import { expect } from 'chai';
+import { KeySpace, TaskStore } from '@mcp-tasks/engine';
+import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
+import { startSystem, type System } from '../support/processes.ts';
+
+const TOOLS = './test/fixtures/scheduling/tools.ts';
+// Short locks: a killed worker's jobs (and their slots) come back within a few seconds. Not shorter: a lock that a
+// loaded machine fails to renew in time lets a job run twice at once, which is at-least-once, not a broken limit.
+const FAST_RECOVERY = { WORKER_LOCK_DURATION_MS: '3000', WORKER_STALLED_INTERVAL_MS: '1000', MCPT_TOOLS: TOOLS };
+
+interface Timed {
+  start: number;
+  end: number;
+  pid: number;
+  attempt: number;
+}
+
+async function finished(client: McpTestClient, taskId: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+  return eventually(
+    async () => {
+      const task = await client.call('tasks/get', { taskId });
+      return ['completed', 'failed', 'cancelled'].includes(String(task['status'])) ? task : undefined;
+    },
+    timeoutMs,
+    100,
+  );
+}
+
+async function report(client: McpTestClient, taskId: string): Promise<Timed> {
+  const result = await client.call('tasks/result', { taskId }, { headers: { accept: 'application/json' } });
+  return result['structuredContent'] as Timed;
+}
+
+async function runAll(client: McpTestClient, tool: string, args: Record<string, unknown>, count: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) ids.push(String((await client.createTask(tool, args))['taskId']));
+  for (const id of ids) expect((await finished(client, id))['status'], id).to.equal('completed');
+  return Promise.all(ids.map((id) => report(client, id)));
+}
+
+/** The most runs that overlapped at any moment. */
+function mostAtOnce(runs: readonly Timed[]): number {
+  const edges = runs.flatMap((run) => [
+    { at: run.start, delta: 1 },
+    { at: run.end, delta: -1 },
+  ]);
+  // An end and a start at the same millisecond do not overlap.
+  edges.sort((a, b) => a.at - b.at || a.delta - b.delta);
+  let now = 0;
+  let most = 0;
+  for (const edge of edges) most = Math.max(most, (now += edge.delta));
+  return most;
+}
+
+describe('scheduling: limits, retries, timeouts and fairness across real workers', function () {
+  this.timeout(180_000);
+  let system: System;
+  let store: TaskStore;
+
+  before(async () => {
+    system = await startSystem({ apis: 1, workers: 3, env: FAST_RECOVERY });
+    store = new TaskStore(system.redis, new KeySpace(system.prefix));
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('publishes each tool’s scheduling settings in the catalog', async () => {
+    const raw = await system.redis.hget(`${system.prefix}:catalog:tools`, 'gpu');
+    expect(JSON.parse(String(raw))).to.deep.include({ scheduling: { concurrency: 2 } });
+  });
+
+  it('concurrency 2: never more than 2 runs at once across 3 workers, from the tool’s own start and end times', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const runs = await runAll(client, 'gpu', { ms: 300 }, 10);
+    expect(mostAtOnce(runs)).to.equal(2);
+  });
+
+  it('a rate limit of 2 starts per 2 s holds across workers', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const starts = (await runAll(client, 'metered', {}, 6)).map((run) => run.start).sort((a, b) => a - b);
+    // Unlimited, 6 runs on 3 workers start within a few ms; limited, the third start is a window after the first.
+    for (let i = 0; i + 2 < starts.length; i++) {
+      expect((starts[i + 2] as number) - (starts[i] as number), `starts ${i} and ${i + 2}`).to.be.at.least(1000);
+    }
+  });
+
+  it('retries with exponential backoff capped by maxDelayMs; the task says which attempt failed, why and when the next starts', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask('flaky', { failures: 2 }))['taskId']);
+    expect((await finished(client, taskId))['status']).to.equal('completed');
+    expect((await report(client, taskId)).attempt).to.equal(3);
+    const messages = (await store.inspect(taskId))?.history.map((entry) => entry.statusMessage ?? '') ?? [];
+    expect(messages.find((m) => m.startsWith('Attempt 1 of 3 failed'))).to.match(
+      /^Attempt 1 of 3 failed: run 1 broke\. Attempt 2 starts at \S+Z \(in 300 ms\)\.$/,
+    );
+    // 300 ms doubled is 600 ms, capped at 400 ms.
+    expect(messages.find((m) => m.startsWith('Attempt 2 of 3 failed'))).to.match(
+      /run 2 broke\. Attempt 3 starts at .* \(in 400 ms\)\.$/,
+    );
+  });
+
+  it('stops retrying at the last attempt, and at once on a FinalError', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const spent = String((await client.createTask('flaky', { failures: 5 }))['taskId']);
+    const final = String((await client.createTask('flaky', { final: true }))['taskId']);
+    const spentTask = await finished(client, spent);
+    expect(spentTask).to.include({ status: 'failed' });
+    expect(spentTask['statusMessage']).to.match(/^Attempt 3 of 3 failed: .*run 3 broke\. No attempts left\.$/);
+    const finalTask = await finished(client, final);
+    expect(finalTask['statusMessage']).to.equal(
+      'Attempt 1 of 3 failed: the input can never work. The error is final: no retry.',
+    );
+    const history = (await store.inspect(final))?.history ?? [];
+    expect(history.filter((entry) => entry.statusMessage?.startsWith('Running on'))).to.have.length(1);
+  });
+
+  it('a run longer than timeoutMs is aborted and fails, saying so', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask('slow', { ms: 30_000 }))['taskId']);
+    const task = await finished(client, taskId);
+    expect(task).to.include({ status: 'failed' });
+    expect(task['statusMessage']).to.equal('Attempt 1 of 1 timed out after 300 ms (timeoutMs)');
+    await expectRpcError(
+      client.call('tasks/result', { taskId }, { headers: { accept: 'application/json' } }),
+      -32603,
+      "Tool 'slow' failed: it ran longer than its timeoutMs (300 ms) and was aborted",
+    );
+  });
+
+  it('fairness: one principal queues 40, a second then queues 2, which finish long before the first one’s backlog', async () => {
+    // Without auth each session is its own principal.
+    const heavy = await McpTestClient.connect(system.apiUrl);
+    const light = await McpTestClient.connect(system.apiUrl);
+    const backlog = await Promise.all(
+      Array.from({ length: 40 }, async () => String((await heavy.createTask('turns', { ms: 100 }))['taskId'])),
+    );
+    const lightArrived = Date.now();
+    const late = [
+      String((await light.createTask('turns', { ms: 100 }))['taskId']),
+      String((await light.createTask('turns', { ms: 100 }))['taskId']),
+    ];
+    for (const id of late) expect((await finished(light, id))['status']).to.equal('completed');
+    const lightEnd = Math.max(...(await Promise.all(late.map((id) => report(light, id)))).map((run) => run.end));
+    for (const id of backlog) expect((await finished(heavy, id))['status']).to.equal('completed');
+    const heavyRuns = await Promise.all(backlog.map((id) => report(heavy, id)));
+    // Round robin: from the second principal's arrival to the end of its two tasks, the first one runs the task
+    // running then, the head of its queue, then one per turn (3 or 4 in all, 4 measured), not its backlog (36).
+    const between = heavyRuns.filter((run) => run.end > lightArrived && run.start < lightEnd).length;
+    const after = heavyRuns.filter((run) => run.start >= lightEnd).length;
+    const figures = `${between} ran meanwhile, ${after} still to start`;
+    expect(between, `tasks of the first principal run while the second one’s waited (${figures})`).to.be.at.most(6);
+    expect(
+      after,
+      `tasks of the first principal still to run when the second one’s were done (${figures})`,
+    ).to.be.at.least(20);
+    expect(mostAtOnce([...heavyRuns])).to.equal(1);
+  });
+
+  it('a worker killed while holding both slots of a tool gives them back (stalled-job recovery)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const doomed = await system.addWorker();
+    // Only the new worker serves gpu for now: the others stop taking its jobs.
+    const others = system.workers.filter((worker) => worker !== doomed);
+    await Promise.all(others.map((worker) => worker.stop()));
+    const holding = [
+      String((await client.createTask('gpu', { ms: 60_000 }))['taskId']),
+      String((await client.createTask('gpu', { ms: 60_000 }))['taskId']),
+    ];
+    for (const id of holding) {
+      await eventually(async () => {
+        const task = await client.call('tasks/get', { taskId: id });
+        return String(task['statusMessage']).startsWith('Running on') ? true : undefined;
+      }, 20_000);
+    }
+    const queued = String((await client.createTask('gpu', { ms: 50 }))['taskId']);
+    await doomed.stop('SIGKILL');
+    await system.addWorker();
+    // Both slots came back: the two interrupted runs start again on the new worker (they are retry-safe and were
+    // queued first)...
+    for (const id of holding) {
+      await eventually(async () => {
+        const history = (await store.inspect(id))?.history ?? [];
+        return history.filter((entry) => entry.statusMessage?.startsWith('Running on')).length === 2 || undefined;
+      }, 30_000);
+    }
+    expect((await client.call('tasks/get', { taskId: queued }))['status']).to.equal('working');
+    // ...and once they are cancelled, the queued task gets a slot.
+    for (const id of holding) await client.call('tasks/cancel', { taskId: id });
+    expect((await finished(client, queued, 30_000))['status']).to.equal('completed');
+    expect(await system.redis.llen(`${system.prefix}:tool-gpu:active`)).to.be.at.most(2);
+  });
+});
+
+// An operator's override, as every process of the installation gets it.
+const OVERRIDE = JSON.stringify({ tools: { gpu: { concurrency: 3 }, '*': { timeoutMs: 120_000 } } });
+
+describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks back, visibly, without leaks', function () {
+  this.timeout(120_000);
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({
+      apis: 1,
+      workers: 2,
+      env: { ...FAST_RECOVERY, MAX_RUNNING_PER_OWNER: '1', SCHEDULING: OVERRIDE },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('an operator’s SCHEDULING override is in force (catalog and queue) and a worker given another one is refused', async () => {
+    const raw = await system.redis.hget(`${system.prefix}:catalog:tools`, 'gpu');
+    expect(JSON.parse(String(raw))).to.deep.include({ scheduling: { concurrency: 3, timeoutMs: 120_000 } });
+    expect(await system.redis.hget(`${system.prefix}:tool-gpu:meta`, 'concurrency')).to.equal('3');
+    let refused: unknown;
+    await system.addWorker({ SCHEDULING: '{}' }).catch((error: unknown) => (refused = error));
+    expect(String(refused)).to.match(/Tool '\w+' is already served with a different definition/);
+  });
+
+  it('runs one task per principal at once; the others say they are queued behind it; another principal is not held', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const other = await McpTestClient.connect(system.apiUrl);
+    const first = String((await owner.createTask('gpu', { ms: 1500 }))['taskId']);
+    await eventually(
+      async () =>
+        String((await owner.call('tasks/get', { taskId: first }))['statusMessage']).startsWith('Running on') ||
+        undefined,
+    );
+    const second = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+    const held = await eventually(async () => {
+      const task = await owner.call('tasks/get', { taskId: second });
+      return String(task['statusMessage']).startsWith('Queued behind') ? task : undefined;
+    });
+    expect(held).to.include({ status: 'working' });
+    expect(held['statusMessage']).to.match(/^Queued behind 1 of your own tasks: at most 1 .*MAX_RUNNING_PER_OWNER/);
+    // Another principal's task runs meanwhile (gpu has two global slots).
+    const theirs = String((await other.createTask('gpu', { ms: 50 }))['taskId']);
+    expect((await finished(other, theirs))['status']).to.equal('completed');
+    expect((await owner.call('tasks/get', { taskId: first }))['status']).to.equal('working');
+    // When the first ends, the held one starts.
+    const runs = await Promise.all(
+      [first, second].map(async (id) => {
+        expect((await finished(owner, id))['status']).to.equal('completed');
+        return report(owner, id);
+      }),
+    );
+    expect(runs[1]?.start).to.be.at.least(runs[0]?.end ?? Infinity);
+  });
+
+  it('a worker killed while running a principal’s task gives its slot back: the principal’s next task starts', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const doomed = await system.addWorker();
+    const others = system.workers.filter((worker) => worker !== doomed);
+    await Promise.all(others.map((worker) => worker.stop()));
+    const running = String((await owner.createTask('gpu', { ms: 60_000 }))['taskId']);
+    await eventually(
+      async () =>
+        String((await owner.call('tasks/get', { taskId: running }))['statusMessage']).startsWith('Running on') ||
+        undefined,
+      20_000,
+    );
+    await doomed.stop('SIGKILL');
+    // Cancelled while its worker is dead: its run will not come back, so only its lease can have held the slot.
+    await owner.call('tasks/cancel', { taskId: running });
+    await system.addWorker();
+    const next = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+    expect((await finished(owner, next, 30_000))['status']).to.equal('completed');
+  });
+});
