@@ -56,12 +56,13 @@ export function dashboardPage(paths: DashboardPaths): string {
 <div class="cards" id="overview"></div>
 <section id="charts"><h2>Last hour</h2><div class="chart-row"></div><div class="breakdown-row"></div>
   <p class="error chart-error"></p></section>
-<h2>Tasks</h2>
+<h2>Tools</h2>
 <table id="scheduling">
   <thead><tr><th>tool</th><th>running/limit</th><th>queued</th><th>queued per principal</th><th>rate limit</th>
     <th>retries</th><th>timeouts</th><th>held by caps</th></tr></thead>
   <tbody id="tools"></tbody>
 </table>
+<h2>Tasks</h2>
 <form id="filters">
   <label>status <select name="status"><option value="">any</option>
     <option>working</option><option>input_required</option><option>completed</option><option>failed</option>
