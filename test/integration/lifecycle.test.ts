@@ -22,7 +22,9 @@ describe('session lifecycle (2 api replicas + worker, real Redis)', function () 
   this.timeout(20_000);
   let system: System;
 
-  before(async () => {
+  before(async function () {
+    // Starting processes on a loaded machine can take longer than a test may; startSystem has its own 60 s bound.
+    this.timeout(90_000);
     system = await startSystem({ apis: 2, env: { SESSION_IDLE_TTL_MS: String(SESSION_IDLE_TTL_MS) } });
   });
   after(async () => {

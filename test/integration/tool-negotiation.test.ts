@@ -10,7 +10,9 @@ describe('tool task negotiation (api + worker processes, real Redis)', function 
   let system: System;
   let client: McpTestClient;
 
-  before(async () => {
+  before(async function () {
+    // Starting processes on a loaded machine can take longer than a test may; startSystem has its own 60 s bound.
+    this.timeout(90_000);
     system = await startSystem();
     client = await McpTestClient.connect(system.apiUrl);
   });

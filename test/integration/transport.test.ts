@@ -39,7 +39,9 @@ describe('Streamable HTTP transport: bad input (api + worker processes, real Red
   let port: number;
   let survivor: Record<string, unknown>;
 
-  before(async () => {
+  before(async function () {
+    // Starting processes on a loaded machine can take longer than a test may; startSystem has its own 60 s bound.
+    this.timeout(90_000);
     system = await startSystem({ env: { MAX_BODY_BYTES: String(MAX_BODY_BYTES) } });
     port = Number(system.apis[0]?.port);
     client = await McpTestClient.connect(system.apiUrl);
