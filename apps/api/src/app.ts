@@ -29,6 +29,7 @@ import type { ApiServices } from './context.ts';
 import { isLoopbackHost } from './http-guards.ts';
 import { operationsRouter } from './ops.ts';
 import { PlainCalls } from './plain-calls.ts';
+import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
 import { ApiTools } from './tool-catalog.ts';
 import { mcpRouter } from './transport/router.ts';
@@ -115,6 +116,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
         streamAfterMs: config.RESULT_STREAM_AFTER_MS,
       }),
       tools: new ApiTools(catalogView),
+      requestStates: new RequestStateSigner(redis, keys.requestStateKey()),
       metrics,
       security,
     };

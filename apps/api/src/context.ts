@@ -19,6 +19,7 @@ import type {
 import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
+import type { RequestStateSigner } from './modern/request-state.ts';
 import type { PlainCalls } from './plain-calls.ts';
 import type { StreamReply } from './stream-reply.ts';
 import type { ApiTools } from './tool-catalog.ts';
@@ -32,6 +33,8 @@ export interface ApiServices {
   plainCalls: PlainCalls;
   /** The live tool catalog (docs/catalog.md). */
   tools: ApiTools;
+  /** Signs and checks the MRTR requestState of 2026-07-28 synchronous calls (modern/request-state.ts). */
+  requestStates: RequestStateSigner;
   events: SessionEvents;
   inputs: InputBroker;
   subscriber: Subscriber;

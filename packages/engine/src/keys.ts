@@ -95,6 +95,11 @@ export class KeySpace {
     return `${this.prefix}:address-sessions:${address}`;
   }
 
+  /** String: the HMAC key of MRTR requestState (2026-07-28), shared by every api replica; created once. */
+  requestStateKey(): string {
+    return `${this.prefix}:request-state-key`;
+  }
+
   /** Counter: requests of one principal or client address in one rate-limit window (`window` = its number). */
   rateBucket(scope: string, subject: string, window: number): string {
     return `${this.prefix}:rate:${scope}:${window}:${subject}`;

@@ -139,6 +139,37 @@ export class RateLimiter {
     };
   }
 
+  /**
+   * Applies a charge on its own, for a request that has no session to read in the same round trip (a stateless
+   * 2026-07-28 request): the same buckets and the same verdict as SessionStore.touch gives.
+   */
+  async admit(charge: RateCharge): Promise<RateVerdict> {
+    const multi = this.redis.multi();
+    const used = charge.buckets.filter((bucket) => bucket.limit > 0);
+    for (const bucket of used) {
+      if (bucket.mode === 'hit') multi.incr(bucket.key).pexpire(bucket.key, charge.windowMs * 2, 'NX');
+      else multi.get(bucket.key);
+    }
+    const replies = (await multi.exec()) ?? [];
+    let reply = 0;
+    let refused = 0;
+    for (const bucket of used) {
+      const count = Number(replies[reply]?.[1] ?? 0);
+      reply += bucket.mode === 'hit' ? 2 : 1;
+      const over = bucket.mode === 'hit' ? count > bucket.limit : count >= bucket.limit;
+      if (over) {
+        refused = charge.buckets.indexOf(bucket) + 1;
+        break;
+      }
+    }
+    if (refused > 0) {
+      const counter =
+        charge.buckets[refused - 1]?.mode === 'hit' ? charge.refusalCounters.hit : charge.refusalCounters.check;
+      await this.redis.hincrby(charge.countersKey, counter, 1);
+    }
+    return this.verdictOf(charge, refused);
+  }
+
   /** The verdict on a charged request, given the number of the bucket that refused it (0: none). */
   verdictOf(charge: RateCharge, refused: number): RateVerdict {
     if (refused === 0) return { ok: true };

@@ -96,6 +96,14 @@ export class SessionEvents {
     return newest?.[0] ?? '0-0';
   }
 
+  /**
+   * Takes an answered input request off the session's outstanding ones at once, rather than when its worker wakes
+   * up, so that a read right after the answer no longer shows it (the tasks extension's read-your-writes, X-UPD-5).
+   */
+  async withdrawInput(sessionId: string, requestId: string): Promise<void> {
+    await this.redis.hdel(this.keys.sessionInputs(sessionId), requestId);
+  }
+
   /** Input requests still waiting for this session's client. */
   async pendingInputs(sessionId: string): Promise<PendingInput[]> {
     const all = await this.redis.hgetall(this.keys.sessionInputs(sessionId));

@@ -128,6 +128,27 @@ export class SessionStore {
   }
 
   /**
+   * Stores the context of one stateless (2026-07-28) request that starts work: the work's worker reads the
+   * request's client capabilities here as it reads a session's (apps/worker/src/tool-context.ts). It is not a
+   * session a client can name (its id is never sent), is counted under no session cap, and expires with the work.
+   */
+  async putRequestContext(context: Session, ttlMs: number): Promise<void> {
+    const key = this.keys.session(context.sessionId);
+    await this.redis
+      .multi()
+      .hset(key, {
+        sessionId: context.sessionId,
+        protocolVersion: context.protocolVersion,
+        clientCapabilities: JSON.stringify(context.clientCapabilities),
+        clientInfo: JSON.stringify(context.clientInfo),
+        createdAt: String(context.createdAt),
+        owner: context.owner,
+      })
+      .pexpire(key, ttlMs)
+      .exec();
+  }
+
+  /**
    * The session, its idle timer restarted, and the request counted against the rate limits of `charge`; undefined
    * when the session never existed, expired or was deleted (then nothing is counted). One round trip: every
    * request pays for it. `refused` is the number of the bucket that refused the request (RateLimiter.verdictOf).

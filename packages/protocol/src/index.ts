@@ -22,3 +22,4 @@ export * from './schemas.ts';
 export * from './task.ts';
 export * from './task-status.ts';
 export * from './tool.ts';
+export * from './modern.ts';

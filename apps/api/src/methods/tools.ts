@@ -80,7 +80,7 @@ export const callTool: MethodHandler = async (params, context) => {
 };
 
 /** Writes the record and its job of a task or a plain call; audits the creation, or the refusal at the owner's cap. */
-async function createRecord(context: RequestContext, tool: string, input: CreateTaskInput): Promise<TaskRecord> {
+export async function createRecord(context: RequestContext, tool: string, input: CreateTaskInput): Promise<TaskRecord> {
   const { services, session } = context;
   const record = await services.tasks.create(input).catch((error: unknown) => {
     if (error instanceof ProtocolError && error.code === ErrorCode.LimitExceeded) {
@@ -110,7 +110,7 @@ async function createRecord(context: RequestContext, tool: string, input: Create
 }
 
 /** Arguments are stored with the task and sent to a worker: they get their own cap, below the body's. */
-function checkArgumentsSize(args: unknown, { services, session, requestId, address }: RequestContext): void {
+export function checkArgumentsSize(args: unknown, { services, session, requestId, address }: RequestContext): void {
   const max = services.config.MAX_ARGUMENTS_BYTES;
   const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
   if (size <= max) return;

@@ -17,6 +17,8 @@ import {
 import type { ApiServices } from '../context.ts';
 import { dispatch } from '../dispatcher.ts';
 import { initialize } from '../methods/lifecycle.ts';
+import { classifyPost } from '../modern/classify.ts';
+import { sendRefusal, serveModern } from '../modern/serve.ts';
 import { cancelledRequestOf } from '../plain-calls.ts';
 import {
   acceptsEventStream,
@@ -50,6 +52,22 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
     return;
   }
   const body = message.value;
+
+  // The era first, by the body (C26-COEX-2): a request with the 2026-07-28 `_meta` claim is served statelessly;
+  // everything else continues below exactly as before.
+  const era = classifyPost(body, req.headers);
+  if (era.era === 'refused') {
+    sendRefusal(res, era.refusal);
+    return;
+  }
+  if (era.era === 'modern-notification') {
+    res.status(202).end();
+    return;
+  }
+  if (era.era === 'modern') {
+    await serveModern(services, era.request, req, res);
+    return;
+  }
 
   const request = JsonRpcRequestSchema.safeParse(body);
   if (request.success && request.data.method === 'initialize') {

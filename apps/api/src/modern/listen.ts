@@ -1,0 +1,102 @@
+// subscriptions/listen (C26-SUB-*): a long-lived SSE answer that opens with the acknowledgement of what the server
+// honours, then carries `notifications/tools/list_changed` and, for the tasks extension, `notifications/tasks`
+// with the full DetailedTask of each subscribed task (X-NTF-*). Both come from Redis (the catalog's channel, each
+// task's channel), so a stream on any replica sees changes made through every replica (C26-SUB-7).
+import {
+  isTerminal,
+  modernDetailedTask,
+  modernTaskNotification,
+  ModernErrorCode,
+  ModernMeta,
+  ProtocolError,
+  TASKS_EXTENSION,
+  ErrorCode,
+} from '@mcp-tasks/protocol';
+import { SseWriter } from '../sse.ts';
+import { declaresTasks, type ModernHandler } from './context.ts';
+import { outstandingInputs, readTask } from './tasks.ts';
+
+/** The most tasks one listen request may follow (each is a subscription and a read per change). */
+export const MAX_LISTEN_TASKS = 100;
+
+export const listen: ModernHandler = async (params, context) => {
+  const { services, request, signal } = context;
+  const wanted = params['notifications'];
+  const notifications = typeof wanted === 'object' && wanted !== null ? (wanted as Record<string, unknown>) : {};
+  const taskIds = notifications['taskIds'];
+  if (taskIds !== undefined) {
+    if (!declaresTasks(request.clientCapabilities)) {
+      throw new ProtocolError(
+        ModernErrorCode.MissingRequiredClientCapability,
+        `notifications.taskIds needs the '${TASKS_EXTENSION}' extension declared in this request`,
+        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+      );
+    }
+    if (
+      !Array.isArray(taskIds) ||
+      taskIds.length > MAX_LISTEN_TASKS ||
+      !taskIds.every((id) => typeof id === 'string')
+    ) {
+      throw new ProtocolError(
+        ErrorCode.InvalidParams,
+        `notifications.taskIds must be an array of at most ${MAX_LISTEN_TASKS} task ids`,
+      );
+    }
+  }
+  // Only tasks the caller may read are followed; others are silently left out of the ack (X-NTF-4).
+  const followed: string[] = [];
+  for (const taskId of taskIds ?? []) {
+    const known = await readTask(services, taskId, context.caller).then(
+      () => true,
+      () => false,
+    );
+    if (known && !followed.includes(taskId)) followed.push(taskId);
+  }
+  const toolsListChanged = notifications['toolsListChanged'] === true;
+  const subscriptionId = request.id;
+  const tag = { [ModernMeta.SubscriptionId]: subscriptionId };
+  const keys = services.store.keys;
+  const waiter = await services.subscriber.waiter(...followed.map((taskId) => keys.taskChannel(taskId)));
+  const sse = new SseWriter(context.res);
+  const honoured: Record<string, unknown> = {};
+  if (toolsListChanged) honoured['toolsListChanged'] = true;
+  if (taskIds !== undefined) honoured['taskIds'] = followed;
+  sse.send({
+    jsonrpc: '2.0',
+    method: 'notifications/subscriptions/acknowledged',
+    params: { _meta: tag, notifications: honoured },
+  });
+  const stopListChanged = toolsListChanged
+    ? services.tools.view.onChange(() => {
+        if (!sse.closed)
+          sse.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: tag } });
+      })
+    : () => undefined;
+  const seen = new Map<string, string>();
+  const open = new Set(followed);
+  try {
+    // The current state of each task is sent first, then every change; a terminal task is dropped after its last.
+    while (!sse.closed && !signal.aborted) {
+      for (const taskId of [...open]) {
+        const record = await readTask(services, taskId, context.caller).catch(() => undefined);
+        if (!record) {
+          open.delete(taskId);
+          continue;
+        }
+        const detailed = modernDetailedTask(record, await outstandingInputs(services, record));
+        const text = JSON.stringify(detailed);
+        if (seen.get(taskId) !== text) {
+          seen.set(taskId, text);
+          sse.send(modernTaskNotification(detailed, subscriptionId));
+        }
+        if (isTerminal(record.status)) open.delete(taskId);
+      }
+      await waiter.next(services.config.RESULT_RECHECK_MS, signal);
+    }
+  } finally {
+    stopListChanged();
+    await waiter.close();
+    sse.end();
+  }
+  return { streamed: true };
+};

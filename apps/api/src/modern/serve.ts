@@ -1,0 +1,160 @@
+// Serves one classified 2026-07-28 request statelessly (C26-COEX-1): no session is read or minted (C26-SES-1);
+// the caller is authenticated on this request (the router's guard), charged against the rate limits, and answered
+// with the HTTP status the revision gives each error (C26 §2.3).
+import type { Request, Response } from 'express';
+import { audit, AuditEvent } from '@mcp-tasks/engine';
+import {
+  ErrorCode,
+  errorResponse,
+  ModernErrorCode,
+  ProtocolError,
+  successResponse,
+  type JsonRpcErrorObject,
+} from '@mcp-tasks/protocol';
+import { principalOwner } from '../auth.ts';
+import type { ApiServices } from '../context.ts';
+import { acceptsEventStream } from '../responses.ts';
+import { SseWriter } from '../sse.ts';
+import { noteFailedLookup, rateChargeOf, rateLimitError } from '../task-guards.ts';
+import { addressOf, principalOf } from '../transport/session-gate.ts';
+import type { ModernRequest, ModernRefusal } from './classify.ts';
+import type { Caller, ModernContext, ModernHandler } from './context.ts';
+import { listen } from './listen.ts';
+import { cancelTask, getTask, updateTask, ANONYMOUS_OWNER_PREFIX } from './tasks.ts';
+import { callTool, discover, listTools, SERVER_INFO_META } from './tools.ts';
+
+/**
+ * The methods of the stateless core and the tasks extension. Everything else — `initialize`, `ping`,
+ * `logging/setLevel`, `tasks/result`, `tasks/list`, unknown names — is -32601 with HTTP 404 (C26-MTH-1, X-ERR-4).
+ */
+const methods: Record<string, ModernHandler> = {
+  'server/discover': discover,
+  'tools/list': listTools,
+  'tools/call': callTool,
+  'tasks/get': getTask,
+  'tasks/update': updateTask,
+  'tasks/cancel': cancelTask,
+  'subscriptions/listen': listen,
+};
+
+/** Errors the revision sends with HTTP 400 (C26-HDR-1, C26-META-4, C26-VER-2); -32601 goes with 404. */
+const BAD_REQUEST_CODES = new Set<number>([
+  ModernErrorCode.HeaderMismatch,
+  ModernErrorCode.MissingRequiredClientCapability,
+  ModernErrorCode.UnsupportedProtocolVersion,
+]);
+
+export function sendRefusal(res: Response, refusal: ModernRefusal): void {
+  res.locals['rpcErrorCode'] = refusal.error.code;
+  res.status(refusal.status).json(errorResponse(refusal.id, refusal.error));
+}
+
+export async function serveModern(
+  services: ApiServices,
+  request: ModernRequest,
+  req: Request,
+  res: Response,
+): Promise<void> {
+  const handler = Object.hasOwn(methods, request.method) ? methods[request.method] : undefined;
+  if (!handler) {
+    services.metrics.reject(ErrorCode.MethodNotFound);
+    sendRefusal(res, {
+      status: 404,
+      id: request.id,
+      error: { code: ErrorCode.MethodNotFound, message: `Method not found: '${request.method}'` },
+    });
+    return;
+  }
+  const caller = callerOf(req, res);
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const log = services.log.child({ requestId: request.id, method: request.method, era: 'modern' });
+  const rates = services.security.rates;
+  const admission = await rates.admit(rates.charge(caller.owner, caller.address, rateChargeOf(request.method)));
+  const progressToken = (request.params['_meta'] as Record<string, unknown> | undefined)?.['progressToken'];
+  const streams = acceptsEventStream(req.headers.accept);
+  let sse: SseWriter | undefined;
+  const context: ModernContext = {
+    services,
+    caller,
+    request,
+    requestId: request.id,
+    signal: controller.signal,
+    canStream: streams,
+    admission,
+    log,
+    res,
+    forwardProgress: async (sessionId, cursor) => {
+      if (progressToken === undefined || !streams) return cursor;
+      for (const event of await services.events.after(sessionId, cursor)) {
+        cursor = event.id;
+        if (!('message' in event) || event.message['method'] !== 'notifications/progress') continue;
+        sse ??= new SseWriter(res);
+        sse.send(event.message);
+      }
+      return cursor;
+    },
+  };
+  let outcome: { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
+  try {
+    if (!admission.ok) {
+      audit(services.security.audit, AuditEvent.AccessRejected, {
+        reason: 'rate_limited',
+        scope: admission.scope,
+        principal: caller.owner,
+        requestId: request.id,
+        address: caller.address,
+        method: request.method,
+      });
+      throw rateLimitError(admission, rates.limits.windowMs);
+    }
+    const reply = await handler(request.params, context);
+    if ('streamed' in reply) return;
+    outcome = { result: withServerInfo(reply) };
+  } catch (error) {
+    if (error instanceof ProtocolError) {
+      const guard = {
+        services,
+        session: { sessionId: '', owner: caller.owner } as never,
+        address: caller.address,
+        requestId: request.id,
+        log,
+      };
+      await noteFailedLookup(request.method, request.params, error, guard);
+      services.metrics.reject(error.code);
+      outcome = { error: error.toJSON() };
+    } else {
+      log.error('request failed', { error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+      outcome = { error: { code: ErrorCode.InternalError, message: 'Internal error; the server log has the details' } };
+    }
+  }
+  const message =
+    'result' in outcome ? successResponse(request.id, outcome.result) : errorResponse(request.id, outcome.error);
+  if (sse) {
+    sse.send(message as unknown as Record<string, unknown>);
+    sse.end();
+    return;
+  }
+  if (res.writableEnded || res.destroyed) return;
+  const status = 'error' in outcome && BAD_REQUEST_CODES.has(outcome.error.code) ? 400 : 200;
+  if ('error' in outcome) res.locals['rpcErrorCode'] = outcome.error.code;
+  res.status(status).json(message);
+}
+
+/** Who asks: the authenticated principal, or without authentication the client address (X-SEC-2, docs/security.md). */
+function callerOf(req: Request, res: Response): Caller {
+  const principal = principalOf(res);
+  const address = addressOf(req);
+  if (principal !== undefined) return { owner: principalOwner(principal), authenticated: true, address };
+  return { owner: `${ANONYMOUS_OWNER_PREFIX}${address}`, authenticated: false, address };
+}
+
+function withServerInfo(result: Record<string, unknown>): Record<string, unknown> {
+  const meta = result['_meta'];
+  return {
+    ...result,
+    _meta: { ...(typeof meta === 'object' && meta !== null ? meta : {}), ...SERVER_INFO_META },
+  };
+}
