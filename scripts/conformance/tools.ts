@@ -28,6 +28,16 @@ const text = (value: string) => ({ content: [{ type: 'text', text: value }] });
 const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 const WAV_EMPTY = 'UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=';
 
+const capitalQuestion = {
+  messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+  maxTokens: 100,
+};
+
+function nameOf(answer: Record<string, unknown>): string {
+  const name = (answer['content'] as Record<string, unknown> | undefined)?.['name'];
+  return typeof name === 'string' ? name : 'stranger';
+}
+
 async function askConfirm(context: ToolContext, message: string): Promise<boolean> {
   const answer = await context.elicit({
     message,
@@ -183,6 +193,168 @@ export const tools = [
         content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }],
         isError: true,
       }),
+  }),
+  defineTool({
+    name: 'test_missing_capability',
+    description: 'Asks the client for a completion: a caller without `sampling` gets -32021.',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      const answer = await context.sample({
+        messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }],
+        maxTokens: 20,
+      });
+      return text(`Sampled: ${JSON.stringify(answer['content'] ?? null)}`);
+    },
+  }),
+  defineTool({
+    name: 'test_streaming_elicitation',
+    description: 'Asks the user a question while it runs (an MRTR round on the 2026-07-28 wire).',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      const answer = await context.elicit({
+        message: 'What is your name?',
+        requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+      });
+      return text(`Elicitation answered: ${JSON.stringify(answer['content'] ?? null)}`);
+    },
+  }),
+  defineTool({
+    name: 'test_logging_tool',
+    description: 'Runs and logs on the server only (no logLevel, no log notifications).',
+    inputSchema: z.object({}),
+    run: (_args, { log }) => {
+      log.info('test_logging_tool ran');
+      return Promise.resolve(text('Logging tool completed'));
+    },
+  }),
+  // The MRTR (input-required-result-*) scenarios: each question under the key the scenario expects.
+  defineTool({
+    name: 'test_input_required_result_elicitation',
+    description: 'Asks for a name (key user_name), then greets.',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      const answer = await context.elicit(
+        {
+          message: 'What is your name?',
+          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        },
+        { key: 'user_name' },
+      );
+      return text(`Hello, ${nameOf(answer)}!`);
+    },
+  }),
+  defineTool({
+    name: 'test_input_required_result_sampling',
+    description: 'Asks the client model a question (key capital_question).',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      const answer = await context.sample(capitalQuestion, { key: 'capital_question' });
+      return text(`The model said: ${JSON.stringify(answer['content'] ?? null)}`);
+    },
+  }),
+  defineTool({
+    name: 'test_input_required_result_list_roots',
+    description: "Asks for the client's roots (key client_roots).",
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      const answer = await context.listRoots({ key: 'client_roots' });
+      return text(`Roots: ${JSON.stringify(answer['roots'] ?? [])}`);
+    },
+  }),
+  defineTool({
+    name: 'test_input_required_result_request_state',
+    description: 'Asks for a confirmation (key confirm); the retry carries the signed requestState.',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      await context.elicit(
+        {
+          message: 'Please confirm',
+          requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+        },
+        { key: 'confirm' },
+      );
+      return text('state-ok: the requestState was verified');
+    },
+  }),
+  defineTool({
+    name: 'test_input_required_result_multiple_inputs',
+    description: 'Asks three questions at once (elicitation, sampling, roots).',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      const [user, greeting, roots] = await Promise.all([
+        context.elicit(
+          {
+            message: 'What is your name?',
+            requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+          },
+          { key: 'user_name' },
+        ),
+        context.sample(
+          { messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 },
+          { key: 'greeting' },
+        ),
+        context.listRoots({ key: 'client_roots' }),
+      ]);
+      return text(
+        `Got ${nameOf(user)}, ${JSON.stringify(greeting['content'] ?? null)}, ${JSON.stringify(roots['roots'] ?? [])}`,
+      );
+    },
+  }),
+  defineTool({
+    name: 'test_input_required_result_multi_round',
+    description: 'Asks two questions one after the other (keys step1, step2).',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      const first = await context.elicit(
+        {
+          message: 'Step 1: What is your name?',
+          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        },
+        { key: 'step1' },
+      );
+      const second = await context.elicit(
+        {
+          message: 'Step 2: What is your favorite color?',
+          requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+        },
+        { key: 'step2' },
+      );
+      const color = (second['content'] as Record<string, unknown> | undefined)?.['color'];
+      return text(`${nameOf(first)} likes ${typeof color === 'string' ? color : 'no color'}`);
+    },
+  }),
+  defineTool({
+    name: 'test_input_required_result_tampered_state',
+    description: 'Asks for a confirmation; a retry with a forged requestState is refused.',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      await context.elicit(
+        {
+          message: 'Please confirm',
+          requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+        },
+        { key: 'confirm' },
+      );
+      return text('confirmed');
+    },
+  }),
+  defineTool({
+    name: 'test_input_required_result_capabilities',
+    description: 'Asks the user if the caller declared elicitation, else its model (sampling).',
+    inputSchema: z.object({}),
+    async run(_args, context) {
+      try {
+        await context.elicit({
+          message: 'What is your name?',
+          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        });
+        return text('asked the user');
+      } catch (error) {
+        if (!(error instanceof ProtocolError)) throw error;
+        await context.sample(capitalQuestion);
+        return text('asked the model');
+      }
+    },
   }),
   defineTool({
     name: 'test_tool_with_progress',

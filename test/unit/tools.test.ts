@@ -42,6 +42,7 @@ describe('tool registry and demo tools', () => {
         log: { info: () => undefined, warn: () => undefined, error: () => undefined },
         elicit: () => Promise.reject(new Error('no client')),
         sample: () => Promise.reject(new Error('no client')),
+        listRoots: () => Promise.reject(new Error('no client')),
       },
     );
     setTimeout(() => controller.abort('cancelled'), 50);

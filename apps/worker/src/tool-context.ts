@@ -12,6 +12,9 @@ import {
 import {
   LocalError,
   LocalErrorCode,
+  MODERN_PROTOCOL_VERSIONS,
+  ModernErrorCode,
+  ProtocolError,
   relatedTaskMeta,
   TaskKind,
   type TaskRecord,
@@ -45,11 +48,11 @@ export function createToolContext(
   /** The attempt's trace context (tracing on): each wait for the client is a span of its own. */
   trace?: TraceContext,
 ): ToolContext {
-  const ask = (method: string, capability: string, params: Record<string, unknown>) =>
+  const ask = (method: string, capability: string, params: Record<string, unknown>, key?: string) =>
     inChildSpan(trace, `input wait ${method}`, { 'mcp.task.id': task.taskId, 'mcp.method.name': method }, () =>
-      askClient(method, capability, params),
+      askClient(method, capability, params, key),
     );
-  const askClient = async (method: string, capability: string, params: Record<string, unknown>) => {
+  const askClient = async (method: string, capability: string, params: Record<string, unknown>, key?: string) => {
     const session = await deps.sessions.get(task.sessionId);
     if (!session) {
       throw new LocalError(LocalErrorCode.SessionEnded, `Cannot send ${method}: the client's session has ended`, {
@@ -57,6 +60,14 @@ export function createToolContext(
       });
     }
     if (!(capability in session.clientCapabilities)) {
+      // On the 2026-07-28 wire a missing capability is the request's error, with what it lacks (C26-META-4).
+      if (MODERN_PROTOCOL_VERSIONS.includes(session.protocolVersion)) {
+        throw new ProtocolError(
+          ModernErrorCode.MissingRequiredClientCapability,
+          `The request did not declare the '${capability}' capability, which ${method} needs`,
+          { requiredCapabilities: { [capability]: {} } },
+        );
+      }
       throw new LocalError(
         LocalErrorCode.CapabilityMissing,
         `The client did not declare the '${capability}' capability, so ${method} cannot be sent`,
@@ -72,6 +83,7 @@ export function createToolContext(
       recheckMs: deps.input.recheckMs,
       resumeMessage: `Running on ${deps.workerName}.`,
       attempt: job.attemptsStarted,
+      ...(key !== undefined ? { key } : {}),
     };
     try {
       // A client that runs such requests as tasks of its own (T-CAP-3) gets them task-augmented: it answers at once
@@ -107,8 +119,9 @@ export function createToolContext(
     signal,
     log,
     progress: relayProgress(deps.events, task, job),
-    elicit: (params) => ask('elicitation/create', 'elicitation', { mode: 'form', ...params }),
-    sample: (params) => ask('sampling/createMessage', 'sampling', params),
+    elicit: (params, options) => ask('elicitation/create', 'elicitation', { mode: 'form', ...params }, options?.key),
+    sample: (params, options) => ask('sampling/createMessage', 'sampling', params, options?.key),
+    listRoots: (options) => ask('roots/list', 'roots', {}, options?.key),
   };
 }
 
@@ -150,6 +163,7 @@ function clientCancelsTasks(capabilities: Record<string, unknown>): boolean {
 
 /** Whether the client declared `tasks.requests.<category>.<action>` for this method (T-CAP-2: the list is exhaustive). */
 function clientRunsAsTask(capabilities: Record<string, unknown>, method: string): boolean {
+  if (method === 'roots/list') return false; // not task-augmentable in 2025-11-25
   const [category, action] =
     method === 'elicitation/create' ? ['elicitation', 'create'] : ['sampling', 'createMessage'];
   const tasks = capabilities['tasks'] as { requests?: Record<string, Record<string, unknown> | undefined> } | undefined;

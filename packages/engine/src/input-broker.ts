@@ -33,6 +33,11 @@ export interface AskOptions {
   relatedTask?: boolean;
   /** The attempt of the task's job that asks: once a later one has started, this one's requests no longer count. */
   attempt?: number;
+  /**
+   * The tool's name for the request. The 2026-07-28 wire keys input requests by name (MRTR `inputRequests`, the
+   * tasks extension's); without one, the request's id is its key. The tool keeps names unique for the task's life.
+   */
+  key?: string;
 }
 
 export type InputAnswer = { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
@@ -77,7 +82,11 @@ export class InputBroker {
     const requestKey = this.keys.inputRequest(requestId);
     const deadline = Math.min(Date.now() + options.timeoutMs, task.createdAt + task.ttl);
     await this.#registerRequest(task, requestId, method, deadline)
-      .hset(this.keys.sessionInputs(task.sessionId), requestId, JSON.stringify({ taskId: task.taskId, message }))
+      .hset(
+        this.keys.sessionInputs(task.sessionId),
+        requestId,
+        JSON.stringify({ taskId: task.taskId, message, ...(options.key !== undefined ? { key: options.key } : {}) }),
+      )
       .pexpire(this.keys.sessionInputs(task.sessionId), this.store.streams.idleMs)
       .exec();
     const waiter = await this.subscriber.waiter(this.keys.inputChannel(requestId));

@@ -32,6 +32,8 @@ export interface PendingInput {
   requestId: string;
   taskId: string;
   message: Record<string, unknown>;
+  /** The name the tool gave the request (AskOptions.key): the 2026-07-28 wire shows it as the request's key. */
+  key?: string;
 }
 
 const RESULT_STREAM_LEASE_MS = 30_000;
@@ -108,8 +110,12 @@ export class SessionEvents {
   async pendingInputs(sessionId: string): Promise<PendingInput[]> {
     const all = await this.redis.hgetall(this.keys.sessionInputs(sessionId));
     return Object.entries(all).map(([requestId, raw]) => {
-      const { taskId, message } = JSON.parse(raw) as { taskId: string; message: Record<string, unknown> };
-      return { requestId, taskId, message };
+      const { taskId, message, key } = JSON.parse(raw) as {
+        taskId: string;
+        message: Record<string, unknown>;
+        key?: string;
+      };
+      return { requestId, taskId, message, ...(key !== undefined ? { key } : {}) };
     });
   }
 

@@ -40,6 +40,7 @@ interface CapabilityShape {
 const USED_CLIENT_CAPABILITIES: CapabilityShape = {
   elicitation: { form: {}, url: {} },
   sampling: { context: {}, tools: {} },
+  roots: { listChanged: {} },
   tasks: { cancel: {}, requests: { elicitation: { create: {} }, sampling: { createMessage: {} } } },
 };
 

@@ -29,9 +29,19 @@ export interface ToolContext {
    * `input_required` meanwhile. Rejects with a LocalError (`capability-missing`, `input-timeout`, `input-error`) the
    * tool may handle.
    */
-  elicit: (params: ElicitParams) => Promise<Record<string, unknown>>;
+  elicit: (params: ElicitParams, options?: InputOptions) => Promise<Record<string, unknown>>;
   /** Asks the client's model for a completion (sampling/createMessage); like `elicit` otherwise. */
-  sample: (params: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  sample: (params: Record<string, unknown>, options?: InputOptions) => Promise<Record<string, unknown>>;
+  /** Asks the client for its roots (roots/list; the client must declare `roots`); like `elicit` otherwise. */
+  listRoots: (options?: InputOptions) => Promise<Record<string, unknown>>;
+}
+
+export interface InputOptions {
+  /**
+   * A name for the request, unique for the task's life (e.g. `confirm`): 2026-07-28 clients see the request under
+   * this key (MRTR `inputRequests`, the tasks extension's `inputRequests`). Default: a generated id.
+   */
+  key?: string;
 }
 
 export interface ElicitParams {

@@ -21,7 +21,7 @@ import type { ModernRequest, ModernRefusal } from './classify.ts';
 import type { Caller, ModernContext, ModernHandler } from './context.ts';
 import { listen } from './listen.ts';
 import { cancelTask, getTask, updateTask, ANONYMOUS_OWNER_PREFIX } from './tasks.ts';
-import { callTool, discover, listTools, SERVER_INFO_META } from './tools.ts';
+import { callTool, discover, emptyList, listTools, notFound, SERVER_INFO_META } from './tools.ts';
 
 /**
  * The methods of the stateless core and the tasks extension. Everything else — `initialize`, `ping`,
@@ -30,6 +30,11 @@ import { callTool, discover, listTools, SERVER_INFO_META } from './tools.ts';
 const methods: Record<string, ModernHandler> = {
   'server/discover': discover,
   'tools/list': listTools,
+  'prompts/list': emptyList('prompts'),
+  'resources/list': emptyList('resources'),
+  'resources/templates/list': emptyList('resourceTemplates'),
+  'prompts/get': notFound('prompt', 'name'),
+  'resources/read': notFound('resource', 'uri'),
   'tools/call': callTool,
   'tasks/get': getTask,
   'tasks/update': updateTask,

@@ -80,10 +80,15 @@ export async function answerInputs(
 ): Promise<void> {
   const { services } = context;
   const target = { sessionId: record.sessionId, owner: record.owner };
+  const requestIds = new Map<string, string>();
+  for (const pending of await services.events.pendingInputs(record.sessionId)) {
+    if (pending.taskId === record.taskId) requestIds.set(pending.key ?? pending.requestId, pending.requestId);
+  }
   for (const [key, value] of entries) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) continue;
-    const verdict = await services.inputs.answer(target, key, { result: value as Record<string, unknown> });
-    if (verdict === 'accepted') await services.events.withdrawInput(record.sessionId, key);
+    const requestId = requestIds.get(key);
+    if (requestId === undefined || typeof value !== 'object' || value === null || Array.isArray(value)) continue;
+    const verdict = await services.inputs.answer(target, requestId, { result: value as Record<string, unknown> });
+    if (verdict === 'accepted') await services.events.withdrawInput(record.sessionId, requestId);
     context.log.debug('input answered', { taskId: record.taskId, key, verdict });
   }
 }
@@ -97,7 +102,7 @@ export async function outstandingInputs(
   for (const pending of await services.events.pendingInputs(record.sessionId)) {
     if (pending.taskId !== record.taskId) continue;
     const request = inputRequestOf(pending.message);
-    if (request) inputs[pending.requestId] = request;
+    if (request) inputs[pending.key ?? pending.requestId] = request;
   }
   return inputs;
 }

@@ -36,8 +36,25 @@ const LIST_TTL_MS = 0;
 /** How long an MRTR requestState stays valid (the waiting tool gives up after INPUT_REQUEST_TIMEOUT_MS anyway). */
 const REQUEST_STATE_TTL_MS = 10 * 60_000;
 
+/**
+ * What discover declares. Prompts and resources are declared with their (empty) lists: the runner serves tools
+ * only, and a declared capability must match the handlers (C26-VER-7); the lists carry cache hints (C26-RES-2).
+ */
 export function serverCapabilities(): Record<string, unknown> {
-  return { tools: { listChanged: true }, extensions: { [TASKS_EXTENSION]: {} } };
+  return { tools: { listChanged: true }, prompts: {}, resources: {}, extensions: { [TASKS_EXTENSION]: {} } };
+}
+
+/** prompts/get and resources/read: nothing is found (-32602, the 2026 code for a missing resource too). */
+export function notFound(what: string, param: string): ModernHandler {
+  return (params) =>
+    Promise.reject(
+      new ProtocolError(ErrorCode.InvalidParams, `Unknown ${what}: '${String(params[param]).slice(0, 256)}'`),
+    );
+}
+
+/** prompts/list, resources/list, resources/templates/list: always empty here. */
+export function emptyList(field: string): ModernHandler {
+  return () => Promise.resolve({ resultType: 'complete', [field]: [], ttlMs: LIST_TTL_MS, cacheScope: 'public' });
 }
 
 export const discover: ModernHandler = () =>

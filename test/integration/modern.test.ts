@@ -1,0 +1,582 @@
+// The 2026-07-28 wire beside 2025-11-25 on one endpoint (spec/REQUIREMENTS-2026-07-28.md): classification of each
+// POST, the stateless core, the tasks extension from the same engine, MRTR, subscriptions/listen, on two api
+// replicas sharing one Redis and one worker (the conformance fixture tools, scripts/conformance/tools.ts).
+import { expect } from 'chai';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import {
+  MODERN,
+  modernPost,
+  modernResult,
+  openStream,
+  TASKS_EXT,
+  WITH_TASKS,
+  type ModernReply,
+} from '../support/modern-client.ts';
+import { startSystem, type System } from '../support/processes.ts';
+
+const FIXTURES = { MCPT_TOOLS: './scripts/conformance/tools.ts' };
+
+function expectError(reply: ModernReply, status: number, code: number): void {
+  expect(reply.status, JSON.stringify(reply.body)).to.equal(status);
+  expect(reply.body.error?.code, JSON.stringify(reply.body)).to.equal(code);
+}
+
+describe('MCP 2026-07-28 beside 2025-11-25 (two api replicas, a worker, real Redis)', function () {
+  this.timeout(60_000);
+  let system: System;
+  let a: string;
+  let b: string;
+
+  before(async () => {
+    system = await startSystem({ apis: 2, env: FIXTURES });
+    a = system.apis[0]?.url as string;
+    b = system.apis[1]?.url as string;
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  /** tasks/get on `url` until `done` holds for the task (the harness polls likewise). */
+  function poll(url: string, taskId: string, done: (task: Record<string, unknown>) => boolean) {
+    return eventually(async () => {
+      const task = await modernResult(url, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
+      return done(task) ? task : undefined;
+    }, 20_000);
+  }
+
+  describe('classification of each POST (C26-COEX-2)', () => {
+    it('C26-COEX-4, X-NEG-9: a legacy initialize still gets 2025-11-25 with the core tasks capability and a session', async () => {
+      const client = await McpTestClient.connect(a);
+      expect(client.protocolVersion).to.equal('2025-11-25');
+      expect(client.sessionId).to.be.a('string');
+    });
+
+    it('C26-COEX-4: a legacy initialize asking for 2026-07-28 is answered with 2025-11-25, no extensions', async () => {
+      const res = await fetch(a, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: MODERN, capabilities: {}, clientInfo: { name: 't', version: '1' } },
+        }),
+      });
+      const text = await res.text();
+      const body = JSON.parse(text.startsWith('event:') ? (text.split('data: ')[1] ?? '{}') : text) as {
+        result: { protocolVersion: string; capabilities: Record<string, unknown> };
+      };
+      expect(body.result.protocolVersion).to.equal('2025-11-25');
+      expect(body.result.capabilities).to.have.property('tasks');
+      expect(body.result.capabilities).not.to.have.property('extensions');
+    });
+
+    it('C26-COEX-3: initialize with a valid modern claim is 404 -32601', async () => {
+      expectError(
+        await modernPost(a, 'initialize', {
+          protocolVersion: MODERN,
+          capabilities: {},
+          clientInfo: { name: 'x', version: '1' },
+        }),
+        404,
+        -32601,
+      );
+    });
+
+    it('C26-COEX-2 row 5: initialize without a claim but with a modern MCP-Protocol-Version header is 400 -32020', async () => {
+      const reply = await modernPost(
+        a,
+        'initialize',
+        { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        { meta: {} },
+      );
+      expectError(reply, 400, -32020);
+    });
+
+    it('C26-COEX-2 row 7, C26-META-1: no claim with a 2026-07-28 header is 400 -32602 naming the _meta keys', async () => {
+      const reply = await modernPost(a, 'tools/list', {}, { meta: {} });
+      expectError(reply, 400, -32602);
+      expect(reply.body.error?.message).to.match(/protocolVersion/);
+    });
+
+    it('C26-META-1: a claim without clientCapabilities is 400 -32602 with the request id echoed (C26-ERR-1)', async () => {
+      const reply = await modernPost(
+        a,
+        'tools/list',
+        {},
+        { id: 'x-1', meta: { 'io.modelcontextprotocol/protocolVersion': MODERN } },
+      );
+      expectError(reply, 400, -32602);
+      expect(reply.body.id).to.equal('x-1');
+    });
+
+    it('C26-LEG-3: a request without claim and without session stays on the legacy path (400 asking for initialize)', async () => {
+      const res = await fetch(a, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(res.status).to.equal(400);
+      expect(await res.text()).to.match(/Mcp-Session-Id header is required/);
+    });
+
+    it('C26-SES-1, C26-COEX-3: modern requests mint no session and ignore an Mcp-Session-Id', async () => {
+      const reply = await modernPost(a, 'tools/list', {}, { headers: { 'mcp-session-id': 'made-up' } });
+      expect(reply.status).to.equal(200);
+      expect(reply.headers.get('mcp-session-id')).to.equal(null);
+    });
+  });
+
+  describe('the stateless core', () => {
+    it('C26-VER-1, C26-VER-4, C26-VER-6, X-CAP-1, X-CAP-2: server/discover', async () => {
+      const result = await modernResult(a, 'server/discover');
+      expect(result['resultType']).to.equal('complete');
+      expect(result['supportedVersions']).to.deep.equal([MODERN]);
+      expect(result['ttlMs']).to.be.a('number');
+      expect(result['cacheScope']).to.equal('public');
+      const capabilities = result['capabilities'] as Record<string, Record<string, unknown>>;
+      expect(capabilities['extensions']?.[TASKS_EXT]).to.deep.equal({});
+      expect(capabilities).not.to.have.property('tasks');
+      expect(result['_meta']).to.have.property('io.modelcontextprotocol/serverInfo');
+    });
+
+    it('C26-VER-2, C26-VER-3: an unsupported version is 400 -32022 with supported and requested', async () => {
+      const reply = await modernPost(
+        a,
+        'tools/list',
+        {},
+        {
+          meta: {
+            'io.modelcontextprotocol/protocolVersion': 'v999.0.0',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+          headers: { 'mcp-protocol-version': 'v999.0.0' },
+        },
+      );
+      expectError(reply, 400, -32022);
+      expect(reply.body.error?.data).to.deep.equal({ supported: [MODERN], requested: 'v999.0.0' });
+    });
+
+    it('C26-ERR-3: a 2026-07-28 header with a v999.0.0 envelope is -32020, not -32022', async () => {
+      const reply = await modernPost(
+        a,
+        'tools/list',
+        {},
+        {
+          meta: {
+            'io.modelcontextprotocol/protocolVersion': 'v999.0.0',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      );
+      expectError(reply, 400, -32020);
+    });
+
+    it('C26-HDR-1: Mcp-Method or Mcp-Name that do not match the body are 400 -32020', async () => {
+      expectError(await modernPost(a, 'tools/list', {}, { headers: { 'mcp-method': 'tools/call' } }), 400, -32020);
+      expectError(
+        await modernPost(
+          a,
+          'tools/call',
+          { name: 'greet', arguments: { name: 'x' } },
+          { headers: { 'mcp-name': 'other' } },
+        ),
+        400,
+        -32020,
+      );
+      expectError(
+        await modernPost(a, 'tools/call', { name: 'greet', arguments: { name: 'x' } }, { headers: { 'mcp-name': '' } }),
+        400,
+        -32020,
+      );
+    });
+
+    it('C26-HDR-2: a base64-encoded Mcp-Name is decoded before the comparison', async () => {
+      const encoded = `=?base64?${Buffer.from('greet').toString('base64')}?=`;
+      const result = await modernResult(
+        a,
+        'tools/call',
+        { name: 'greet', arguments: { name: 'b64' } },
+        { headers: { 'mcp-name': encoded } },
+      );
+      expect(result['content']).to.deep.equal([{ type: 'text', text: 'Hello, b64!' }]);
+    });
+
+    it('C26-MTH-1, X-ERR-4, C26-HDR-3: removed methods are 404 -32601 (no Mcp-Name needed)', async () => {
+      for (const method of [
+        'ping',
+        'logging/setLevel',
+        'resources/subscribe',
+        'tasks/result',
+        'tasks/list',
+        'unknown/method',
+      ]) {
+        expectError(
+          await modernPost(a, method, { taskId: 'x' }, { capabilities: WITH_TASKS, headers: { 'mcp-name': '' } }),
+          404,
+          -32601,
+        );
+      }
+    });
+
+    it('C26-MTH-3, C26-RES-2: tools/list has no execution field and carries cache hints', async () => {
+      const result = await modernResult(a, 'tools/list');
+      const tools = result['tools'] as Record<string, unknown>[];
+      expect(tools.map((tool) => tool['name'])).to.include.members(['greet', 'slow_compute', 'failing_job']);
+      for (const tool of tools) expect(tool).not.to.have.property('execution');
+      expect(result).to.include({ resultType: 'complete', cacheScope: 'public' });
+    });
+
+    it('C26-RES-1, X-NEG-2, X-NEG-10: a call without the extension is answered synchronously, the legacy task param ignored', async () => {
+      const result = await modernResult(a, 'tools/call', {
+        name: 'slow_compute',
+        arguments: { seconds: 0 },
+        task: { ttl: 60_000 },
+      });
+      expect(result['resultType']).to.equal('complete');
+      expect(result).not.to.have.property('taskId');
+      expect(result['content']).to.have.length(1);
+    });
+
+    it('C26-META-4, X-NEG-5: a task-only tool called without the extension is 400 -32021 naming it', async () => {
+      const reply = await modernPost(a, 'tools/call', { name: 'failing_job', arguments: {} });
+      expectError(reply, 400, -32021);
+      expect(reply.body.error?.data).to.deep.equal({ requiredCapabilities: { extensions: { [TASKS_EXT]: {} } } });
+    });
+
+    it('C26-META-4: a tool that needs sampling from a caller that did not declare it gets 400 -32021 {sampling}', async () => {
+      const reply = await modernPost(a, 'tools/call', { name: 'test_missing_capability', arguments: {} });
+      expectError(reply, 400, -32021);
+      expect(reply.body.error?.data).to.deep.equal({ requiredCapabilities: { sampling: {} } });
+    });
+
+    it('C26-SSE-1, C26-SSE-5: progress of a synchronous call travels on its SSE answer before the result', async () => {
+      const reply = await modernPost(
+        a,
+        'tools/call',
+        { name: 'test_tool_with_progress', arguments: {} },
+        {
+          meta: {
+            'io.modelcontextprotocol/protocolVersion': MODERN,
+            'io.modelcontextprotocol/clientCapabilities': {},
+            progressToken: 'p-1',
+          },
+        },
+      );
+      const progress = reply.messages.filter((message) => message['method'] === 'notifications/progress');
+      expect(progress.length).to.be.greaterThan(0);
+      expect((progress[0]?.['params'] as Record<string, unknown>)['progressToken']).to.equal('p-1');
+      expect(reply.body.result?.['resultType']).to.equal('complete');
+    });
+  });
+
+  describe('the tasks extension from the same engine', () => {
+    it('X-NEG-1, X-RES-1, X-RES-3, X-CRE-1, X-GET-1, X-GET-5: created on one replica, polled on the other to completed', async () => {
+      const created = await modernResult(
+        a,
+        'tools/call',
+        { name: 'slow_compute', arguments: { seconds: 1, label: 'x' } },
+        { capabilities: WITH_TASKS },
+      );
+      expect(created).to.include({ resultType: 'task', status: 'working' });
+      expect(created).to.have.property('ttlMs').that.is.a('number');
+      expect(created).not.to.have.any.keys('task', 'result', 'requestState', 'ttl', 'pollInterval');
+      const taskId = created['taskId'] as string;
+      // Durable before the answer: the other replica resolves it at once.
+      const first = await modernResult(b, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
+      expect(first['resultType']).to.equal('complete');
+      const done = await poll(b, taskId, (task) => task['status'] === 'completed');
+      expect((done['result'] as Record<string, unknown>)['content']).to.deep.equal([
+        { type: 'text', text: 'Computed x in 1s' },
+      ]);
+      expect(done['result']).not.to.have.nested.property('_meta.io\\.modelcontextprotocol/related-task');
+    });
+
+    it('X-GET-5: a tool error (isError) is a completed task with the result; a JSON-RPC error is failed with error', async () => {
+      const failing = await modernResult(
+        a,
+        'tools/call',
+        { name: 'failing_job', arguments: {} },
+        { capabilities: WITH_TASKS },
+      );
+      const completed = await poll(a, failing['taskId'] as string, (task) => task['status'] === 'completed');
+      expect((completed['result'] as Record<string, unknown>)['isError']).to.equal(true);
+      const protocol = await modernResult(
+        a,
+        'tools/call',
+        { name: 'protocol_error_job', arguments: {} },
+        { capabilities: WITH_TASKS },
+      );
+      const failed = await poll(b, protocol['taskId'] as string, (task) => task['status'] === 'failed');
+      expect(failed['error']).to.include({ code: -32603 });
+      expect(failed).to.have.property('statusMessage');
+      expect(failed).not.to.have.property('result');
+    });
+
+    it('X-UPD-4, X-UPD-5, X-UPD-6: input requests answered with tasks/update on the other replica, one key at a time', async () => {
+      const created = await modernResult(
+        a,
+        'tools/call',
+        { name: 'multi_input', arguments: {} },
+        { capabilities: { ...WITH_TASKS, elicitation: {} } },
+      );
+      const taskId = created['taskId'] as string;
+      const waiting = await poll(
+        b,
+        taskId,
+        (task) => Object.keys((task['inputRequests'] as object | undefined) ?? {}).length === 2,
+      );
+      expect(waiting['status']).to.equal('input_required');
+      const [first, second] = Object.keys(waiting['inputRequests'] as object);
+      const ack = await modernResult(
+        b,
+        'tasks/update',
+        { taskId, inputResponses: { [first as string]: { action: 'accept', content: { name: 'n', confirm: true } } } },
+        { capabilities: WITH_TASKS },
+      );
+      expect(ack).to.deep.equal({ resultType: 'complete', _meta: ack['_meta'] });
+      // Read-your-writes: the next read no longer shows the answered key.
+      const after = await modernResult(a, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
+      expect(Object.keys((after['inputRequests'] as object | undefined) ?? {})).to.deep.equal([second]);
+      // Unknown keys and malformed values are acknowledged and ignored (X-UPD-8).
+      await modernResult(
+        a,
+        'tasks/update',
+        { taskId, inputResponses: { 'unknown-key': { ignored: true } } },
+        { capabilities: WITH_TASKS },
+      );
+      await modernResult(
+        a,
+        'tasks/update',
+        {
+          taskId,
+          inputResponses: { [second as string]: { action: 'accept', content: { name: 'm', confirm: false } } },
+        },
+        { capabilities: WITH_TASKS },
+      );
+      await poll(b, taskId, (task) => task['status'] === 'completed');
+    });
+
+    it('X-CAN-2, X-CAN-3: tasks/cancel on the other replica answers the empty ack, also on a terminal task', async () => {
+      const created = await modernResult(
+        a,
+        'tools/call',
+        { name: 'slow_compute', arguments: { seconds: 60 } },
+        { capabilities: WITH_TASKS },
+      );
+      const taskId = created['taskId'] as string;
+      const ack = await modernResult(b, 'tasks/cancel', { taskId }, { capabilities: WITH_TASKS });
+      expect(Object.keys(ack).sort()).to.deep.equal(['_meta', 'resultType']);
+      const cancelled = await poll(a, taskId, (task) => task['status'] === 'cancelled');
+      expect(cancelled).not.to.have.any.keys('result', 'error');
+      expect(await modernResult(b, 'tasks/cancel', { taskId }, { capabilities: WITH_TASKS })).to.include({
+        resultType: 'complete',
+      });
+    });
+
+    it('X-ERR-1, X-ERR-2: tasks/* without the extension is -32021 before the lookup; an unknown id is -32602', async () => {
+      for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+        expectError(await modernPost(a, method, { taskId: 'gate-test', inputResponses: {} }), 400, -32021);
+      }
+      const unknown = await modernPost(a, 'tasks/get', { taskId: 'no-such-task' }, { capabilities: WITH_TASKS });
+      expect(unknown.body.error?.code).to.equal(-32602);
+    });
+
+    it('C26-LEG-4: a legacy task is not readable on the modern wire without its session (its owner is the session)', async () => {
+      const client = await McpTestClient.connect(a);
+      const task = await client.createTask('slow_compute', { seconds: 0 });
+      const reply = await modernPost(
+        b,
+        'tasks/get',
+        { taskId: task['taskId'] as string },
+        { capabilities: WITH_TASKS },
+      );
+      expect(reply.body.error?.code).to.equal(-32602);
+    });
+  });
+
+  describe('MRTR for synchronous calls (C26-MRTR-*)', () => {
+    it('C26-MRTR-2, C26-MRTR-3: round 1 is input_required with the named request and a requestState; the retry on the other replica completes', async () => {
+      const capabilities = { elicitation: {} };
+      const round1 = await modernResult(
+        a,
+        'tools/call',
+        { name: 'test_input_required_result_elicitation', arguments: {} },
+        { capabilities },
+      );
+      expect(round1['resultType']).to.equal('input_required');
+      expect(round1).not.to.have.any.keys('ttlMs', 'cacheScope', 'taskId');
+      const request = (round1['inputRequests'] as Record<string, Record<string, unknown>>)['user_name'];
+      expect(request?.['method']).to.equal('elicitation/create');
+      const retry = await modernResult(
+        b,
+        'tools/call',
+        {
+          name: 'test_input_required_result_elicitation',
+          arguments: {},
+          inputResponses: { user_name: { action: 'accept', content: { name: 'Alice' } } },
+          requestState: round1['requestState'],
+        },
+        { capabilities },
+      );
+      expect(retry['content']).to.deep.equal([{ type: 'text', text: 'Hello, Alice!' }]);
+    });
+
+    it('C26-MRTR-6: a retry without the answer gets a new input_required for the same question', async () => {
+      const capabilities = { elicitation: {} };
+      const round1 = await modernResult(
+        a,
+        'tools/call',
+        { name: 'test_input_required_result_elicitation', arguments: {} },
+        { capabilities },
+      );
+      const again = await modernResult(
+        b,
+        'tools/call',
+        {
+          name: 'test_input_required_result_elicitation',
+          arguments: {},
+          inputResponses: { wrong: { action: 'accept', content: {} } },
+          requestState: round1['requestState'],
+        },
+        { capabilities },
+      );
+      expect(again['resultType']).to.equal('input_required');
+      expect(again['inputRequests']).to.have.property('user_name');
+    });
+
+    it('C26-MRTR-5: a tampered requestState, or one replayed by another caller or for other arguments, is -32602', async () => {
+      const capabilities = { elicitation: {} };
+      const round1 = await modernResult(
+        a,
+        'tools/call',
+        { name: 'test_input_required_result_tampered_state', arguments: {} },
+        { capabilities },
+      );
+      const state = round1['requestState'] as string;
+      const tampered = `${state.slice(0, -2)}${state.endsWith('A') ? 'BB' : 'AA'}`;
+      const bad = await modernPost(
+        a,
+        'tools/call',
+        {
+          name: 'test_input_required_result_tampered_state',
+          arguments: {},
+          inputResponses: {},
+          requestState: tampered,
+        },
+        { capabilities },
+      );
+      expect(bad.body.error?.code).to.equal(-32602);
+      const otherArgs = await modernPost(
+        a,
+        'tools/call',
+        {
+          name: 'test_input_required_result_tampered_state',
+          arguments: { x: 1 },
+          inputResponses: {},
+          requestState: state,
+        },
+        { capabilities },
+      );
+      expect(otherArgs.body.error?.code).to.equal(-32602);
+    });
+  });
+
+  describe('subscriptions/listen (C26-SUB-*)', () => {
+    it('C26-SUB-2, C26-SUB-3, X-NTF-1, X-NTF-4, X-NTF-5, C26-SUB-7: the ack first, then the task events made through the other replica', async () => {
+      const created = await modernResult(
+        b,
+        'tools/call',
+        { name: 'confirm_delete', arguments: { filename: 'f.txt' } },
+        { capabilities: { ...WITH_TASKS, elicitation: {} } },
+      );
+      const taskId = created['taskId'] as string;
+      const stream = await openStream(
+        a,
+        'subscriptions/listen',
+        { notifications: { taskIds: [taskId, 'not-a-task'] } },
+        { capabilities: WITH_TASKS, id: 'listen-1' },
+      );
+      try {
+        expect(stream.status).to.equal(200);
+        const ack = await stream.next();
+        expect(ack['method']).to.equal('notifications/subscriptions/acknowledged');
+        const ackParams = ack['params'] as Record<string, unknown>;
+        expect(ackParams['_meta']).to.deep.equal({ 'io.modelcontextprotocol/subscriptionId': 'listen-1' });
+        expect(ackParams['notifications']).to.deep.equal({ taskIds: [taskId] });
+        let event: Record<string, unknown>;
+        do {
+          event = (await stream.next())['params'] as Record<string, unknown>;
+          expect(event['_meta']).to.deep.equal({ 'io.modelcontextprotocol/subscriptionId': 'listen-1' });
+          expect(event['taskId']).to.equal(taskId);
+        } while (event['status'] !== 'input_required');
+        const [key] = Object.keys(event['inputRequests'] as object);
+        await modernResult(
+          b,
+          'tasks/update',
+          { taskId, inputResponses: { [key as string]: { action: 'accept', content: { confirm: true } } } },
+          { capabilities: WITH_TASKS },
+        );
+        do event = (await stream.next())['params'] as Record<string, unknown>;
+        while (event['status'] !== 'completed');
+        expect((event['result'] as Record<string, unknown>)['content']).to.deep.equal([
+          { type: 'text', text: 'Deleted f.txt' },
+        ]);
+      } finally {
+        stream.close();
+      }
+    });
+
+    it('X-NTF-2: taskIds without the extension is 400 -32021', async () => {
+      expectError(await modernPost(a, 'subscriptions/listen', { notifications: { taskIds: ['x'] } }), 400, -32021);
+    });
+  });
+});
+
+describe('MCP 2026-07-28 with authentication (X-SEC-2, C26-SEC-2)', function () {
+  this.timeout(60_000);
+  const ALICE = 'alice-key-0123456789';
+  const BOB = 'bob-key-0123456789ab';
+  let system: System;
+  let url: string;
+
+  before(async () => {
+    system = await startSystem({ env: { ...FIXTURES, AUTH_API_KEYS: `alice:${ALICE},bob:${BOB}` } });
+    url = system.apiUrl;
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('every modern request is authenticated: none without a key (401)', async () => {
+    const reply = await modernPost(url, 'server/discover');
+    expect(reply.status).to.equal(401);
+  });
+
+  it("a task is bound to its principal: another principal's tasks/get, tasks/update and tasks/cancel are -32602", async () => {
+    const created = await modernResult(
+      url,
+      'tools/call',
+      { name: 'slow_compute', arguments: { seconds: 60 } },
+      { capabilities: WITH_TASKS, bearer: ALICE },
+    );
+    const taskId = created['taskId'] as string;
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const reply = await modernPost(
+        url,
+        method,
+        { taskId, inputResponses: {} },
+        { capabilities: WITH_TASKS, bearer: BOB },
+      );
+      expect(reply.body.error?.code, method).to.equal(-32602);
+    }
+    expect(await modernResult(url, 'tasks/get', { taskId }, { capabilities: WITH_TASKS, bearer: ALICE })).to.include({
+      status: 'working',
+    });
+    await modernResult(url, 'tasks/cancel', { taskId }, { capabilities: WITH_TASKS, bearer: ALICE });
+  });
+});
