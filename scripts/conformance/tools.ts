@@ -117,6 +117,7 @@ export const tools = [
     description: 'Asks for a name, then works for a second and greets.',
     inputSchema: z.object({}),
     taskSupport: TaskSupport.Optional,
+    inputFirst: true,
     async run(_args, context) {
       const answer = await context.elicit({
         message: 'Please enter your name.',

@@ -486,6 +486,33 @@ describe('MCP 2026-07-28 beside 2025-11-25 (two api replicas, a worker, real Red
     });
   });
 
+  describe('MRTR then a task (X-COMP-1)', () => {
+    it('X-COMP-1, X-RES-3: an inputFirst tool gathers its answer by MRTR, then the retry on the other replica answers CreateTaskResult', async () => {
+      const capabilities = { ...WITH_TASKS, elicitation: {} };
+      const call = { name: 'test_tool_with_task', arguments: {} };
+      const round1 = await modernResult(a, 'tools/call', call, { capabilities });
+      expect(round1['resultType']).to.equal('input_required');
+      expect(round1).not.to.have.property('taskId');
+      const [key] = Object.keys(round1['inputRequests'] as object);
+      const round2 = await modernResult(
+        b,
+        'tools/call',
+        {
+          ...call,
+          inputResponses: { [key as string]: { action: 'accept', content: { name: 'Alice' } } },
+          requestState: round1['requestState'],
+        },
+        { capabilities },
+      );
+      expect(round2).to.include({ resultType: 'task' });
+      expect(round2).not.to.have.any.keys('requestState', 'inputRequests');
+      const done = await poll(a, round2['taskId'] as string, (task) => task['status'] === 'completed');
+      expect((done['result'] as Record<string, unknown>)['content']).to.deep.equal([
+        { type: 'text', text: 'Hello, Alice!' },
+      ]);
+    });
+  });
+
   describe('subscriptions/listen (C26-SUB-*)', () => {
     it('C26-SUB-2, C26-SUB-3, X-NTF-1, X-NTF-4, X-NTF-5, C26-SUB-7: the ack first, then the task events made through the other replica', async () => {
       const created = await modernResult(

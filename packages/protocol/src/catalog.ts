@@ -18,6 +18,8 @@ export const CatalogEntrySchema = z
     annotations: JsonObject.optional(),
     taskSupport: z.enum([TaskSupport.Forbidden, TaskSupport.Optional, TaskSupport.Required]),
     retrySafe: z.boolean(),
+    /** ToolDefinition.inputFirst; present only when true. */
+    inputFirst: z.literal(true).optional(),
     /** The BullMQ queue whose consumers run the tool's jobs. */
     queue: z
       .string()
@@ -56,6 +58,7 @@ export function catalogEntryOf(tool: ToolDefinition, override?: Scheduling): Cat
     ...(tool.annotations ? { annotations: { ...tool.annotations } } : {}),
     taskSupport: taskSupportOf(tool),
     retrySafe: tool.retrySafe ?? true,
+    ...(tool.inputFirst === true ? { inputFirst: true as const } : {}),
     queue: external ?? toolQueueName(tool.name),
     external: external !== undefined,
     // Absent when nothing is set, so that entries of tools without settings stay as earlier versions published them.

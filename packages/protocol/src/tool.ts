@@ -79,6 +79,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   timeoutMs?: Scheduling['timeoutMs'];
   /** The most runs of this tool one principal has at once; default: none (MAX_RUNNING_PER_OWNER still applies). */
   maxRunningPerOwner?: Scheduling['maxRunningPerOwner'];
+  /**
+   * The tool asks its questions (elicit, sample, listRoots) before its long work. On the 2026-07-28 wire a call
+   * that may become a task first gathers those answers synchronously (MRTR rounds) and becomes a task once they are
+   * in (the tasks extension's composition, X-COMP-1). Default false: such a call is a task from the start.
+   */
+  inputFirst?: boolean;
   run(args: z.infer<S>, context: ToolContext): Promise<CallToolResult>;
 }
 

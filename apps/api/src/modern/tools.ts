@@ -99,18 +99,21 @@ export const callTool: ModernHandler = async (params, context) => {
     // An MRTR retry (C26-MRTR-2): resume the call the state names, after routing this round's answers to it.
     const state = await services.requestStates.verify(retry, expected);
     const record = await services.store.get(state.call);
-    if (!record || record.owner !== context.caller.owner || record.kind !== TaskKind.PlainToolCall) {
+    if (!record || record.owner !== context.caller.owner || isTerminal(record.status)) {
       throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid requestState: the call it resumes has ended');
     }
     const responses = params['inputResponses'];
     if (typeof responses === 'object' && responses !== null && !Array.isArray(responses)) {
       await answerInputs(context, record, Object.entries(responses as Record<string, unknown>));
     }
-    return answerSynchronously(context, record, expected);
+    // A task gathering its first answers (inputFirst) is handed over once its tool runs on without the client.
+    return answerSynchronously(context, record, expected, { handOver: record.kind === TaskKind.Task && withTasks });
   }
   // Tasks: only for a request that declared the extension (X-NEG-1/2), for a tool that may run as one. The
   // legacy `task` param means nothing here (X-NEG-10).
   const asTask = withTasks && tool.taskSupport !== TaskSupport.Forbidden;
+  // A tool that asks first is a task whose first questions go back as MRTR rounds, not yet as a task (X-COMP-1).
+  const gatherFirst = asTask && tool.inputFirst === true;
   const progressToken = call._meta?.progressToken;
   // The worker reads the request's capabilities where it reads a session's: stored before the job can start.
   await services.sessions.putRequestContext(legacy.session, services.tasks.grantTtl(undefined));
@@ -124,7 +127,7 @@ export const callTool: ModernHandler = async (params, context) => {
     ...(tool.external ? { queue: tool.queue } : {}),
     ...(progressToken !== undefined && !asTask ? { progressToken } : {}),
   });
-  if (!asTask) return answerSynchronously(context, record, expected);
+  if (!asTask || gatherFirst) return answerSynchronously(context, record, expected, { handOver: false });
   context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner });
   return modernCreateTaskResult(record);
 };
@@ -137,6 +140,8 @@ async function answerSynchronously(
   context: ModernContext,
   record: TaskRecord,
   expected: { owner: string; tool: string; args: string },
+  /** Answer CreateTaskResult once the tool runs on (its questions answered, none new): the composition's end. */
+  { handOver }: { handOver: boolean },
 ): Promise<Record<string, unknown>> {
   const { services, signal, requestId } = context;
   const keys = services.store.keys;
@@ -155,6 +160,7 @@ async function answerSynchronously(
         await services.plainCalls.delete(current, requestId);
         return { resultType: 'complete', ...plainResultOf(current) };
       }
+      if (handOver && current.status === TaskStatus.Working) return modernCreateTaskResult(current);
       if (current.status === TaskStatus.InputRequired) {
         const inputRequests = await outstandingInputs(services, current);
         if (Object.keys(inputRequests).length > 0) {
