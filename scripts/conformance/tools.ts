@@ -60,8 +60,11 @@ export const tools = [
     description: 'Computes for the given number of seconds (a task when the caller takes one).',
     inputSchema: z.object({ seconds: z.number().int().min(0).max(3600), label: z.string().optional() }),
     taskSupport: TaskSupport.Optional,
-    async run({ seconds, label }, { signal }) {
-      await sleep(seconds * 1000, signal);
+    async run({ seconds, label }, { signal, progress }) {
+      for (let second = 0; second < seconds; second++) {
+        await progress(second, seconds, `Computed ${second}s of ${seconds}s`);
+        await sleep(1000, signal);
+      }
       return text(`Computed ${label ?? 'result'} in ${seconds}s`);
     },
   }),

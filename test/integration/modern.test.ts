@@ -317,6 +317,21 @@ describe('MCP 2026-07-28 beside 2025-11-25 (two api replicas, a worker, real Red
       expect(failed).not.to.have.property('result');
     });
 
+    it('X-NTF-3: the progress of a task shows as its statusMessage, with no progress notification', async () => {
+      const created = await modernResult(
+        a,
+        'tools/call',
+        { name: 'slow_compute', arguments: { seconds: 3 } },
+        {
+          capabilities: WITH_TASKS,
+        },
+      );
+      const task = await poll(b, created['taskId'] as string, (t) =>
+        /Computed [12]s of 3s/.test(String(t['statusMessage'])),
+      );
+      expect(task['status']).to.equal('working');
+    });
+
     it('X-UPD-4, X-UPD-5, X-UPD-6: input requests answered with tasks/update on the other replica, one key at a time', async () => {
       const created = await modernResult(
         a,

@@ -5,6 +5,7 @@ import {
   type InputBroker,
   type SessionEvents,
   type SessionStore,
+  type TaskStore,
   type Logger,
   type ToolJobData,
   type TraceContext,
@@ -17,6 +18,7 @@ import {
   ProtocolError,
   relatedTaskMeta,
   TaskKind,
+  TaskStatus,
   type TaskRecord,
   type ToolContext,
 } from '@mcp-tasks/protocol';
@@ -33,6 +35,7 @@ export interface ContextDeps {
   events: SessionEvents;
   inputs: InputBroker;
   sessions: SessionStore;
+  store: TaskStore;
   input: InputSettings;
   /** Called around a wait for the client, so the worker can lend the slot to another job meanwhile. */
   waitBudget: { enter(): () => void };
@@ -118,7 +121,7 @@ export function createToolContext(
     attempt: job.attemptsMade + job.stalledCounter + 1,
     signal,
     log,
-    progress: relayProgress(deps.events, task, job),
+    progress: relayProgress(deps, task, job),
     elicit: (params, options) => ask('elicitation/create', 'elicitation', { mode: 'form', ...params }, options?.key),
     sample: (params, options) => ask('sampling/createMessage', 'sampling', params, options?.key),
     listRoots: (options) => ask('roots/list', 'roots', {}, options?.key),
@@ -129,7 +132,14 @@ export function createToolContext(
  * Progress goes to the client as notifications/progress with the original progressToken (T-PROG-1), at most every
  * 250 ms (the last step always), and onto the BullMQ job for operators.
  */
-function relayProgress(events: SessionEvents, task: TaskRecord, job: Job<ToolJobData>): ToolContext['progress'] {
+function relayProgress(
+  deps: Pick<ContextDeps, 'events' | 'sessions' | 'store'>,
+  task: TaskRecord,
+  job: Job<ToolJobData>,
+): ToolContext['progress'] {
+  const { events } = deps;
+  // A task of a 2026-07-28 request has no progress notifications (X-NTF-3): its progress is its statusMessage.
+  let modernTask: Promise<boolean> | undefined;
   let last = 0;
   return async (progress, total, message) => {
     const now = Date.now();
@@ -137,6 +147,22 @@ function relayProgress(events: SessionEvents, task: TaskRecord, job: Job<ToolJob
     last = now;
     const detail = { progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) };
     const writes: Promise<unknown>[] = [job.updateProgress(detail)];
+    modernTask ??=
+      task.kind === TaskKind.Task
+        ? deps.sessions
+            .get(task.sessionId)
+            .then((session) => MODERN_PROTOCOL_VERSIONS.includes(session?.protocolVersion ?? ''))
+        : Promise.resolve(false);
+    if (await modernTask.catch(() => false)) {
+      const statusMessage = message ?? `Progress ${progress}${total !== undefined ? ` of ${total}` : ''}.`;
+      writes.push(
+        deps.store.transition(task, TaskStatus.Working, {
+          statusMessage,
+          from: [TaskStatus.Working],
+          attempt: job.attemptsStarted,
+        }),
+      );
+    }
     if (task.progressToken !== undefined) {
       writes.push(
         events.append(task.sessionId, task.taskId, {
