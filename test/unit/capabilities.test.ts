@@ -55,6 +55,8 @@ describe('what a session keeps of initialize', () => {
     expect(usedClientCapabilities(declared)).to.deep.equal({
       elicitation: { form: {}, url: {} },
       sampling: {},
+      // ctx.listRoots() asks for the roots: the runner acts on `roots` too.
+      roots: { listChanged: {} },
       tasks: { cancel: {}, requests: { elicitation: { create: {} }, sampling: { createMessage: {} } } },
     });
     expect(usedClientCapabilities({})).to.deep.equal({});
