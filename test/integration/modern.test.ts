@@ -587,7 +587,9 @@ describe('MCP 2026-07-28 with authentication (X-SEC-2, C26-SEC-2)', function () 
   let url: string;
 
   before(async () => {
-    system = await startSystem({ env: { ...FIXTURES, AUTH_API_KEYS: `alice:${ALICE},bob:${BOB}` } });
+    system = await startSystem({
+      env: { ...FIXTURES, AUTH_API_KEYS: `alice:${ALICE},bob:${BOB}`, MAX_STREAMS_PER_SESSION: '1' },
+    });
     url = system.apiUrl;
   });
   after(async () => {
@@ -597,6 +599,29 @@ describe('MCP 2026-07-28 with authentication (X-SEC-2, C26-SEC-2)', function () 
   it('every modern request is authenticated: none without a key (401)', async () => {
     const reply = await modernPost(url, 'server/discover');
     expect(reply.status).to.equal(401);
+  });
+
+  it('T-SEC-3: open requests are bounded per caller (MAX_STREAMS_PER_SESSION): a listen stream holds the only slot', async () => {
+    const greet = { name: 'greet', arguments: { name: 'x' } };
+    const stream = await openStream(
+      url,
+      'subscriptions/listen',
+      { notifications: { toolsListChanged: true } },
+      { bearer: ALICE },
+    );
+    try {
+      expect((await stream.next())['method']).to.equal('notifications/subscriptions/acknowledged');
+      const refused = await modernPost(url, 'tools/call', greet, { bearer: ALICE });
+      expect(refused.body.error?.code).to.equal(-32029);
+      expect(await modernResult(url, 'tools/call', greet, { bearer: BOB })).to.include({ resultType: 'complete' });
+    } finally {
+      stream.close();
+    }
+    await eventually(
+      async () => (await modernPost(url, 'tools/call', greet, { bearer: ALICE })).body.result,
+      15_000,
+      100,
+    );
   });
 
   it("a task is bound to its principal: another principal's tasks/get, tasks/update and tasks/cancel are -32602", async () => {

@@ -2,7 +2,7 @@
 // the caller is authenticated on this request (the router's guard), charged against the rate limits, and answered
 // with the HTTP status the revision gives each error (C26 §2.3).
 import type { Request, Response } from 'express';
-import { audit, AuditEvent } from '@mcp-tasks/engine';
+import { audit, AuditEvent, SecurityEvent, type ConnectionSlot } from '@mcp-tasks/engine';
 import {
   ErrorCode,
   errorResponse,
@@ -115,9 +115,14 @@ export async function serveModern(
       });
       throw rateLimitError(admission, rates.limits.windowMs);
     }
-    const reply = await handler(request.params, context);
-    if ('streamed' in reply) return;
-    outcome = { result: withServerInfo(reply) };
+    const slot = HOLDING.has(request.method) ? await holdSlot(services, caller, request) : undefined;
+    try {
+      const reply = await handler(request.params, context);
+      if ('streamed' in reply) return;
+      outcome = { result: withServerInfo(reply) };
+    } finally {
+      await slot?.release().catch(() => undefined);
+    }
   } catch (error) {
     if (error instanceof ProtocolError) {
       const guard = {
@@ -146,6 +151,33 @@ export async function serveModern(
   const status = 'error' in outcome && BAD_REQUEST_CODES.has(outcome.error.code) ? 400 : 200;
   if ('error' in outcome) res.locals['rpcErrorCode'] = outcome.error.code;
   res.status(status).json(message);
+}
+
+/**
+ * Requests that may stay open (a synchronous call waits for its tool; a listen stream lasts): each holds one of its
+ * caller's slots meanwhile, MAX_STREAMS_PER_SESSION per caller across replicas — a stateless caller's counterpart
+ * of a session's streams (stream-limit.ts).
+ */
+const HOLDING = new Set(['tools/call', 'subscriptions/listen']);
+
+async function holdSlot(services: ApiServices, caller: Caller, request: ModernRequest): Promise<ConnectionSlot> {
+  const slot = await services.security.connections.acquire(`modern-${caller.owner}`);
+  if (slot) return slot;
+  audit(services.security.audit, AuditEvent.AccessRejected, {
+    reason: 'too_many_streams',
+    principal: caller.owner,
+    requestId: request.id,
+    address: caller.address,
+    method: request.method,
+  });
+  services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+  const max = services.config.MAX_STREAMS_PER_SESSION;
+  throw new ProtocolError(
+    ErrorCode.LimitExceeded,
+    `Too many open requests: this caller already has ${max} synchronous calls or listen streams open ` +
+      '(MAX_STREAMS_PER_SESSION); wait for one to end, or call the tool as a task',
+    { limit: 'streams_per_caller', max },
+  );
 }
 
 /** Who asks: the authenticated principal, or without authentication the client address (X-SEC-2, docs/security.md). */
