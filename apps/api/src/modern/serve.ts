@@ -77,7 +77,9 @@ export async function serveModern(
   });
   const log = services.log.child({ requestId: request.id, method: request.method, era: 'modern' });
   const rates = services.security.rates;
-  const admission = await rates.admit(rates.charge(caller.owner, caller.address, rateChargeOf(request.method)));
+  // tasks/update names a task by id like tasks/get: it is charged as a lookup.
+  const charge = request.method === 'tasks/update' ? 'lookup' : rateChargeOf(request.method);
+  const admission = await rates.admit(rates.charge(caller.owner, caller.address, charge));
   const progressToken = (request.params['_meta'] as Record<string, unknown> | undefined)?.['progressToken'];
   const streams = acceptsEventStream(req.headers.accept);
   let sse: SseWriter | undefined;
@@ -148,6 +150,11 @@ export async function serveModern(
     return;
   }
   if (res.writableEnded || res.destroyed) return;
+  if (res.headersSent) {
+    // A stream that failed after it began (a listen stream): nothing more can be said on it.
+    res.end();
+    return;
+  }
   const status = 'error' in outcome && BAD_REQUEST_CODES.has(outcome.error.code) ? 400 : 200;
   if ('error' in outcome) res.locals['rpcErrorCode'] = outcome.error.code;
   res.status(status).json(message);
