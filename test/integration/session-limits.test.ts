@@ -227,6 +227,8 @@ describe('session limits without authentication (2 api replicas; per address, st
     expect(JSON.parse(String(stored['clientCapabilities']))).to.deep.equal({
       elicitation: { form: {} },
       sampling: {},
+      // Kept since tools can ask for the roots (ctx.listRoots()).
+      roots: { listChanged: {} },
       tasks: { cancel: {}, requests: { elicitation: { create: {} } } },
     });
     expect(JSON.parse(String(stored['clientInfo']))).to.deep.equal({
