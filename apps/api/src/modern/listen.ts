@@ -56,7 +56,10 @@ export const listen: ModernHandler = async (params, context) => {
   const subscriptionId = request.id;
   const tag = { [ModernMeta.SubscriptionId]: subscriptionId };
   const keys = services.store.keys;
-  const waiter = await services.subscriber.waiter(...followed.map((taskId) => keys.taskChannel(taskId)));
+  // Each followed task's changes come on this replica's channel once a read registered it (readTask watches).
+  const waiter = await services.subscriber.waiter(
+    ...(await Promise.all(followed.map((taskId) => services.tasks.wakeOn(taskId)))),
+  );
   const sse = new SseWriter(context.res);
   const honoured: Record<string, unknown> = {};
   if (toolsListChanged) honoured['toolsListChanged'] = true;
@@ -78,7 +81,7 @@ export const listen: ModernHandler = async (params, context) => {
     // The current state of each task is sent first, then every change; a terminal task is dropped after its last.
     while (!sse.closed && !signal.aborted) {
       for (const taskId of [...open]) {
-        const record = await readTask(services, taskId, context.caller).catch(() => undefined);
+        const record = await readTask(services, taskId, context.caller, true).catch(() => undefined);
         if (!record) {
           open.delete(taskId);
           continue;

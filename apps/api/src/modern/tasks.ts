@@ -112,13 +112,20 @@ export async function outstandingInputs(
  * authentication a task is its principal's; without, its unguessable id is the capability, for tasks created
  * without authentication only.
  */
-export async function readTask(services: ApiServices, taskId: string, caller: Caller): Promise<TaskRecord> {
-  if (caller.authenticated) return services.tasks.getOwned(taskId, caller.owner);
+export async function readTask(
+  services: ApiServices,
+  taskId: string,
+  caller: Caller,
+  /** Register this replica as a waiter for the task's changes (a listen stream): its channel then wakes it. */
+  watch = false,
+): Promise<TaskRecord> {
+  if (caller.authenticated) return services.tasks.getOwned(taskId, caller.owner, { watch });
   const record = await services.store.get(taskId);
   if (!record || record.kind !== TaskKind.Task || !record.owner.startsWith(ANONYMOUS_OWNER_PREFIX)) {
     throw new TaskNotFoundError();
   }
-  return record;
+  if (!watch) return record;
+  return services.tasks.getOwned(taskId, record.owner, { watch });
 }
 
 export const ANONYMOUS_OWNER_PREFIX = 'anonymous:';

@@ -145,15 +145,16 @@ async function answerSynchronously(
 ): Promise<Record<string, unknown>> {
   const { services, signal, requestId } = context;
   const keys = services.store.keys;
+  // The call's changes come on this replica's channel once a read registered it (getOwned with the watcher id).
   const waiter = await services.subscriber.waiter(
-    keys.taskChannel(record.taskId),
+    await services.tasks.wakeOn(record.taskId),
     keys.sessionChannel(record.sessionId),
   );
   let cursor = '0-0';
   try {
     for (;;) {
       cursor = await context.forwardProgress(record.sessionId, cursor);
-      const current = await services.store.get(record.taskId);
+      const current = await services.store.getOwned(record.taskId, record.owner, services.tasks.watcherId);
       if (!current) throw new ProtocolError(ErrorCode.InternalError, 'The call expired before it finished');
       if (isTerminal(current.status)) {
         await context.forwardProgress(record.sessionId, cursor);
