@@ -55,7 +55,6 @@ export const listen: ModernHandler = async (params, context) => {
   const toolsListChanged = notifications['toolsListChanged'] === true;
   const subscriptionId = request.id;
   const tag = { [ModernMeta.SubscriptionId]: subscriptionId };
-  const keys = services.store.keys;
   // Each followed task's changes come on this replica's channel once a read registered it (readTask watches).
   const waiter = await services.subscriber.waiter(
     ...(await Promise.all(followed.map((taskId) => services.tasks.wakeOn(taskId)))),
