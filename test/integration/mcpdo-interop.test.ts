@@ -2,7 +2,7 @@
 // processes on the 2025-11-25 era: a task call with progress, tasks/list, tasks/get, tasks/cancel, and an
 // elicitation answered. mcpdo keeps one call in flight per connection, so cancel and get of a running task go
 // through a second connection of the same principal (an API key), as a second terminal would.
-// The 2026-07-28 era (mcpdo --era modern) is tested once that revision is served (docs/observability.md).
+// The 2026-07-28 era (mcpdo --era modern) is in mcpdo-modern.test.ts.
 import { expect } from 'chai';
 import { startMcpdo, type Mcpdo, type McpdoResult } from '../support/mcpdo.ts';
 import { eventually } from '../support/mcp-client.ts';

@@ -1,0 +1,103 @@
+// Interop with MCP Inspector's terminal client `mcpdo` (2.12) on the 2026-07-28 era (`--era modern`), against real
+// api and worker processes: a task call through the tasks extension, tasks/get and tasks/cancel from a second
+// connection, and an elicitation of a task answered (tasks/update under the hood). mcpdo does not print the id of
+// the task it follows, so the tests read it from the task records in Redis, as an operator would with mcpt.
+import { expect } from 'chai';
+import { startMcpdo, type Mcpdo, type McpdoResult } from '../support/mcpdo.ts';
+import { eventually } from '../support/mcp-client.ts';
+import { startSystem, type System } from '../support/processes.ts';
+
+const KEY = 'alice-key-0123456789abcdef';
+const AUTH = `Authorization: Bearer ${KEY}`;
+
+interface WireTask {
+  taskId: string;
+  status: string;
+}
+
+describe('MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extension)', function () {
+  this.timeout(120_000);
+  let system: System;
+  let mcpdo: Mcpdo;
+
+  before(async function () {
+    this.timeout(300_000); // the first run downloads Node 22 and the Inspector
+    system = await startSystem({ env: { AUTH_API_KEYS: `alice:${KEY}` } });
+    mcpdo = await startMcpdo();
+    for (const name of ['runner', 'ops']) {
+      const connected = await mcpdo.run([
+        'connect',
+        system.apiUrl,
+        '--connection',
+        name,
+        '--era',
+        'modern',
+        '--header',
+        AUTH,
+      ]);
+      expect(connected.json, connected.stderr).to.include({ name, protocolEra: 'modern' });
+    }
+  });
+  after(async () => {
+    await mcpdo?.close();
+    await system?.stop();
+  });
+
+  const ok = (result: McpdoResult) => {
+    expect(result.code, `${result.stdout}\n${result.stderr}`).to.equal(0);
+    expect(result.json, result.stdout).to.not.have.property('error');
+    return result.json;
+  };
+  // The tasks (not plain calls) in this system's Redis: a 2026-07-28 task is in no tasks/list index, so the records.
+  const tasksOfAlice = async (): Promise<string[]> => {
+    const taskKey = `${system.prefix}:task:`;
+    const ids: string[] = [];
+    for (const key of await system.redis.keys(`${taskKey}*`)) {
+      if (key.endsWith(':inputs')) continue;
+      const [kind, owner] = await system.redis.hmget(key, 'kind', 'owner');
+      if (kind !== 'call' && owner === 'principal:key:alice') ids.push(key.slice(taskKey.length));
+    }
+    return ids;
+  };
+  const taskOf = (json: Record<string, unknown>): WireTask => (json['task'] ?? json) as WireTask;
+
+  it('C26-COEX-2: connects on 2026-07-28 (server/discover, no session) and lists our tools', async () => {
+    const tools = ok(await mcpdo.run(['@runner', 'tools/list']))['tools'] as { name: string }[];
+    expect(tools.map((tool) => tool.name)).to.include.members(['count_primes', 'wait', 'ask_user']);
+  });
+
+  it('X-NEG-1, X-GET-1, X-GET-5: tools/call --task count_primes runs as a task of the extension; the result comes back and tasks/get says completed', async () => {
+    const before = new Set(await tasksOfAlice());
+    const result = ok(await mcpdo.run(['@runner', 'tools/call', 'count_primes', 'below:=3000000', '--task']));
+    expect(result['content']).to.deep.equal([{ type: 'text', text: 'There are 216816 primes below 3000000.' }]);
+    const created = (await tasksOfAlice()).filter((id) => !before.has(id));
+    expect(created, 'one task was created for the call').to.have.length(1);
+    const got = taskOf(ok(await mcpdo.run(['@ops', 'tasks/get', '--task-id', created[0]!])));
+    expect(got).to.include({ taskId: created[0], status: 'completed' });
+  });
+
+  it('X-CAN-2, X-CAN-3: a running task seen by tasks/get and cancelled with tasks/cancel from a second connection ends cancelled', async () => {
+    const before = new Set(await tasksOfAlice());
+    const call = mcpdo.run(['@runner', 'tools/call', 'wait', 'seconds:=60', '--task'], 90_000);
+    const taskId = await eventually(async () => (await tasksOfAlice()).find((id) => !before.has(id)), 30_000);
+    await eventually(async () => {
+      const got = taskOf(ok(await mcpdo.run(['@ops', 'tasks/get', '--task-id', taskId])));
+      return got.status === 'working' ? got : undefined;
+    }, 30_000);
+    ok(await mcpdo.run(['@ops', 'tasks/cancel', '--task-id', taskId]));
+    const ended = await call;
+    expect(ended.code, 'the followed call does not succeed').to.not.equal(0);
+    const after = taskOf(ok(await mcpdo.run(['@ops', 'tasks/get', '--task-id', taskId])));
+    expect(after.status).to.equal('cancelled');
+  });
+
+  it('X-UPD-1, X-UPD-6: an elicitation of a task reaches mcpdo as a pending input, is answered, and the task completes with the answer', async () => {
+    const asked = ok(
+      await mcpdo.run(['@runner', 'tools/call', 'ask_user', '{"question":"Favourite colour?"}', '--task']),
+    );
+    const pending = asked['elicitationPending'] as { elicitationId: string; message: string; mode: string };
+    expect(pending).to.include({ message: 'Favourite colour?', mode: 'form' });
+    const answered = ok(await mcpdo.run(['@runner', 'elicitation/respond', pending.elicitationId, 'answer:=teal']));
+    expect(answered['content']).to.deep.equal([{ type: 'text', text: 'teal' }]);
+  });
+});
