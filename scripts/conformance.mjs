@@ -10,13 +10,14 @@
 //
 // The suite needs Node 22; `npx -p node@22` supplies it without touching the system Node. REDIS_URL, when set,
 // is used instead of starting a redis-server (keys go under a fresh `conformance-<random>` prefix).
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 // Runs under tsx (package.json), which lets this plain script share the TypeScript helper.
 import { freePort } from './lib/ports.ts';
 
@@ -221,29 +222,33 @@ async function startService(name, entry, env, ready) {
   return handle;
 }
 
+// npx resolves Node 22 and the suite once; each scenario then runs them directly (npx per scenario cost seconds each).
+async function locateSuite() {
+  const { stdout } = await promisify(execFile)(
+    process.platform === 'win32' ? 'npx.cmd' : 'npx',
+    ['-y', '-p', NODE_PACKAGE, '-p', CONFORMANCE_PACKAGE, '-c', 'command -v node; command -v conformance'],
+    { env: { ...process.env, npm_config_loglevel: 'error' }, timeout: 240_000, maxBuffer: 1 << 20 },
+  );
+  const [node, bin] = stdout.trim().split('\n');
+  if (!node || !bin) throw new Error(`Node 22 or the conformance suite not found after npx:\n${stdout}`);
+  return { node, bin };
+}
+
 /** Runs one scenario under Node 22 and reads its checks.json. */
-async function runScenario({ name: scenario, spec }, url, outputDir) {
+async function runScenario(suite, { name: scenario, spec }, url, outputDir) {
   const args = [
-    '-y',
-    '-p',
-    NODE_PACKAGE,
-    '-p',
-    CONFORMANCE_PACKAGE,
-    '-c',
-    [
-      'conformance',
-      'server',
-      '--url',
-      url,
-      '--scenario',
-      scenario,
-      ...(spec !== undefined ? ['--spec-version', spec] : []),
-      '-o',
-      outputDir,
-    ].join(' '),
+    suite.bin,
+    'server',
+    '--url',
+    url,
+    '--scenario',
+    scenario,
+    ...(spec !== undefined ? ['--spec-version', spec] : []),
+    '-o',
+    outputDir,
   ];
   const started = Date.now();
-  const run = start(`conformance ${scenario}`, process.platform === 'win32' ? 'npx.cmd' : 'npx', args, {
+  const run = start(`conformance ${scenario}`, suite.node, args, {
     env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', npm_config_loglevel: 'error' },
   });
   const timer = setTimeout(() => run.kill('SIGKILL'), SCENARIO_TIMEOUT_MS);
@@ -315,9 +320,15 @@ async function main() {
 
   const outputRoot = mkdtempSync(join(tmpdir(), 'mcpt-conformance-'));
   cleanups.push(() => rmSync(outputRoot, { recursive: true, force: true }));
+  const suite = await locateSuite();
   const results = [];
   for (const scenario of scenarios) {
-    const result = await runScenario(scenario, url, join(outputRoot, `${scenario.name}-${scenario.spec ?? 'ext'}`));
+    const result = await runScenario(
+      suite,
+      scenario,
+      url,
+      join(outputRoot, `${scenario.name}-${scenario.spec ?? 'ext'}`),
+    );
     if (interrupted) return 130;
     results.push(result);
     console.log(`[conformance] ${result.scenario}: ${result.ok ? 'pass' : 'FAIL'} (${result.summary})`);
