@@ -22,7 +22,7 @@ import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { repoRoot, spawnWorker, startSystem, type System } from '../support/processes.ts';
 import { track } from '../support/resources.ts';
-import { SseConnection } from '../support/sse-client.ts';
+import { openTaskResultStream } from '../support/sse-client.ts';
 
 const EVERYTHING = join(repoRoot, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const FILESYSTEM = join(repoRoot, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
@@ -238,16 +238,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         _meta: { progressToken: 'gateway-progress' },
       });
       const taskId = (created['task'] as { taskId: string }).taskId;
-      const stream = await SseConnection.open(client.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-session-id': String(client.sessionId),
-          'mcp-protocol-version': '2025-11-25',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tasks/result', params: { taskId } }),
-      });
+      const stream = await openTaskResultStream(client, taskId, 7);
       await stream.next((event) => event.message['id'] === 7, 60_000);
       const progress = stream.events
         .filter((event) => event.message['method'] === 'notifications/progress')

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { startSystem, type System } from '../support/processes.ts';
-import { SseConnection } from '../support/sse-client.ts';
+import { openTaskResultStream } from '../support/sse-client.ts';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
@@ -48,16 +48,7 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
       _meta: { traceparent: `00-${traceId}-${clientSpan}-01`, tracestate: 'vendor=abc' },
     });
     const taskId = (created['task'] as { taskId: string }).taskId;
-    const stream = await SseConnection.open(client.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-session-id': String(client.sessionId),
-        'mcp-protocol-version': '2025-11-25',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 'result', method: 'tasks/result', params: { taskId } }),
-    });
+    const stream = await openTaskResultStream(client, taskId, 'result');
     const request = await stream.next((event) => event.message['method'] === 'elicitation/create');
     await client.post({
       jsonrpc: '2.0',

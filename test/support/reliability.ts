@@ -9,7 +9,7 @@ import { McpTestClient, RpcError, sleep, type RpcReply } from './mcp-client.ts';
 import { spawnApi, startSystem, type ApiHandle, type ChildHandle, type System } from './processes.ts';
 import { rawRequest, type RawRequest } from './raw-http.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
-import { SseConnection } from './sse-client.ts';
+import { openTaskResultStream } from './sse-client.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The rig: one redis-server with AOF (everysec), api replicas and workers, with short lock and sweep timings.
@@ -452,18 +452,7 @@ export async function apiCrash(rig: Rig, options: { rounds: number; clients: num
     // SSE waiters first: their streams are open (answer headers received) before the replica dies.
     const streams = await Promise.all(
       clients.map((client, i) =>
-        i % 2 === 0
-          ? Promise.resolve(undefined)
-          : SseConnection.open(client.url, {
-              method: 'POST',
-              headers: {
-                'content-type': 'application/json',
-                accept: 'application/json, text/event-stream',
-                'mcp-session-id': String(client.sessionId),
-                'mcp-protocol-version': '2025-11-25',
-              },
-              body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/result', params: { taskId: ids[i] } }),
-            }),
+        i % 2 === 0 ? Promise.resolve(undefined) : openTaskResultStream(client, ids[i] as string, 1),
       ),
     );
     const waiting = clients.map(async (client, i) => {

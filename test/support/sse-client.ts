@@ -99,3 +99,21 @@ export class SseConnection {
     this.#waiters.clear();
   }
 }
+
+/** Opens `tasks/result` for `taskId` on an initialized 2025-11-25 session, asking for an SSE answer. */
+export function openTaskResultStream(
+  client: { url: string; sessionId: string | undefined },
+  taskId: string,
+  id: string | number,
+): Promise<SseConnection> {
+  return SseConnection.open(client.url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': String(client.sessionId),
+      'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tasks/result', params: { taskId } }),
+  });
+}
