@@ -55,6 +55,12 @@ function text(result: CallToolResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n');
 }
 
+/** Calls an upstream's echo tool (`tool` names it with its prefix) and checks the text it answers. */
+async function expectEcho(client: Client, tool: string, message: string): Promise<void> {
+  const result = await client.callTool({ name: tool, arguments: { message } });
+  expect(text(result as CallToolResult)).to.equal(`Echo: ${message}`);
+}
+
 /** server-everything over Streamable HTTP on a free port, stopped after the suite. */
 async function startHttpEverything(port?: number): Promise<{ url: string; stop: () => Promise<void> }> {
   port ??= await freePort();
@@ -87,6 +93,16 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
   let dir: string;
   let files: string;
   let wiretap: { pids: string; log: string };
+
+  /** Runs `body` with a fresh SDK client (no client capabilities) on the api, closing it whatever happens. */
+  async function withClient(body: (client: Client) => Promise<void>): Promise<void> {
+    const { client, close } = await connect(system.apiUrl, {});
+    try {
+      await body(client);
+    } finally {
+      await close();
+    }
+  }
 
   /** The ids of the stdio server-everything processes started so far, oldest first. */
   const upstreamPids = () => readFileSync(wiretap.pids, 'utf8').split('\n').filter(Boolean).map(Number);
@@ -159,8 +175,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
   });
 
   it('lists the tools of every upstream with their prefixes, allow/deny lists and taskSupport (default optional)', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const { tools } = await eventually(async () => {
         const listed = await client.listTools();
         return listed.tools.some((tool) => tool.name === 'fs_read_text_file') ? listed : undefined;
@@ -189,24 +204,17 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       expect(longRunning?.annotations?.readOnlyHint).to.equal(true);
       // A tool the upstream runs only as a task of its own is offered like the others (the gateway follows that task).
       expect(byName.get('simulate-research-query')?.execution?.taskSupport).to.equal('optional');
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('runs a stdio tool as a plain call and gives its CallToolResult', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
-      const result = await client.callTool({ name: 'echo', arguments: { message: 'through the gateway' } });
-      expect(text(result as CallToolResult)).to.equal('Echo: through the gateway');
-    } finally {
-      await close();
-    }
+    await withClient(async (client) => {
+      await expectEcho(client, 'echo', 'through the gateway');
+    });
   });
 
   it('T-PROG-1: relays the long-running operation’s progress as the task’s progress (stdio and HTTP)', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       for (const name of ['trigger-long-running-operation', 'http_trigger-long-running-operation']) {
         const progress: Progress[] = [];
         const result = await client.callTool({ name, arguments: { duration: 2, steps: 4 } }, CallToolResultSchema, {
@@ -222,9 +230,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         expect(progress.every((update) => update.total === 4)).to.equal(true);
         expect(progress.map((update) => update.progress)).to.deep.equal([...progress.map((u) => u.progress)].sort());
       }
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('T-PROG-1: every progress step of the upstream reaches the task’s stream before its result', async () => {
@@ -352,8 +358,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
   });
 
   it('cancelling our task cancels the upstream’s task (tasks/cancel)', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const before = sentUpstream().length;
       const created = await client.request(
         {
@@ -380,14 +385,11 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
           ),
       );
       expect((await client.experimental.tasks.getTask(created.task.taskId)).status).to.equal('cancelled');
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('does not ask a client that did not declare elicitation: the upstream gets an error and the task fails', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const created = await client.request(
         { method: 'tools/call', params: { name: 'trigger-elicitation-request', arguments: {}, task: { ttl: TTL } } },
         CreateTaskResultSchema,
@@ -399,14 +401,11 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       });
       expect(task.status).to.equal('failed');
       expect(task.statusMessage).to.match(/elicitation/);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('T-CANCEL-1: tasks/cancel sends notifications/cancelled for the upstream request', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const created = await client.request(
         {
           method: 'tools/call',
@@ -436,14 +435,11 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       );
       const task = await client.experimental.tasks.getTask(created.task.taskId);
       expect(task.status).to.equal('cancelled');
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('an upstream crash mid-call fails the task with a clear statusMessage; the upstream is restarted', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const before = sentUpstream().length;
       const created = await client.request(
         {
@@ -472,11 +468,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       );
       // The worker started the upstream again: the next call works.
       await eventually(() => (upstreamPids().length > 1 ? true : undefined));
-      const result = await client.callTool({ name: 'echo', arguments: { message: 'after the crash' } });
-      expect(text(result as CallToolResult)).to.equal('Echo: after the crash');
-    } finally {
-      await close();
-    }
+      await expectEcho(client, 'echo', 'after the crash');
+    });
   });
 
   it('a retrySafe upstream’s call cut off by a crash is run again and the task completes', async () => {
@@ -513,8 +506,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
   });
 
   it('a call that outlives the upstream’s timeoutMs fails its task and is cancelled upstream', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const created = await client.request(
         {
           method: 'tools/call',
@@ -541,14 +533,11 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         sent().find((message) => message['method'] === 'notifications/cancelled'),
       );
       expect((cancelled['params'] as { requestId?: unknown }).requestId).to.equal(call?.['id']);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('runs server-filesystem’s tools under their prefix; an upstream isError result stays an isError result', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const read = await client.callTool({ name: 'fs_read_text_file', arguments: { path: join(files, 'hello.txt') } });
       expect(text(read as CallToolResult)).to.include('hello from the filesystem server');
       const created = await client.request(
@@ -565,24 +554,17 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       expect(task.statusMessage).to.match(/outside allowed directories|Access denied/i);
       const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
       expect(result.isError).to.equal(true);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('runs a Streamable HTTP upstream’s tool', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
-      const result = await client.callTool({ name: 'http_echo', arguments: { message: 'over http' } });
-      expect(text(result as CallToolResult)).to.equal('Echo: over http');
-    } finally {
-      await close();
-    }
+    await withClient(async (client) => {
+      await expectEcho(client, 'http_echo', 'over http');
+    });
   });
 
   it('an HTTP upstream that restarted (its sessions gone) fails the call in flight clearly, then serves again', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       await http.stop();
       http = await startHttpEverything(Number(new URL(http.url).port));
       // The worker's sessions name a session the new server does not know: the first call fails and drops it.
@@ -594,16 +576,12 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         expect(first.message).to.match(/upstream 'remote' stopped during the call of 'echo': Streamable HTTP error/);
       }
       // A new session serves the next call.
-      const result = await client.callTool({ name: 'http_echo', arguments: { message: 'after the restart' } });
-      expect(text(result as CallToolResult)).to.equal('Echo: after the restart');
-    } finally {
-      await close();
-    }
+      await expectEcho(client, 'http_echo', 'after the restart');
+    });
   });
 
   it('follows notifications/tools/list_changed: a tool the upstream adds is listed and runs', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const names = async () => (await client.listTools()).tools.map((tool) => tool.name);
       expect(await names())
         .to.include('chg_add_tool')
@@ -612,14 +590,11 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       await eventually(async () => ((await names()).includes('chg_added_tool') ? true : undefined), 30_000);
       const result = await client.callTool({ name: 'chg_added_tool', arguments: {} });
       expect(text(result as CallToolResult)).to.equal('the added tool ran');
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('an upstream JSON-RPC error is the task’s error, code, message and data as the upstream sent them', async () => {
-    const { client, close } = await connect(system.apiUrl, {});
-    try {
+    await withClient(async (client) => {
       const created = await client.request(
         { method: 'tools/call', params: { name: 'chg_fail_jsonrpc', arguments: {}, task: { ttl: TTL } } },
         CreateTaskResultSchema,
@@ -637,9 +612,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       expect(error?.code).to.equal(-32042);
       expect(error?.message).to.equal('MCP error -32042: MCP error -32042: the upstream refuses');
       expect(error?.data).to.deep.include({ reason: 'test' });
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('a second worker with the same upstreams publishes the same definitions (no catalog conflict)', async () => {
