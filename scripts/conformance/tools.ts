@@ -1,7 +1,14 @@
 // The fixture tools the official conformance suite calls (its tasks scenarios and the generic 2026-07-28 tool
 // scenarios; none ships with the suite). Loaded only by the worker `pnpm conformance` starts (MCPT_TOOLS); never
 // part of what users run.
-import { defineTool, ErrorCode, ProtocolError, TaskSupport, type ToolContext } from '@mcp-tasks/protocol';
+import {
+  defineTool,
+  ErrorCode,
+  ProtocolError,
+  TaskSupport,
+  type ElicitParams,
+  type ToolContext,
+} from '@mcp-tasks/protocol';
 import { z } from 'zod';
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -32,6 +39,11 @@ const capitalQuestion = {
   messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
   maxTokens: 100,
 };
+
+/** An elicitation form asking for one required field. */
+function oneFieldForm(message: string, field: string, type: 'string' | 'boolean'): ElicitParams {
+  return { message, requestedSchema: { type: 'object', properties: { [field]: { type } }, required: [field] } };
+}
 
 function nameOf(answer: Record<string, unknown>): string {
   const name = (answer['content'] as Record<string, unknown> | undefined)?.['name'];
@@ -122,10 +134,7 @@ export const tools = [
     taskSupport: TaskSupport.Optional,
     inputFirst: true,
     async run(_args, context) {
-      const answer = await context.elicit({
-        message: 'Please enter your name.',
-        requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-      });
+      const answer = await context.elicit(oneFieldForm('Please enter your name.', 'name', 'string'));
       const name = (answer['content'] as Record<string, unknown> | undefined)?.['name'];
       await sleep(1000, context.signal);
       return text(`Hello, ${typeof name === 'string' ? name : 'stranger'}!`);
@@ -215,10 +224,7 @@ export const tools = [
     description: 'Asks the user a question while it runs (an MRTR round on the 2026-07-28 wire).',
     inputSchema: z.object({}),
     async run(_args, context) {
-      const answer = await context.elicit({
-        message: 'What is your name?',
-        requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-      });
+      const answer = await context.elicit(oneFieldForm('What is your name?', 'name', 'string'));
       return text(`Elicitation answered: ${JSON.stringify(answer['content'] ?? null)}`);
     },
   }),
@@ -237,13 +243,7 @@ export const tools = [
     description: 'Asks for a name (key user_name), then greets.',
     inputSchema: z.object({}),
     async run(_args, context) {
-      const answer = await context.elicit(
-        {
-          message: 'What is your name?',
-          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-        },
-        { key: 'user_name' },
-      );
+      const answer = await context.elicit(oneFieldForm('What is your name?', 'name', 'string'), { key: 'user_name' });
       return text(`Hello, ${nameOf(answer)}!`);
     },
   }),
@@ -270,13 +270,7 @@ export const tools = [
     description: 'Asks for a confirmation (key confirm); the retry carries the signed requestState.',
     inputSchema: z.object({}),
     async run(_args, context) {
-      await context.elicit(
-        {
-          message: 'Please confirm',
-          requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
-        },
-        { key: 'confirm' },
-      );
+      await context.elicit(oneFieldForm('Please confirm', 'ok', 'boolean'), { key: 'confirm' });
       return text('state-ok: the requestState was verified');
     },
   }),
@@ -286,13 +280,7 @@ export const tools = [
     inputSchema: z.object({}),
     async run(_args, context) {
       const [user, greeting, roots] = await Promise.all([
-        context.elicit(
-          {
-            message: 'What is your name?',
-            requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-          },
-          { key: 'user_name' },
-        ),
+        context.elicit(oneFieldForm('What is your name?', 'name', 'string'), { key: 'user_name' }),
         context.sample(
           { messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 },
           { key: 'greeting' },
@@ -309,20 +297,12 @@ export const tools = [
     description: 'Asks two questions one after the other (keys step1, step2).',
     inputSchema: z.object({}),
     async run(_args, context) {
-      const first = await context.elicit(
-        {
-          message: 'Step 1: What is your name?',
-          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-        },
-        { key: 'step1' },
-      );
-      const second = await context.elicit(
-        {
-          message: 'Step 2: What is your favorite color?',
-          requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
-        },
-        { key: 'step2' },
-      );
+      const first = await context.elicit(oneFieldForm('Step 1: What is your name?', 'name', 'string'), {
+        key: 'step1',
+      });
+      const second = await context.elicit(oneFieldForm('Step 2: What is your favorite color?', 'color', 'string'), {
+        key: 'step2',
+      });
       const color = (second['content'] as Record<string, unknown> | undefined)?.['color'];
       return text(`${nameOf(first)} likes ${typeof color === 'string' ? color : 'no color'}`);
     },
@@ -332,13 +312,7 @@ export const tools = [
     description: 'Asks for a confirmation; a retry with a forged requestState is refused.',
     inputSchema: z.object({}),
     async run(_args, context) {
-      await context.elicit(
-        {
-          message: 'Please confirm',
-          requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
-        },
-        { key: 'confirm' },
-      );
+      await context.elicit(oneFieldForm('Please confirm', 'ok', 'boolean'), { key: 'confirm' });
       return text('confirmed');
     },
   }),
@@ -348,10 +322,7 @@ export const tools = [
     inputSchema: z.object({}),
     async run(_args, context) {
       try {
-        await context.elicit({
-          message: 'What is your name?',
-          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-        });
+        await context.elicit(oneFieldForm('What is your name?', 'name', 'string'));
         return text('asked the user');
       } catch (error) {
         if (!(error instanceof ProtocolError)) throw error;
