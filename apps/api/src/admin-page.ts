@@ -10,13 +10,18 @@ export interface DashboardPaths {
   charts: { uplotScript: string; uplotStyle: string; script: string };
 }
 
-export function dashboardPage(paths: DashboardPaths): string {
+/** The start of every dashboard page, up to and including its title; the page's own head follows. */
+export function pageHead(title: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>mcp-task-runner: tasks</title>
+<title>mcp-task-runner: ${title}</title>`;
+}
+
+export function dashboardPage(paths: DashboardPaths): string {
+  return `${pageHead('tasks')}
 <link rel="stylesheet" href="${paths.charts.uplotStyle}">
 <style>
   #charts .chart-row, #charts .breakdown-row { display: flex; flex-wrap: wrap; gap: 1rem; }

@@ -1,6 +1,7 @@
 // The dashboard's page of one task: record, status timeline, progress, pending input requests, job attempts and
 // worker, result or error, and the operators' cancel and retry. It re-reads the task every second (no reload);
 // every value reaches the DOM through textContent, never as HTML.
+import { pageHead } from './admin-page.ts';
 
 /** A value for a script literal: JSON whose `<` cannot close the script element (the task id comes from the URL). */
 function scriptValue(value: string): string {
@@ -8,12 +9,7 @@ function scriptValue(value: string): string {
 }
 
 export function taskPage(paths: { api: string; home: string; taskId: string }): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>mcp-task-runner: task</title>
+  return `${pageHead('task')}
 <style>
   body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d2330; max-width: 72rem; }
   h1 { font-size: 1.2rem; margin: 0 0 .3rem; }
