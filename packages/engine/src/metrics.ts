@@ -218,23 +218,31 @@ export class RunnerMetrics {
         .finally(() => setTimeout(() => (pending = undefined), 0));
       return pending;
     };
-    const perTool = (name: string, help: string, value: (tool: ToolSchedulingView) => number | undefined) =>
+    // Each scrape replaces the gauge's series with those of the current read: tools and principals that went away
+    // leave the scrape.
+    const perToolSeries = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: L[],
+      series: (tool: ToolSchedulingView) => [Partial<Record<L, string>>, number][],
+    ) =>
       new Gauge({
         name: `${METRICS_PREFIX}${name}`,
         help,
-        labelNames: ['tool'],
+        labelNames,
         registers: [this.registry],
         collect() {
           return fromRedis(this, async () => {
             const { tools } = await read();
-            // Tools and principals that went away leave the scrape.
             this.reset();
-            for (const tool of tools) {
-              const v = value(tool);
-              if (v !== undefined) this.set({ tool: tool.tool }, v);
-            }
+            for (const tool of tools) for (const [labels, v] of series(tool)) this.set(labels, v);
           });
         },
+      });
+    const perTool = (name: string, help: string, value: (tool: ToolSchedulingView) => number | undefined) =>
+      perToolSeries(name, help, ['tool'], (tool) => {
+        const v = value(tool);
+        return v === undefined ? [] : [[{ tool: tool.tool }, v]];
       });
     perTool('tool_running', 'Runs of the tool at once (its queue’s active jobs, cluster-wide)', (t) => t.running);
     perTool('tool_concurrency_limit', 'The tool’s global concurrency (absent: none)', (t) => t.limit);
@@ -251,25 +259,16 @@ export class RunnerMetrics {
     );
     perTool('tool_timeouts', 'Runs of the tool aborted at its timeoutMs', (t) => t.counters.timeouts);
     perTool('tool_held', 'Times a job of the tool was held back by a per-principal cap', (t) => t.counters.parked);
-    new Gauge({
-      name: `${METRICS_PREFIX}tool_queued_by_principal`,
-      help: `Waiting jobs of the tool by principal (the ${TOP_PRINCIPALS} biggest of its first ${METRICS_QUEUED_SAMPLE} waiting jobs)`,
-      labelNames: ['tool', 'principal'],
-      registers: [this.registry],
-      collect() {
-        return fromRedis(this, async () => {
-          const { tools } = await read();
-          // Tools and principals that went away leave the scrape.
-          this.reset();
-          for (const tool of tools) {
-            const top = Object.entries(tool.queuedByPrincipal)
-              .sort(([, a], [, b]) => b - a)
-              .slice(0, TOP_PRINCIPALS);
-            for (const [principal, count] of top) this.set({ tool: tool.tool, principal }, count);
-          }
-        });
-      },
-    });
+    perToolSeries(
+      'tool_queued_by_principal',
+      `Waiting jobs of the tool by principal (the ${TOP_PRINCIPALS} biggest of its first ${METRICS_QUEUED_SAMPLE} waiting jobs)`,
+      ['tool', 'principal'],
+      (tool) =>
+        Object.entries(tool.queuedByPrincipal)
+          .sort(([, a], [, b]) => b - a)
+          .slice(0, TOP_PRINCIPALS)
+          .map(([principal, count]) => [{ tool: tool.tool, principal }, count]),
+    );
   }
 
   /** Per-worker gauges (register them on worker processes). */
