@@ -109,20 +109,15 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
 
 async function answerRequest(
   services: ApiServices,
-  { session, admission }: OpenedSession,
+  opened: OpenedSession,
   request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
   format: ReplyFormat,
   req: Request,
   res: Response,
 ): Promise<void> {
-  const controller = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  const log = services.log.child({ sessionId: session.sessionId, requestId: request.id, method: request.method });
-  const traced = startRequestSpan(request, req, session.protocolVersion);
+  const traced = startRequestSpan(request, req, opened.session.protocolVersion);
   try {
-    await dispatchAndAnswer(services, { session, admission }, request, format, req, res, controller, log, traced);
+    await dispatchAndAnswer(services, opened, request, format, req, res, traced);
   } finally {
     traced?.span.end();
   }
@@ -135,10 +130,13 @@ async function dispatchAndAnswer(
   format: ReplyFormat,
   req: Request,
   res: Response,
-  controller: AbortController,
-  log: ApiServices['log'],
   traced: RequestSpan | undefined,
 ): Promise<void> {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const log = services.log.child({ sessionId: session.sessionId, requestId: request.id, method: request.method });
   const outcome = await dispatch(request.method, request.params, {
     services,
     session,
