@@ -55,6 +55,14 @@ function text(result: CallToolResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n');
 }
 
+/** Calls `tool` as a task (ttl TTL) and gives the CreateTaskResult. */
+function startTask(client: Client, tool: string, args: Record<string, unknown>) {
+  return client.request(
+    { method: 'tools/call', params: { name: tool, arguments: args, task: { ttl: TTL } } },
+    CreateTaskResultSchema,
+  );
+}
+
 /** Calls an upstream's echo tool (`tool` names it with its prefix) and checks the text it answers. */
 async function expectEcho(client: Client, tool: string, message: string): Promise<void> {
   const result = await client.callTool({ name: tool, arguments: { message } });
@@ -406,17 +414,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
 
   it('T-CANCEL-1: tasks/cancel sends notifications/cancelled for the upstream request', async () => {
     await withClient(async (client) => {
-      const created = await client.request(
-        {
-          method: 'tools/call',
-          params: {
-            name: 'trigger-long-running-operation',
-            arguments: { duration: 60, steps: 60 },
-            task: { ttl: TTL },
-          },
-        },
-        CreateTaskResultSchema,
-      );
+      const created = await startTask(client, 'trigger-long-running-operation', { duration: 60, steps: 60 });
       const call = await eventually(() =>
         sentUpstream().find(
           (message) =>
@@ -441,17 +439,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
   it('an upstream crash mid-call fails the task with a clear statusMessage; the upstream is restarted', async () => {
     await withClient(async (client) => {
       const before = sentUpstream().length;
-      const created = await client.request(
-        {
-          method: 'tools/call',
-          params: {
-            name: 'trigger-long-running-operation',
-            arguments: { duration: 60, steps: 60 },
-            task: { ttl: TTL },
-          },
-        },
-        CreateTaskResultSchema,
-      );
+      const created = await startTask(client, 'trigger-long-running-operation', { duration: 60, steps: 60 });
       await eventually(() =>
         sentUpstream()
           .slice(before)
@@ -476,17 +464,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     const { client, close } = await connect(system.apiUrl, {});
     const pids = join(dir, 'again-pids');
     try {
-      const created = await client.request(
-        {
-          method: 'tools/call',
-          params: {
-            name: 'again_trigger-long-running-operation',
-            arguments: { duration: 4, steps: 4 },
-            task: { ttl: TTL },
-          },
-        },
-        CreateTaskResultSchema,
-      );
+      const created = await startTask(client, 'again_trigger-long-running-operation', { duration: 4, steps: 4 });
       await eventually(async () => {
         const current = await client.experimental.tasks.getTask(created.task.taskId);
         return current.status === 'working' ? current : undefined;
@@ -507,17 +485,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
 
   it('a call that outlives the upstream’s timeoutMs fails its task and is cancelled upstream', async () => {
     await withClient(async (client) => {
-      const created = await client.request(
-        {
-          method: 'tools/call',
-          params: {
-            name: 'slow_trigger-long-running-operation',
-            arguments: { duration: 10, steps: 2 },
-            task: { ttl: TTL },
-          },
-        },
-        CreateTaskResultSchema,
-      );
+      const created = await startTask(client, 'slow_trigger-long-running-operation', { duration: 10, steps: 2 });
       const task = await eventually(async () => {
         const current = await client.experimental.tasks.getTask(created.task.taskId);
         return current.status === 'failed' ? current : undefined;
