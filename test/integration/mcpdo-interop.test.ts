@@ -4,7 +4,7 @@
 // through a second connection of the same principal (an API key), as a second terminal would.
 // The 2026-07-28 era (mcpdo --era modern) is in mcpdo-modern.test.ts.
 import { expect } from 'chai';
-import { startMcpdo, type Mcpdo, type McpdoResult } from '../support/mcpdo.ts';
+import { startMcpdoConnections, succeeded, type Mcpdo } from '../support/mcpdo.ts';
 import { eventually } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 
@@ -25,31 +25,14 @@ describe('MCP Inspector mcpdo 2.12 against our api (2025-11-25 era)', function (
   before(async function () {
     this.timeout(300_000); // the first run downloads Node 22 and the Inspector
     system = await startSystem({ env: { AUTH_API_KEYS: `alice:${KEY}` } });
-    mcpdo = await startMcpdo();
-    for (const name of ['runner', 'ops']) {
-      const connected = await mcpdo.run([
-        'connect',
-        system.apiUrl,
-        '--connection',
-        name,
-        '--era',
-        'legacy',
-        '--header',
-        AUTH,
-      ]);
-      expect(connected.json, connected.stderr).to.include({ name, protocolEra: 'legacy' });
-    }
+    mcpdo = await startMcpdoConnections(system.apiUrl, 'legacy', AUTH);
   });
   after(async () => {
     await mcpdo?.close();
     await system?.stop();
   });
 
-  const ok = (result: McpdoResult) => {
-    expect(result.code, `${result.stdout}\n${result.stderr}`).to.equal(0);
-    expect(result.json, result.stdout).to.not.have.property('error');
-    return result.json;
-  };
+  const ok = succeeded;
   const relatedTask = (result: Record<string, unknown>): string =>
     String((result['_meta'] as Record<string, { taskId?: string }>)['io.modelcontextprotocol/related-task']?.taskId);
 

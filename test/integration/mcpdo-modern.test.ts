@@ -3,7 +3,7 @@
 // connection, and an elicitation of a task answered (tasks/update under the hood). mcpdo does not print the id of
 // the task it follows, so the tests read it from the task records in Redis, as an operator would with mcpt.
 import { expect } from 'chai';
-import { startMcpdo, type Mcpdo, type McpdoResult } from '../support/mcpdo.ts';
+import { startMcpdoConnections, succeeded, type Mcpdo } from '../support/mcpdo.ts';
 import { eventually } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 
@@ -23,31 +23,14 @@ describe('MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extens
   before(async function () {
     this.timeout(300_000); // the first run downloads Node 22 and the Inspector
     system = await startSystem({ env: { AUTH_API_KEYS: `alice:${KEY}` } });
-    mcpdo = await startMcpdo();
-    for (const name of ['runner', 'ops']) {
-      const connected = await mcpdo.run([
-        'connect',
-        system.apiUrl,
-        '--connection',
-        name,
-        '--era',
-        'modern',
-        '--header',
-        AUTH,
-      ]);
-      expect(connected.json, connected.stderr).to.include({ name, protocolEra: 'modern' });
-    }
+    mcpdo = await startMcpdoConnections(system.apiUrl, 'modern', AUTH);
   });
   after(async () => {
     await mcpdo?.close();
     await system?.stop();
   });
 
-  const ok = (result: McpdoResult) => {
-    expect(result.code, `${result.stdout}\n${result.stderr}`).to.equal(0);
-    expect(result.json, result.stdout).to.not.have.property('error');
-    return result.json;
-  };
+  const ok = succeeded;
   // The tasks (not plain calls) in this system's Redis: a 2026-07-28 task is in no tasks/list index, so the records.
   const tasksOfAlice = async (): Promise<string[]> => {
     const taskKey = `${system.prefix}:task:`;

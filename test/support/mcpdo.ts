@@ -1,6 +1,7 @@
 // MCP Inspector's terminal client `mcpdo` for interop tests: installed through npx with Node 22 (it needs
 // >= 22.19; the npm package node@22 supplies it, as scripts/conformance.mjs does), run against a private daemon
 // whose state (catalog, secrets, socket) lives in a temporary directory and is removed, daemon stopped, at the end.
+import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -70,6 +71,26 @@ export async function startMcpdo(): Promise<Mcpdo> {
     rmSync(home, { recursive: true, force: true });
   });
   return { run: mcpdo, close: release };
+}
+
+/**
+ * mcpdo with two connections to one api on one era, as two terminals of one user would have: `runner` makes the
+ * calls (mcpdo keeps one call in flight per connection) and `ops` reads and cancels meanwhile.
+ */
+export async function startMcpdoConnections(apiUrl: string, era: 'legacy' | 'modern', header: string): Promise<Mcpdo> {
+  const mcpdo = await startMcpdo();
+  for (const name of ['runner', 'ops']) {
+    const connected = await mcpdo.run(['connect', apiUrl, '--connection', name, '--era', era, '--header', header]);
+    expect(connected.json, connected.stderr).to.include({ name, protocolEra: era });
+  }
+  return mcpdo;
+}
+
+/** The JSON of a command that must have succeeded. */
+export function succeeded(result: McpdoResult): Record<string, unknown> {
+  expect(result.code, `${result.stdout}\n${result.stderr}`).to.equal(0);
+  expect(result.json, result.stdout).to.not.have.property('error');
+  return result.json;
 }
 
 function parse(text: string): Record<string, unknown> {
