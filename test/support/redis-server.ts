@@ -99,19 +99,24 @@ export async function connectWhenUp(port: number, child: ChildProcess, password?
   throw new Error(`redis-server on port ${port} did not answer within 10 s:\n${output}`);
 }
 
-let shared: Promise<RedisServer> | undefined;
+// Kept on globalThis, like the resource registry (resources.ts): a test file loaded through import() has its own
+// instance of this module, and with a variable per instance it started a second server the root hook never
+// stopped, which kept mocha (run without --exit) alive after the last test.
+const sharing = ((globalThis as Record<symbol, unknown>)[Symbol.for('mcpt.test.sharedRedis')] ??= {}) as {
+  server?: Promise<RedisServer>;
+};
 
 /** The Redis URL the tests share: REDIS_URL, or one server started for the whole run. */
 export async function sharedRedisUrl(): Promise<string> {
   if (process.env['REDIS_URL']) return process.env['REDIS_URL'];
-  shared ??= startRedisServer();
-  return (await shared).url;
+  sharing.server ??= startRedisServer();
+  return (await sharing.server).url;
 }
 
 export async function stopSharedRedis(): Promise<void> {
-  if (!shared) return;
-  const server = await shared;
-  shared = undefined;
+  if (!sharing.server) return;
+  const server = await sharing.server;
+  sharing.server = undefined;
   await server.stop();
 }
 

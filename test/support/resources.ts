@@ -6,7 +6,11 @@ interface Tracked {
   release: () => Promise<void> | void;
 }
 
-const open = new Set<Tracked>();
+// One registry per process, not per module instance: mocha loads a test file that needs ESM-only packages
+// through import(), which gives it its own instance of this module beside the one the root hook required, and a
+// registry per instance hid that file's leftovers from the root hook.
+const open: Set<Tracked> = ((globalThis as Record<symbol, unknown>)[Symbol.for('mcpt.test.resources')] ??=
+  new Set<Tracked>()) as Set<Tracked>;
 
 /** Registers a resource; call the returned function to release it (idempotent). */
 export function track(name: string, release: () => Promise<void> | void): () => Promise<void> {
