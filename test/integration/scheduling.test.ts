@@ -3,6 +3,7 @@
 // timeoutMs fails, principals take turns, a per-principal cap holds tasks back visibly, and a killed worker's slots
 // come back. Limits are checked from the start and end times the tools themselves report.
 import { expect } from 'chai';
+import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
@@ -197,7 +198,13 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
 });
 
 // An operator's override, as every process of the installation gets it.
-const OVERRIDE = JSON.stringify({ tools: { gpu: { concurrency: 3 }, '*': { timeoutMs: 120_000 } } });
+const OVERRIDE = JSON.stringify({
+  tools: {
+    gpu: { concurrency: 3 },
+    flaky: { retry: { attempts: 4, backoff: { type: 'fixed', delayMs: 50 } } },
+    '*': { timeoutMs: 120_000 },
+  },
+});
 
 describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks back, visibly, without leaks', function () {
   this.timeout(120_000);
@@ -221,6 +228,24 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
     let refused: unknown;
     await system.addWorker({ SCHEDULING: '{}' }).catch((error: unknown) => (refused = error));
     expect(String(refused)).to.match(/Tool '\w+' is already served with a different definition/);
+  });
+
+  it('an operator’s retry (mcpt retry) queues the new task with the tool’s scheduling: all its attempts again', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const spent = String((await client.createTask('flaky', { failures: 9 }))['taskId']);
+    const noAttemptsLeft = /^Attempt 4 of 4 failed: .*run 4 broke\. No attempts left\.$/;
+    expect((await finished(client, spent))['statusMessage']).to.match(noAttemptsLeft);
+    let out = '';
+    let err = '';
+    const code = await runCli(['retry', spent, '--json'], {
+      out: (text) => (out += text),
+      err: (text) => (err += text),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code, err).to.equal(0);
+    const fresh = (JSON.parse(out) as { task: { taskId: string } }).task.taskId;
+    // Without the tool's scheduling, BullMQ would give the new job 3 attempts, not the tool's 4.
+    expect((await finished(client, fresh))['statusMessage']).to.match(noAttemptsLeft);
   });
 
   it('runs one task per principal at once; the others say they are queued behind it; another principal is not held', async () => {

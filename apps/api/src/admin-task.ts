@@ -35,14 +35,14 @@ export function operatorActions(engine: Engine): OperatorActions {
         engine.tasksWith({ maxTtlMs: Number.MAX_SAFE_INTEGER, pollIntervalMs: original.pollInterval });
       return engine.admin.retry(taskId, {
         service,
-        retrySafe: (tool) => {
+        tool: (tool) => {
           const entry = catalog.get(tool);
           if (!entry)
             throw new AdminError(
               LocalErrorCode.NotAllowed,
               `Tool '${tool}' is not in the tool catalog (no worker serves it now); the task cannot be retried`,
             );
-          return entry.retrySafe;
+          return entry;
         },
       });
     },

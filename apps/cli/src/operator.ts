@@ -12,7 +12,7 @@ import {
   type TaskStore,
   type ToolJobData,
 } from '@mcp-tasks/engine';
-import type { TaskRecord } from '@mcp-tasks/protocol';
+import type { CatalogEntry, TaskRecord } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { loadCliConfig, type CliConfig } from './config.ts';
 
@@ -26,8 +26,8 @@ export interface Operator {
   admin: TaskAdmin;
   /** The TaskService for cancels and retries; a retry keeps the original task's ttl and pollInterval. */
   service: (original?: TaskRecord) => TaskService;
-  /** Whether a tool of this build may run again after a worker crash (an unknown tool is refused). */
-  retrySafe: (tool: string) => boolean;
+  /** A tool's catalog entry: whether it may run again after a worker crash, its scheduling (an unknown tool is refused). */
+  tool: (name: string) => CatalogEntry;
 }
 
 /** A failure to report to the operator: message on stderr, exit code 1 (usage errors are 2). */
@@ -62,14 +62,14 @@ export async function withOperator<T>(env: NodeJS.ProcessEnv, use: (operator: Op
         original
           ? engine.tasksWith({ maxTtlMs: Number.MAX_SAFE_INTEGER, pollIntervalMs: original.pollInterval })
           : engine.tasks,
-      retrySafe: (tool) => {
+      tool: (tool) => {
         const entry = catalog.get(tool);
         if (!entry) {
           throw new CliError(
             `Tool '${tool}' is not in the tool catalog (no worker serves it now); it cannot be retried`,
           );
         }
-        return entry.retrySafe;
+        return entry;
       },
     };
     return await use(operator);

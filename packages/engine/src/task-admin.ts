@@ -362,11 +362,15 @@ export class TaskAdmin {
   /**
    * Runs a failed task again as a new task: same tool, arguments, owner and session, the same ttl; the old task
    * stays as it is. `service` gives the TaskService that creates it (its timing decides the new task's ttl bounds
-   * and pollInterval), `retrySafe` whether the tool may run again after a worker crash.
+   * and pollInterval), `tool` the tool's catalog entry: whether it may run again after a worker crash, and the
+   * scheduling its calls get (attempts and backoff), as for the api's own calls.
    */
   async retry(
     taskId: string,
-    options: { service: (original: TaskRecord) => TaskService; retrySafe: (tool: string) => boolean },
+    options: {
+      service: (original: TaskRecord) => TaskService;
+      tool: (name: string) => Pick<CatalogEntry, 'retrySafe' | 'scheduling'>;
+    },
   ): Promise<TaskRecord> {
     const record = await this.store.get(taskId);
     if (!record)
@@ -381,13 +385,15 @@ export class TaskAdmin {
       );
     }
     const details = await this.store.details(taskId);
+    const tool = options.tool(record.tool);
     return options.service(record).create({
       kind: TaskKind.Task,
       owner: record.owner,
       sessionId: record.sessionId,
       tool: record.tool,
       arguments: details?.arguments ?? {},
-      retrySafe: options.retrySafe(record.tool),
+      retrySafe: tool.retrySafe,
+      ...(tool.scheduling !== undefined ? { scheduling: tool.scheduling } : {}),
       ...(record.external?.mode === 'queue' && record.external.queue !== undefined
         ? { queue: record.external.queue }
         : {}),

@@ -13,7 +13,7 @@ export function registerRetry(program: Command, io: CliIo): void {
     .addHelpText('after', '\nThe owner finds the new task in tasks/list; its statusMessage names the task it retries.')
     .action(async (taskId: string, options: { json?: boolean }) => {
       const created = await withOperator(io.env, (operator) =>
-        operator.admin.retry(taskId, { service: operator.service, retrySafe: operator.retrySafe }),
+        operator.admin.retry(taskId, { service: operator.service, tool: operator.tool }),
       );
       emit(
         io,
