@@ -1,21 +1,29 @@
 // The figures behind the dashboard's charts of the last hour (docs/observability.md): per minute, tasks created
 // and finished by status, histograms of queue wait and run time, the queue depth, the same per tool, and the
 // principals with the most tasks. Processes record where the event happens (the api a creation, the process whose
-// transition won a finish, the worker a job start), without waiting for the writes: a lost figure is a dent in a
-// chart, never a slower request. Everything is bounded: a minute's keys expire an hour after it, a minute's tool
-// fields are bounded by the tool catalog, and its principals are trimmed to the top ACTIVITY_TOP_OWNERS.
+// transition won a finish, the worker a job start) into counts held in memory, which one pipeline adds to Redis at
+// most every flush interval, when a minute ends and at close: under load the figures cost no Redis command per task,
+// and a lost figure is a dent in a chart, never a slower request. Everything is bounded: a minute's keys expire an
+// hour after it, a minute's tool fields are bounded by the tool catalog, its principals are trimmed to the top
+// ACTIVITY_TOP_OWNERS at each flush, and what waits for a flush is bounded (ACTIVITY_PENDING_OWNERS, below).
 import { TaskStatus } from '@mcp-tasks/protocol';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import type { TaskObserver } from './records/store.ts';
 
 export const ACTIVITY_MINUTES = 60;
-/** Principals kept per minute and measure (the busiest); a few more may exist between two trims. */
+/** Principals kept per minute and measure (the busiest); each flush trims them to this many. */
 export const ACTIVITY_TOP_OWNERS = 50;
-/** A process trims a minute's principals every this many of its writes (so the bound is top + this × processes). */
-const TRIM_EVERY = 10;
-/** A process renews a minute key's expiry every this many of its writes of the key. */
-const EXPIRY_EVERY = 20;
+/** How often, at most, a process sends its pending figures (DASHBOARD_FLUSH_MS, this by default). */
+export const ACTIVITY_FLUSH_MS = 1000;
+/**
+ * Principals a process holds per minute and measure until its next flush. Reaching it sends a flush at once; while
+ * a flush is still on its way (a slow or absent Redis) the busiest half is kept and the rest dropped, so that a
+ * process never holds more than (minutes pending) × (fields of a minute + 2 × this) counts.
+ */
+const PENDING_OWNERS = 1000;
+/** How long close() waits for its last flush: a Redis that does not answer must not hold a shutdown. */
+const CLOSE_WAIT_MS = 2000;
 /** Upper bounds (ms) of the latency histogram buckets; a percentile is read as its bucket's upper bound. */
 export const LATENCY_BOUNDS_MS = [
   5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000,
@@ -25,6 +33,8 @@ type Terminal = (typeof TERMINAL)[number];
 const DEPTH_STATES = ['waiting', 'active', 'delayed'] as const;
 const MINUTE_MS = 60_000;
 const KEEP_MS = (ACTIVITY_MINUTES + 2) * MINUTE_MS;
+const MEASURES = ['created', 'finished'] as const;
+type Measure = (typeof MEASURES)[number];
 
 export interface Percentiles {
   p50: (number | null)[];
@@ -54,17 +64,39 @@ export interface ActivityReport {
   owners: { owner: string; created: number; finished: number }[];
 }
 
+/** What a process has counted of one minute and not sent yet. */
+interface PendingMinute {
+  /** Increments of the minute's hash, by field. */
+  fields: Map<string, number>;
+  /** Increments of the minute's principals, by measure and principal. */
+  owners: Record<Measure, Map<string, number>>;
+}
+
+export interface ActivityOptions {
+  /** How often, at most, pending figures are sent (ms); default ACTIVITY_FLUSH_MS. */
+  flushMs?: number;
+  /** Called with the error of a flush or a sample that failed (the figures are dropped). */
+  onError?: (error: unknown) => void;
+}
+
 export class ActivityRecorder {
-  #writes = 0;
-  #expiringMinute = -1;
-  /** Writes of this minute's keys by this process (at most three keys: they are cleared when the minute turns). */
-  readonly #expiring = new Map<string, number>();
+  readonly #flushMs: number;
+  readonly #onError: (error: unknown) => void;
+  /** Counts not sent yet, by minute. */
+  #pending = new Map<number, PendingMinute>();
+  #timer: NodeJS.Timeout | undefined;
+  /** The flush on its way to Redis; there is at most one. */
+  #flushing: Promise<void> | undefined;
+  #closed = false;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
-    private readonly onError: (error: unknown) => void = () => undefined,
-  ) {}
+    options: ActivityOptions = {},
+  ) {
+    this.#flushMs = options.flushMs ?? ACTIVITY_FLUSH_MS;
+    this.#onError = options.onError ?? (() => undefined);
+  }
 
   /** Feeds created and finished from the store's transitions. `runTimeOf` gives a finished task's run time, if known. */
   observer(runTimeOf: (taskId: string, at: number) => number | undefined = () => undefined): TaskObserver {
@@ -78,47 +110,73 @@ export class ActivityRecorder {
   }
 
   created(tool: string, owner: string, at = Date.now()): void {
-    const minute = minuteOf(at);
-    const key = this.keys.activityMinute(minute);
-    void this.#send([
-      this.redis.hincrby(key, 'c', 1),
-      this.redis.hincrby(key, `c|t|${tool}`, 1),
-      ...this.#expire(key, minute),
-      ...this.#owner(minute, 'created', owner),
-    ]);
+    this.#count(at, ['c', `c|t|${tool}`], 'created', owner);
   }
 
   started(waitMs: number, at = Date.now()): void {
-    const key = this.keys.activityMinute(minuteOf(at));
-    void this.#send([this.redis.hincrby(key, `w|${latencyBucketOf(waitMs)}`, 1), ...this.#expire(key, minuteOf(at))]);
+    this.#count(at, [`w|${latencyBucketOf(waitMs)}`]);
   }
 
   finished(tool: string, owner: string, status: Terminal, at = Date.now(), runMs?: number): void {
-    const minute = minuteOf(at);
-    const key = this.keys.activityMinute(minute);
-    const writes = [
-      this.redis.hincrby(key, `f|${status}`, 1),
-      this.redis.hincrby(key, `f|${status}|t|${tool}`, 1),
-      ...this.#expire(key, minute),
-      ...this.#owner(minute, 'finished', owner),
-    ];
+    const fields = [`f|${status}`, `f|${status}|t|${tool}`];
     if (runMs !== undefined) {
       const bucket = latencyBucketOf(runMs);
-      writes.push(this.redis.hincrby(key, `r|${bucket}`, 1), this.redis.hincrby(key, `r|t|${tool}|${bucket}`, 1));
+      fields.push(`r|${bucket}`, `r|t|${tool}|${bucket}`);
     }
-    void this.#send(writes);
+    this.#count(at, fields, 'finished', owner);
   }
 
-  /** A sample of the queue depth (jobs by state) for the current minute. */
+  /** A sample of the queue depth (jobs by state) for the current minute, written at once (it is not per task). */
   depth(jobs: Record<string, number>, at = Date.now()): Promise<void> {
     const minute = minuteOf(at);
     const key = this.keys.activityMinute(minute);
     const fields = DEPTH_STATES.flatMap((state) => [`d|${state}`, String(jobs[state] ?? 0)]);
-    return this.#send([this.redis.hset(key, ...fields), ...this.#expire(key, minute)]);
+    return Promise.all([this.redis.hset(key, ...fields), this.redis.pexpireat(key, expiryOf(minute))]).then(
+      () => undefined,
+      this.#onError,
+    );
   }
 
-  /** The last hour, minute by minute: a fixed number of reads (ACTIVITY_MINUTES × 3), whatever the traffic. */
+  /**
+   * Sends what this process has counted, as one pipeline, and resolves when Redis has answered (never rejects: an
+   * error goes to onError and those counts are lost). A flush already on its way is waited for first.
+   */
+  async flush(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+    this.#clearTimer();
+    if (this.#pending.size === 0) return;
+    const batch = this.#pending;
+    this.#pending = new Map();
+    const flushing = this.#write(batch).finally(() => {
+      this.#flushing = undefined;
+      if (this.#pending.size > 0) this.#schedule();
+    });
+    this.#flushing = flushing;
+    await flushing;
+  }
+
+  /**
+   * Sends what is pending and stops the timer (engine close, before the connection closes); waits at most
+   * CLOSE_WAIT_MS. A figure counted after close is sent at once, on its own.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#clearTimer();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
+    try {
+      await Promise.race([this.flush(), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The last hour, minute by minute: a fixed number of reads (ACTIVITY_MINUTES × 3), whatever the traffic. This
+   * process's pending figures are sent first; other processes' arrive within their flush interval.
+   */
   async read(now = Date.now()): Promise<ActivityReport> {
+    await this.flush();
     const last = minuteOf(now);
     const minutes = Array.from({ length: ACTIVITY_MINUTES }, (_, i) => last - ACTIVITY_MINUTES + 1 + i);
     const [hashes, created, finished] = await Promise.all([
@@ -213,33 +271,92 @@ export class ActivityRecorder {
     };
   }
 
-  #owner(minute: number, measure: 'created' | 'finished', owner: string): Promise<unknown>[] {
-    const key = this.keys.activityOwners(minute, measure);
-    const writes: Promise<unknown>[] = [this.redis.zincrby(key, 1, owner), ...this.#expire(key, minute)];
-    this.#writes += 1;
-    if (this.#writes % TRIM_EVERY === 0) writes.push(this.redis.zremrangebyrank(key, 0, -(ACTIVITY_TOP_OWNERS + 1)));
-    return writes;
-  }
-
-  /** Callers on the hot path drop the promise: it never rejects (errors go to onError). */
-  /**
-   * The expiry of a minute's key: set by a process's first write of the key and every EXPIRY_EVERY-th after, not by
-   * every write (one command saved per event). The repeats cover a key re-created without expiry after Redis lost
-   * its data while this process kept its count.
-   */
-  #expire(key: string, minute: number): Promise<unknown>[] {
-    if (minute !== this.#expiringMinute) {
-      this.#expiringMinute = minute;
-      this.#expiring.clear();
+  #count(at: number, fields: readonly string[], measure?: Measure, owner?: string): void {
+    const minute = minuteOf(at);
+    let pending = this.#pending.get(minute);
+    if (!pending) {
+      pending = { fields: new Map(), owners: { created: new Map(), finished: new Map() } };
+      this.#pending.set(minute, pending);
+      this.#dropStaleMinutes(minute);
     }
-    const writes = this.#expiring.get(key) ?? 0;
-    this.#expiring.set(key, writes + 1);
-    return writes % EXPIRY_EVERY === 0 ? [this.redis.pexpireat(key, minute * MINUTE_MS + KEEP_MS)] : [];
+    for (const field of fields) pending.fields.set(field, (pending.fields.get(field) ?? 0) + 1);
+    let full = false;
+    if (measure !== undefined && owner !== undefined) {
+      const owners = pending.owners[measure];
+      owners.set(owner, (owners.get(owner) ?? 0) + 1);
+      full = owners.size >= PENDING_OWNERS;
+      if (full && this.#flushing) pending.owners[measure] = busiest(owners, PENDING_OWNERS / 2);
+    }
+    if (this.#closed || (full && !this.#flushing)) void this.flush();
+    else this.#schedule();
   }
 
-  #send(writes: Promise<unknown>[]): Promise<void> {
-    return Promise.all(writes).then(() => undefined, this.onError);
+  /**
+   * The next flush: a flush interval from now, or when the minute ends if that is sooner (so that a finished
+   * minute is complete in Redis at once). None while a flush is on its way: its end schedules the next.
+   */
+  #schedule(): void {
+    if (this.#timer || this.#flushing || this.#closed) return;
+    const now = Date.now();
+    const minuteEnd = (minuteOf(now) + 1) * MINUTE_MS;
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        void this.flush();
+      },
+      Math.max(0, Math.min(this.#flushMs, minuteEnd - now)),
+    );
+    this.#timer.unref();
   }
+
+  #clearTimer(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Minutes older than the hour shown (a flush stuck for that long) are dropped: their keys would be gone anyway. */
+  #dropStaleMinutes(newest: number): void {
+    for (const minute of this.#pending.keys()) {
+      if (minute < newest - ACTIVITY_MINUTES - 2) this.#pending.delete(minute);
+    }
+  }
+
+  /** One pipeline: each minute's increments, its principals trimmed to the top, every key's expiry renewed. */
+  async #write(batch: Map<number, PendingMinute>): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const [minute, pending] of batch) {
+      const expiry = expiryOf(minute);
+      if (pending.fields.size > 0) {
+        const key = this.keys.activityMinute(minute);
+        for (const [field, count] of pending.fields) pipeline.hincrby(key, field, count);
+        pipeline.pexpireat(key, expiry);
+      }
+      for (const measure of MEASURES) {
+        const owners = pending.owners[measure];
+        if (owners.size === 0) continue;
+        const key = this.keys.activityOwners(minute, measure);
+        for (const [owner, count] of owners) pipeline.zincrby(key, count, owner);
+        pipeline.zremrangebyrank(key, 0, -(ACTIVITY_TOP_OWNERS + 1));
+        pipeline.pexpireat(key, expiry);
+      }
+    }
+    try {
+      const results = (await pipeline.exec()) ?? [];
+      const failed = results.find(([error]) => error);
+      if (failed) this.#onError(failed[0]);
+    } catch (error) {
+      this.#onError(error);
+    }
+  }
+}
+
+function expiryOf(minute: number): number {
+  return minute * MINUTE_MS + KEEP_MS;
+}
+
+/** The `keep` principals with the highest counts. */
+function busiest(owners: Map<string, number>, keep: number): Map<string, number> {
+  return new Map([...owners].sort((a, b) => b[1] - a[1]).slice(0, keep));
 }
 
 function minuteOf(at: number): number {

@@ -1,6 +1,7 @@
 // Environment parsing shared by every process: one zod schema per app, parsed once into a frozen object, with
 // errors that name the variable and what it accepts.
 import { z } from 'zod';
+import { ACTIVITY_FLUSH_MS } from './activity.ts';
 import { isSecretVariable, maskUrlPasswords } from './redact.ts';
 import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
 
@@ -84,12 +85,16 @@ export type TaskEnv = z.infer<typeof TaskEnvSchema>;
 export const MetricsEnvSchema = z.object({
   /** When set, /metrics answers only requests with `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise). */
   METRICS_TOKEN: z.string().min(16, 'use at least 16 characters (e.g. openssl rand -hex 24)').optional(),
-  /** Record the dashboard's per-minute figures (activity.ts): a few Redis writes per task, not waited for. */
+  /** Record the dashboard's per-minute figures (activity.ts): counted in memory, sent by one pipeline per flush. */
   DASHBOARD_FIGURES: z
     .enum(['true', 'false', '1', '0'], { message: "use 'true' or 'false'" })
     .default('true')
     .transform((value) => value === 'true' || value === '1'),
+  /** How often, at most, a process sends its pending dashboard figures (ms); also when a minute ends, and at stop. */
+  DASHBOARD_FLUSH_MS: intFromEnv(ACTIVITY_FLUSH_MS, { min: 50, max: 60_000 }),
 });
+
+export type MetricsEnv = z.infer<typeof MetricsEnvSchema>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -8,6 +8,7 @@ import {
   MIN_TASK_TTL_MS,
   TaskEnvSchema,
   type CatalogEnv,
+  type MetricsEnv,
   type RedisEnv,
   type SessionEnv,
   type TaskEnv,
@@ -53,7 +54,8 @@ export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
   SessionEnv &
   Partial<TaskEnv> &
   Partial<CatalogEnv> &
-  Partial<SchedulingEnv> & {
+  Partial<SchedulingEnv> &
+  Partial<Pick<MetricsEnv, 'DASHBOARD_FLUSH_MS'>> & {
     /** The most unfinished tasks one owner may have; absent: no cap. */
     MAX_TASKS_PER_OWNER?: number;
     /** The most live sessions of one principal and of one client address (0: no cap); absent: no cap. */
@@ -88,7 +90,7 @@ export interface Engine {
   activity: ActivityRecorder;
   /** A TaskService like `tasks` with other timing (the CLI's retry keeps the original task's ttl and pollInterval). */
   tasksWith(timing: Partial<TaskTiming>): TaskService;
-  /** Closes the queues; the connections stay open: they are the caller's to close. */
+  /** Sends the pending dashboard figures and closes the queues; the connections stay open: they are the caller's. */
   close(): Promise<void>;
 }
 
@@ -124,6 +126,7 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     CATALOG_HEARTBEAT_MS: config.CATALOG_HEARTBEAT_MS ?? CATALOG_DEFAULTS.CATALOG_HEARTBEAT_MS,
   });
   const schedulingView = new SchedulingView(redis, keys, externalQueues);
+  const activity = new ActivityRecorder(redis, keys, { flushMs: config.DASHBOARD_FLUSH_MS });
   return {
     keys,
     store,
@@ -142,9 +145,10 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     external: new ExternalTasks(redis, keys, store, events),
     catalog,
     admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog, scheduling: schedulingView }),
-    activity: new ActivityRecorder(redis, keys),
+    activity,
     tasksWith,
     close: async () => {
+      await activity.close(); // bounded in time: a Redis that does not answer does not hold the shutdown
       await externalQueues.close();
       await queue.close();
     },
