@@ -118,6 +118,25 @@ describe('dashboard figures: summed in memory, one pipeline per flush (own redis
     await recorder.close();
   });
 
+  it('a minute key that lost its expiry (Redis lost its data) gets it back within ten flushes of a process', async () => {
+    const keys = new KeySpace(uniquePrefix());
+    const recorder = new ActivityRecorder(redis, keys, { flushMs: 60_000 });
+    const at = Date.now();
+    const minute = Math.floor(at / MINUTE_MS);
+    const key = keys.activityMinute(minute);
+    recorder.started(1, at);
+    await recorder.flush();
+    expect(await inspect.call('PEXPIRETIME', key)).to.equal((minute + 62) * MINUTE_MS);
+    await inspect.persist(key);
+    for (let i = 0; i < 10; i += 1) {
+      recorder.started(1, at);
+      await recorder.flush();
+    }
+    expect(await inspect.call('PEXPIRETIME', key)).to.equal((minute + 62) * MINUTE_MS);
+    expect(await inspect.hget(key, 'w|0')).to.equal('11');
+    await recorder.close();
+  });
+
   it('engine close sends the figures still pending (a long flush interval), and a figure counted later at once', async () => {
     const prefix = uniquePrefix();
     const keys = new KeySpace(prefix);

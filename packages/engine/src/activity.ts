@@ -22,6 +22,8 @@ export const ACTIVITY_FLUSH_MS = 1000;
  * process never holds more than (minutes pending) × (fields of a minute + 2 × this) counts.
  */
 const PENDING_OWNERS = 1000;
+/** A process renews a minute key's expiry on its first write of the key and every this many writes after. */
+const EXPIRY_EVERY = 10;
 /** How long close() waits for its last flush: a Redis that does not answer must not hold a shutdown. */
 const CLOSE_WAIT_MS = 2000;
 /** Upper bounds (ms) of the latency histogram buckets; a percentile is read as its bucket's upper bound. */
@@ -88,6 +90,8 @@ export class ActivityRecorder {
   /** The flush on its way to Redis; there is at most one. */
   #flushing: Promise<void> | undefined;
   #closed = false;
+  /** This process's writes of each recent minute key (#expire): three keys a minute, of the last two minutes written. */
+  readonly #expiring = new Map<string, { minute: number; writes: number }>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -314,6 +318,18 @@ export class ActivityRecorder {
     this.#timer = undefined;
   }
 
+  /**
+   * Whether this flush sets the key's expiry: a process's first write of a minute key does, and every EXPIRY_EVERY-th
+   * after (a key re-created without expiry after Redis lost its data while this process kept writing gets it back).
+   */
+  #expire(key: string, minute: number): boolean {
+    for (const [known, entry] of this.#expiring) if (entry.minute < minute - 1) this.#expiring.delete(known);
+    const entry = this.#expiring.get(key) ?? { minute, writes: 0 };
+    entry.writes += 1;
+    this.#expiring.set(key, entry);
+    return entry.writes % EXPIRY_EVERY === 1;
+  }
+
   /** Minutes older than the hour shown (a flush stuck for that long) are dropped: their keys would be gone anyway. */
   #dropStaleMinutes(newest: number): void {
     for (const minute of this.#pending.keys()) {
@@ -321,15 +337,14 @@ export class ActivityRecorder {
     }
   }
 
-  /** One pipeline: each minute's increments, its principals trimmed to the top, every key's expiry renewed. */
+  /** One pipeline: each minute's increments, its principals trimmed to the top, the keys' expiries (#expire). */
   async #write(batch: Map<number, PendingMinute>): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const [minute, pending] of batch) {
-      const expiry = expiryOf(minute);
       if (pending.fields.size > 0) {
         const key = this.keys.activityMinute(minute);
         for (const [field, count] of pending.fields) pipeline.hincrby(key, field, count);
-        pipeline.pexpireat(key, expiry);
+        if (this.#expire(key, minute)) pipeline.pexpireat(key, expiryOf(minute));
       }
       for (const measure of MEASURES) {
         const owners = pending.owners[measure];
@@ -337,7 +352,7 @@ export class ActivityRecorder {
         const key = this.keys.activityOwners(minute, measure);
         for (const [owner, count] of owners) pipeline.zincrby(key, count, owner);
         pipeline.zremrangebyrank(key, 0, -(ACTIVITY_TOP_OWNERS + 1));
-        pipeline.pexpireat(key, expiry);
+        if (this.#expire(key, minute)) pipeline.pexpireat(key, expiryOf(minute));
       }
     }
     try {
