@@ -31,14 +31,13 @@ describe('MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extens
   });
 
   const ok = succeeded;
-  // The tasks (not plain calls) in this system's Redis: a 2026-07-28 task is in no tasks/list index, so the records.
+  // The tasks (not plain calls) of alice: a 2026-07-28 task is in no tasks/list index, but in the operators' one.
   const tasksOfAlice = async (): Promise<string[]> => {
-    const taskKey = `${system.prefix}:task:`;
+    const members = await system.redis.zrange(`${system.prefix}:all-tasks`, '0', '-1');
     const ids: string[] = [];
-    for (const key of await system.redis.keys(`${taskKey}*`)) {
-      if (key.endsWith(':inputs')) continue;
-      const [kind, owner] = await system.redis.hmget(key, 'kind', 'owner');
-      if (kind !== 'call' && owner === 'principal:key:alice') ids.push(key.slice(taskKey.length));
+    for (const taskId of members.map((member) => member.slice(member.indexOf(':') + 1))) {
+      const [kind, owner] = await system.redis.hmget(`${system.prefix}:task:${taskId}`, 'kind', 'owner');
+      if (kind !== 'call' && owner === 'principal:key:alice') ids.push(taskId);
     }
     return ids;
   };
