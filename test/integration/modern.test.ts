@@ -601,7 +601,7 @@ describe('MCP 2026-07-28 with authentication (X-SEC-2, C26-SEC-2)', function () 
     expect(reply.status).to.equal(401);
   });
 
-  it('T-SEC-3: open requests are bounded per caller (MAX_STREAMS_PER_SESSION): a listen stream holds the only slot', async () => {
+  it('T-SEC-3, C26-ERR-2: open requests are bounded per caller (MAX_STREAMS_PER_SESSION): a listen stream holds the only slot; the refusal is -32000, outside the range 2026-07-28 reserves', async () => {
     const greet = { name: 'greet', arguments: { name: 'x' } };
     const stream = await openStream(
       url,
@@ -612,7 +612,8 @@ describe('MCP 2026-07-28 with authentication (X-SEC-2, C26-SEC-2)', function () 
     try {
       expect((await stream.next())['method']).to.equal('notifications/subscriptions/acknowledged');
       const refused = await modernPost(url, 'tools/call', greet, { bearer: ALICE });
-      expect(refused.body.error?.code).to.equal(-32029);
+      expect(refused.body.error?.code).to.equal(-32000);
+      expect(refused.body.error?.data).to.deep.equal({ limit: 'streams_per_caller', max: 1 });
       expect(await modernResult(url, 'tools/call', greet, { bearer: BOB })).to.include({ resultType: 'complete' });
     } finally {
       stream.close();

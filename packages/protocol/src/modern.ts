@@ -27,6 +27,12 @@ export const ModernErrorCode = {
   HeaderMismatch: -32020,
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
+  /**
+   * Ours, not the revision's: a configured limit was hit, as `ErrorCode.LimitExceeded` (-32029) is on the legacy
+   * wire. 2026-07-28 reserves -32020…-32099 for its own codes and forbids sending an undefined one there
+   * (C26-ERR-2), so the modern wire uses -32000, the first implementation-defined code it leaves free.
+   */
+  LimitExceeded: -32000,
 } as const;
 export type ModernErrorCode = (typeof ModernErrorCode)[keyof typeof ModernErrorCode];
 

@@ -136,7 +136,7 @@ export async function serveModern(
       };
       await noteFailedLookup(request.method, request.params, error, guard);
       services.metrics.reject(error.code);
-      outcome = { error: error.toJSON() };
+      outcome = { error: onModernWire(error.toJSON()) };
     } else {
       log.error('request failed', { error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
       outcome = { error: { code: ErrorCode.InternalError, message: 'Internal error; the server log has the details' } };
@@ -193,6 +193,11 @@ function callerOf(req: Request, res: Response): Caller {
   const address = addressOf(req);
   if (principal !== undefined) return { owner: principalOwner(principal), authenticated: true, address };
   return { owner: `${ANONYMOUS_OWNER_PREFIX}${address}`, authenticated: false, address };
+}
+
+/** A limit's -32029 lies in the range 2026-07-28 reserves; its own code replaces it there (C26-ERR-2). */
+function onModernWire(error: JsonRpcErrorObject): JsonRpcErrorObject {
+  return error.code === ErrorCode.LimitExceeded ? { ...error, code: ModernErrorCode.LimitExceeded } : error;
 }
 
 function withServerInfo(result: Record<string, unknown>): Record<string, unknown> {
