@@ -648,3 +648,39 @@ describe('MCP 2026-07-28 with authentication (X-SEC-2, C26-SEC-2)', function () 
     await modernResult(url, 'tasks/cancel', { taskId }, { capabilities: WITH_TASKS, bearer: ALICE });
   });
 });
+
+describe('a replica that stops ends its listen streams (C26-SUB-5)', function () {
+  this.timeout(60_000);
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({ env: FIXTURES });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('C26-SUB-5: the stream gets the listen result, tagged with its subscription, before it closes', async () => {
+    const api = system.apis[0]!;
+    const stream = await openStream(
+      api.url,
+      'subscriptions/listen',
+      { notifications: { toolsListChanged: true } },
+      { id: 'listen-stop' },
+    );
+    try {
+      expect((await stream.next())['method']).to.equal('notifications/subscriptions/acknowledged');
+      const stopped = api.stop();
+      let last: Record<string, unknown>;
+      do last = await stream.next();
+      while (!('id' in last));
+      expect(last['id']).to.equal('listen-stop');
+      const result = last['result'] as Record<string, unknown>;
+      expect(result['resultType']).to.equal('complete');
+      expect(result['_meta']).to.include({ 'io.modelcontextprotocol/subscriptionId': 'listen-stop' });
+      await stopped;
+    } finally {
+      stream.close();
+    }
+  });
+});

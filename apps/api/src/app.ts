@@ -98,6 +98,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     });
     await catalogView.start();
     cleanup.add('catalog-view', catalogView, (view) => view.close());
+    const stopping = new AbortController();
     const services: ApiServices = {
       config,
       log,
@@ -119,6 +120,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
       requestStates: new RequestStateSigner(redis, keys.requestStateKey()),
       metrics,
       security,
+      stopping: stopping.signal,
     };
     await redis.ping();
 
@@ -150,7 +152,10 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     app.use(mcpRouter(services));
     const server: Server = app.listen(config.PORT, config.HOST);
     await once(server, 'listening');
-    cleanup.add('http-server', server, closeServer);
+    cleanup.add('http-server', server, (open) => {
+      stopping.abort();
+      return closeServer(open);
+    });
     const { port } = server.address() as AddressInfo;
     const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;

@@ -40,6 +40,8 @@ export interface ApiServices {
   subscriber: Subscriber;
   metrics: RunnerMetrics;
   security: SecurityServices;
+  /** Aborts when the replica begins to stop: what it holds open ends in good order (listen streams, C26-SUB-5). */
+  stopping: AbortSignal;
 }
 
 /** Authentication, rate limits, connection slots and the audit trail (README.md, "Security"). */

@@ -1,7 +1,8 @@
 // subscriptions/listen (C26-SUB-*): a long-lived SSE answer that opens with the acknowledgement of what the server
 // honours, then carries `notifications/tools/list_changed` and, for the tasks extension, `notifications/tasks`
 // with the full DetailedTask of each subscribed task (X-NTF-*). Both come from Redis (the catalog's channel, each
-// task's channel), so a stream on any replica sees changes made through every replica (C26-SUB-7).
+// task's channel), so a stream on any replica sees changes made through every replica (C26-SUB-7). The client ends
+// a subscription by closing the stream; a replica that stops ends it with the listen result (C26-SUB-5).
 import {
   isTerminal,
   modernDetailedTask,
@@ -15,6 +16,7 @@ import {
 import { SseWriter } from '../sse.ts';
 import { declaresTasks, type ModernHandler } from './context.ts';
 import { outstandingInputs, readTask } from './tasks.ts';
+import { SERVER_INFO_META } from './tools.ts';
 
 /** The most tasks one listen request may follow (each is a subscription and a read per change). */
 export const MAX_LISTEN_TASKS = 100;
@@ -76,9 +78,10 @@ export const listen: ModernHandler = async (params, context) => {
     : () => undefined;
   const seen = new Map<string, string>();
   const open = new Set(followed);
+  const ended = AbortSignal.any([signal, services.stopping]);
   try {
     // The current state of each task is sent first, then every change; a terminal task is dropped after its last.
-    while (!sse.closed && !signal.aborted) {
+    while (!sse.closed && !ended.aborted) {
       for (const taskId of [...open]) {
         const record = await readTask(services, taskId, context.caller, true).catch(() => undefined);
         if (!record) {
@@ -93,7 +96,15 @@ export const listen: ModernHandler = async (params, context) => {
         }
         if (isTerminal(record.status)) open.delete(taskId);
       }
-      await waiter.next(services.config.RESULT_RECHECK_MS, signal);
+      await waiter.next(services.config.RESULT_RECHECK_MS, ended);
+    }
+    // The server ends the subscription (this replica stops): the listen result says so before the stream closes.
+    if (!sse.closed && !signal.aborted) {
+      sse.send({
+        jsonrpc: '2.0',
+        id: request.id,
+        result: { resultType: 'complete', _meta: { ...tag, ...SERVER_INFO_META } },
+      });
     }
   } finally {
     stopListChanged();
