@@ -24,7 +24,12 @@ export function parseRules(text) {
     const rule = /^- ((?:T|C26|X)-[A-Z]+-\d+): (.+)$/.exec(line);
     if (!rule) continue;
     const [summary, exemption] = rule[2].split(EXEMPTION);
-    rules.push({ id: rule[1], checklist, summary: summary.trim(), ...(exemption ? { exemption: exemption.trim() } : {}) });
+    rules.push({
+      id: rule[1],
+      checklist,
+      summary: summary.trim(),
+      ...(exemption ? { exemption: exemption.trim() } : {}),
+    });
   }
   return rules;
 }
@@ -35,7 +40,8 @@ export function parseRules(text) {
  */
 export function testTitles(source) {
   const titles = [];
-  const call = /\b(?:describe|context|it|specify)(?:\.skip)?\(\s*(?:'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"|`((?:[^`\\]|\\.)*)`)/g;
+  const call =
+    /\b(?:describe|context|it|specify)(?:\.skip)?\(\s*(?:'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"|`((?:[^`\\]|\\.)*)`)/g;
   for (const match of source.matchAll(call)) titles.push(match[1] ?? match[2] ?? match[3] ?? '');
   return titles;
 }
@@ -95,9 +101,12 @@ function main() {
   }
   console.log('');
   for (const c of checklists) {
-    console.log(`${c.checklist}: ${c.named}/${c.total} named by a test title, ${c.exempt} exempt, ${c.missing.length} missing`);
+    console.log(
+      `${c.checklist}: ${c.named}/${c.total} named by a test title, ${c.exempt} exempt, ${c.missing.length} missing`,
+    );
   }
-  if (unknown.length > 0) console.log(`Test titles name IDs that docs/spec-rules.md does not list: ${unknown.join(', ')}`);
+  if (unknown.length > 0)
+    console.log(`Test titles name IDs that docs/spec-rules.md does not list: ${unknown.join(', ')}`);
   const missing = checklists.flatMap((c) => c.missing);
   if (missing.length > 0 || unknown.length > 0) process.exitCode = 1;
 }

@@ -30,7 +30,7 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
   });
 
   describe('creation', () => {
-    it('T-CREATE-1, T-LIFE-1: a task-augmented call answers a working task at once, before the tool ran', async () => {
+    it('T-CREATE-1, T-LIFE-1, C26-LEG-2: a task-augmented call answers a working task at once, before the tool ran, in the 2025-11-25 shape', async () => {
       const started = Date.now();
       const result = await client.call('tools/call', {
         name: 'wait',
@@ -41,6 +41,10 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       const task = result['task'] as Record<string, unknown>;
       expect(task['status']).to.equal('working');
       expect(result).to.not.have.property('content');
+      // The legacy wire keeps its shapes beside 2026-07-28: nested under task, ttl and pollInterval, no resultType.
+      expect(result).to.not.have.any.keys('resultType', 'taskId');
+      expect(task).to.include.keys('taskId', 'createdAt', 'lastUpdatedAt', 'ttl', 'pollInterval');
+      expect(task).to.not.have.any.keys('ttlMs', 'pollIntervalMs');
     });
 
     it('T-CREATE-1: the task record and its job are in Redis when CreateTaskResult arrives (invariant 2)', async () => {
@@ -248,7 +252,7 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
   });
 
   describe('tasks/cancel', () => {
-    it("T-CANCEL-2: moves a running task to cancelled before answering and fires the tool's AbortSignal", async () => {
+    it("T-CANCEL-2, C26-LEG-2: moves a running task to cancelled before answering (the Task) and fires the tool's AbortSignal", async () => {
       const created = await client.createTask('wait', { seconds: 30 });
       await eventually(async () => {
         const task = await client.call('tasks/get', { taskId: created['taskId'] });
@@ -256,6 +260,8 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       });
       const cancelled = await client.call('tasks/cancel', { taskId: created['taskId'] });
       expect(cancelled['status']).to.equal('cancelled');
+      expect(cancelled['taskId']).to.equal(created['taskId']);
+      expect(cancelled).to.not.have.property('resultType');
       expect(cancelled).to.not.have.property('_meta');
       const worker = system.workers[0];
       await eventually(() =>

@@ -49,7 +49,6 @@ describe('spec rule coverage (docs/spec-rules.md)', () => {
     expect(testTitles(source)).to.deep.equal([
       'T-A-1: a',
       'T-B-2, X-C-3: b',
-      // eslint-disable-next-line no-template-curly-in-string
       'C26-D-4: ${n} c',
       "it\\'s T-E-5",
       'T-F-6: wrapped',
