@@ -975,13 +975,28 @@ describe('C26-COEX-1: MCP 2026-07-28 beside 2025-11-25 on one endpoint (two api 
       }
     });
 
-    it('C26-SUB-6: tools are declared with listChanged, and a listen stream that asks for it is acknowledged with it', async () => {
-      const stream = await openStream(a, 'subscriptions/listen', {
-        notifications: { toolsListChanged: true, promptsListChanged: true },
-      });
+    it('C26-SUB-6: tools are declared with listChanged; a stream that asks for it is told when a worker brings a new tool', async () => {
+      const stream = await openStream(
+        a,
+        'subscriptions/listen',
+        { notifications: { toolsListChanged: true, promptsListChanged: true } },
+        { id: 'listen-tools' },
+      );
       try {
         const ack = await stream.next();
         expect((ack['params'] as Record<string, unknown>)['notifications']).to.deep.equal({ toolsListChanged: true });
+        const gamma = await system.addWorker({ MCPT_TOOLS: './test/fixtures/catalog/gamma.ts' });
+        try {
+          const changed = await stream.next();
+          expect(changed['method']).to.equal('notifications/tools/list_changed');
+          expect((changed['params'] as Record<string, unknown>)['_meta']).to.deep.equal({
+            'io.modelcontextprotocol/subscriptionId': 'listen-tools',
+          });
+          const tools = (await modernResult(b, 'tools/list'))['tools'] as Record<string, unknown>[];
+          expect(tools.map((tool) => tool['name'])).to.include('gamma');
+        } finally {
+          await gamma.stop();
+        }
       } finally {
         stream.close();
       }
