@@ -31,13 +31,32 @@ export function sendHttpError(res: Response, status: number, code: number, messa
     res.end();
     return;
   }
-  res.status(status).json(errorResponse(null, { code, message }));
+  sendJson(res, status, errorResponse(null, { code, message }));
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * What `res.status(status).json(value)` sends, byte for byte (express: JSON.stringify, `application/json;
+ * charset=utf-8`, Content-Length; no ETag, which the app turns off), without express's general send path: the
+ * headers go in one writeHead, whatever was set before (Mcp-Session-Id, Allow, WWW-Authenticate) kept. A response
+ * that already has a Content-Type goes through express, which keeps it.
+ */
+export function sendJson(res: Response, status: number, value: unknown): void {
+  if (res.hasHeader('content-type')) {
+    res.status(status).json(value);
+    return;
+  }
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(body, 'utf8') });
+  if (res.req.method === 'HEAD') res.end();
+  else res.end(body, 'utf8');
 }
 
 export function sendMessage(res: Response, format: ReplyFormat, message: JsonRpcResponse): void {
   if (res.writableEnded || res.destroyed) return;
   if (format === 'json') {
-    res.status(200).json(message);
+    sendJson(res, 200, message);
     return;
   }
   res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });

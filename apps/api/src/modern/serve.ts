@@ -13,7 +13,7 @@ import {
 } from '@mcp-tasks/protocol';
 import { principalOwner } from '../auth.ts';
 import type { ApiServices } from '../context.ts';
-import { acceptsEventStream } from '../responses.ts';
+import { acceptsEventStream, sendJson } from '../responses.ts';
 import { SseWriter } from '../sse.ts';
 import { noteFailedLookup, rateChargeOf, rateLimitError } from '../task-guards.ts';
 import { addressOf, principalOf } from '../transport/session-gate.ts';
@@ -51,7 +51,7 @@ const BAD_REQUEST_CODES = new Set<number>([
 
 export function sendRefusal(res: Response, refusal: ModernRefusal): void {
   res.locals['rpcErrorCode'] = refusal.error.code;
-  res.status(refusal.status).json(errorResponse(refusal.id, refusal.error));
+  sendJson(res, refusal.status, errorResponse(refusal.id, refusal.error));
 }
 
 export async function serveModern(
@@ -157,7 +157,7 @@ export async function serveModern(
   }
   const status = 'error' in outcome && BAD_REQUEST_CODES.has(outcome.error.code) ? 400 : 200;
   if ('error' in outcome) res.locals['rpcErrorCode'] = outcome.error.code;
-  res.status(status).json(message);
+  sendJson(res, status, message);
 }
 
 /**
