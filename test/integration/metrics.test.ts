@@ -13,6 +13,8 @@ import { scrape } from '../support/prometheus.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
+const MAX_BODY_BYTES = 8192;
+
 describe('metrics: /metrics on the api and on a worker (real processes, real Redis)', function () {
   this.timeout(30_000);
   let system: System;
@@ -24,7 +26,12 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
     const workerPort = await freePort();
     system = await startSystem({
       // Live statuses read on every scrape: the gauges below must show a change at once.
-      env: { WORKER_METRICS_PORT: String(workerPort), WORKER_SHUTDOWN_GRACE_MS: '500', METRICS_LIVE_REFRESH_MS: '0' },
+      env: {
+        WORKER_METRICS_PORT: String(workerPort),
+        WORKER_SHUTDOWN_GRACE_MS: '500',
+        METRICS_LIVE_REFRESH_MS: '0',
+        MAX_BODY_BYTES: String(MAX_BODY_BYTES),
+      },
     });
     client = await McpTestClient.connect(system.apiUrl);
     apiMetrics = system.apiUrl.replace(/\/mcp$/, '/metrics');
@@ -140,6 +147,28 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
     for (const reason of ['unsupported_media_type', 'parse_error', 'method_not_found', 'invalid_params']) {
       expect(after.value('mcpt_requests_rejected_total', { reason }), reason).to.equal(
         before.value('mcpt_requests_rejected_total', { reason }) + 1,
+      );
+    }
+  });
+
+  it('refusals are counted once each, on POST /mcp (served ahead of express) as through express (/mcp/, PUT)', async () => {
+    const json = { 'content-type': 'application/json', accept: 'application/json' };
+    const url = system.apiUrl;
+    const before = await scrape(apiMetrics);
+    const answers = [
+      await rawRequest(url, { headers: { 'content-type': 'text/plain' }, body: '{}' }),
+      await rawRequest(`${url}/`, { headers: { 'content-type': 'text/plain' }, body: '{}' }),
+      await rawRequest(url, { headers: json, body: `{"pad":"${'x'.repeat(MAX_BODY_BYTES)}"}` }),
+      await rawRequest(`${url}/`, { headers: json, body: `{"pad":"${'x'.repeat(MAX_BODY_BYTES)}"}` }),
+      await rawRequest(url, { headers: json, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' }),
+      await rawRequest(url, { method: 'PUT', headers: json, body: '{}' }),
+    ];
+    expect(answers.map((answer) => answer.status)).to.deep.equal([415, 415, 413, 413, 400, 405]);
+    const after = await scrape(apiMetrics);
+    const counted = { unsupported_media_type: 2, payload_too_large: 2, invalid_request: 1, method_not_allowed: 1 };
+    for (const [reason, count] of Object.entries(counted)) {
+      expect(after.value('mcpt_requests_rejected_total', { reason }), reason).to.equal(
+        before.value('mcpt_requests_rejected_total', { reason }) + count,
       );
     }
   });

@@ -58,6 +58,7 @@ const ENGINE_EXPORTS = [
   'clientContext',
   'closeRedis',
   'clusterOptions',
+  'coalesceWrites',
   'contextOf',
   'countSchedulingEvent',
   'createEngine',

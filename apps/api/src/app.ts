@@ -1,7 +1,7 @@
 // Builds one api process: Redis connections, services, the express app and the HTTP server, released in reverse
 // order on close.
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import {
@@ -12,6 +12,7 @@ import {
   CatalogView,
   CleanupStack,
   closeRedis,
+  coalesceWrites,
   createEngine,
   createLogger,
   createRedis,
@@ -32,7 +33,7 @@ import { PlainCalls } from './plain-calls.ts';
 import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
 import { ApiTools } from './tool-catalog.ts';
-import { mcpRouter } from './transport/router.ts';
+import { mcpEndpoint } from './transport/router.ts';
 
 export interface RunningApi {
   url: string;
@@ -64,6 +65,9 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     for (const connection of [redis, subscriberRedis, queueRedis]) {
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }
+    // Requests in flight send their commands in the same turns: one socket write per turn, not per command.
+    coalesceWrites(redis);
+    coalesceWrites(queueRedis);
     const engine = cleanup.add(
       'engine',
       createEngine({ redis, queues: queueRedis, subscriber: subscriberRedis }, config),
@@ -129,6 +133,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     app.set('etag', false);
     app.set('trust proxy', config.TRUST_PROXY); // req.ip: the client address behind a proxy (per-address limits)
     const { admin, queue } = engine;
+    const mcp = mcpEndpoint(services);
     // health, metrics, admin dashboard
     app.use(
       await operationsRouter({
@@ -149,8 +154,9 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
       const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };
       app.use(callbacksRouter(deps)); // reports of external systems on their tasks (docs/external-tools.md)
     }
-    app.use(mcpRouter(services));
-    const server: Server = app.listen(config.PORT, config.HOST);
+    app.use(mcp.router);
+    // POST /mcp, every JSON-RPC message, is served first: it needs none of the routers above.
+    const server: Server = createServer(mcp.listener(app)).listen(config.PORT, config.HOST);
     await once(server, 'listening');
     cleanup.add('http-server', server, (open) => {
       stopping.abort();

@@ -1,6 +1,6 @@
 // Endpoints for the people and machines that run the api: liveness, readiness (Redis reachable), Prometheus
-// metrics (behind METRICS_TOKEN when set), the counting of refused /mcp requests, and the admin dashboard when
-// ADMIN_TOKEN is set.
+// metrics (behind METRICS_TOKEN when set), and the admin dashboard when ADMIN_TOKEN is set. Refused /mcp requests
+// are counted where /mcp is served (transport/router.ts).
 import express, { type Router } from 'express';
 import {
   METRICS_CHALLENGE,
@@ -70,16 +70,6 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
     metrics.text().then((text) => {
       res.set('Content-Type', metrics.contentType).send(text);
     }, next);
-  });
-  // Every refused /mcp request, once its answer is sent: HTTP errors by status, or by JSON-RPC code for a 400
-  // (parse error vs invalid request); JSON-RPC errors inside 200 answers are counted by the dispatcher.
-  router.use('/mcp', (_req, res, next) => {
-    res.on('finish', () => {
-      if (res.statusCode < 400) return;
-      const code = res.locals['rpcErrorCode'] as number | undefined;
-      metrics.reject(res.statusCode === 400 && code !== undefined ? code : res.statusCode);
-    });
-    next();
   });
   if (config.ADMIN_TOKEN) {
     const { engine } = deps;

@@ -66,7 +66,7 @@ export {
   parseClusterNodes,
   prefixPinsOneSlot,
 } from './redis-target.ts';
-export { closeRedis, createRedis, type RedisClient } from './redis.ts';
+export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './redis.ts';
 export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
 export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';

@@ -1,8 +1,17 @@
-// The Streamable HTTP endpoint (2025-11-25 transport) on /mcp: guards first (DNS rebinding, authentication), then
-// one handler per HTTP method. POST carries one JSON-RPC message; the session lives in Redis, so any replica
-// answers any request.
-import express, { type Router } from 'express';
-import { SecurityEvent } from '@mcp-tasks/engine';
+// The Streamable HTTP endpoint (2025-11-25 transport) on /mcp: refusals counted, guards (DNS rebinding,
+// authentication), then one handler per HTTP method. POST carries one JSON-RPC message; the session lives in Redis,
+// so any replica answers any request.
+import type { RequestListener } from 'node:http';
+import express, {
+  type ErrorRequestHandler,
+  type Express,
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
+import { SecurityEvent, type RunnerMetrics } from '@mcp-tasks/engine';
 import { ErrorCode } from '@mcp-tasks/protocol';
 import { authGuard } from '../auth.ts';
 import type { ApiServices } from '../context.ts';
@@ -14,20 +23,39 @@ import { handleGet } from './get.ts';
 import { handlePost } from './post.ts';
 import { rejected } from './session-gate.ts';
 
-export function mcpRouter(services: ApiServices): Router {
-  const router = express.Router();
-  router.use(
-    '/mcp',
+export interface McpEndpoint {
+  /** Every /mcp request: GET, DELETE, other methods (405), and POSTs `listener` leaves to express (`/mcp/`, `/MCP?x`). */
+  router: Router;
+  /**
+   * The HTTP server's request listener: `POST /mcp` exactly, the path of every JSON-RPC message, runs the router's
+   * steps for it in order, in express's request and response (what `app.handle` sets up) but without its router's
+   * matching of paths and layers; every other request goes to `app`.
+   */
+  listener(app: Express): RequestListener;
+}
+
+export function mcpEndpoint(services: ApiServices): McpEndpoint {
+  const count = countRefusals(services.metrics);
+  const guards: RequestHandler[] = [
     rebindingGuard({ bindHost: services.config.HOST, allowedOrigins: services.config.ALLOWED_ORIGINS }),
     authGuard(services.security.auth, (req, outcome) => {
       if (outcome.ok) return;
       services.security.rates.count(SecurityEvent.AuthFailure).catch(() => undefined);
       rejected(services, req, { reason: outcome.reason === 'missing' ? 'no_token' : 'invalid_token' });
     }),
-  );
-  router.post('/mcp', requireJsonContentType, rawBody(services.config.MAX_BODY_BYTES), (req, res, next) => {
-    handlePost(services, req, res).catch(next);
-  });
+  ];
+  const post: RequestHandler[] = [
+    requireJsonContentType,
+    rawBody(services.config.MAX_BODY_BYTES),
+    (req, res, next) => {
+      handlePost(services, req, res).catch(next);
+    },
+  ];
+  const onError = bodyErrorHandler(services.config.MAX_BODY_BYTES, services.log);
+
+  const router = express.Router();
+  router.use('/mcp', count, ...guards);
+  router.post('/mcp', ...post);
   router.get('/mcp', (req, res, next) => {
     handleGet(services, req, res).catch(next);
   });
@@ -38,6 +66,77 @@ export function mcpRouter(services: ApiServices): Router {
     res.set('Allow', 'POST, GET, DELETE');
     sendHttpError(res, 405, ErrorCode.InvalidRequest, 'Method not allowed');
   });
-  router.use('/mcp', bodyErrorHandler(services.config.MAX_BODY_BYTES, services.log));
-  return router;
+  router.use('/mcp', onError);
+
+  const steps = inOrder([count, ...guards, ...post], onError);
+  return {
+    router,
+    listener: (app) => (incoming, outgoing) => {
+      if (incoming.method !== 'POST' || incoming.url !== '/mcp') {
+        app(incoming, outgoing);
+        return;
+      }
+      // What express's app.handle does before its router.
+      if (app.enabled('x-powered-by')) outgoing.setHeader('X-Powered-By', 'Express');
+      const req = Object.setPrototypeOf(incoming, app.request) as Request;
+      const res = Object.setPrototypeOf(outgoing, app.response) as Response;
+      req.res = res;
+      res.req = req;
+      res.locals = Object.create(null) as Response['locals'];
+      steps(req, res, (error?: unknown) => {
+        // Not reached (every step answers, or passes an error to onError, which answers): should onError throw,
+        // what it answers for an unknown error.
+        services.log.error('unhandled request error', { error: error instanceof Error ? error.stack : String(error) });
+        sendHttpError(res, 500, ErrorCode.InternalError, 'Internal error; the server log has the details');
+      });
+    },
+  };
+}
+
+/**
+ * Counts every refused /mcp request once its answer is sent: HTTP errors by status, or by JSON-RPC code for
+ * a 400 (parse error vs invalid request). JSON-RPC errors inside 200 answers are counted by the dispatcher. One
+ * listener function for all requests: it reads the response it is called on.
+ */
+function countRefusals(metrics: RunnerMetrics): RequestHandler {
+  function counted(this: Response): void {
+    if (this.statusCode < 400) return;
+    const code = this.locals['rpcErrorCode'] as number | undefined;
+    metrics.reject(this.statusCode === 400 && code !== undefined ? code : this.statusCode);
+  }
+  return (_req, res, next) => {
+    res.on('finish', counted);
+    next();
+  };
+}
+
+/**
+ * Runs `handlers` as express would for one route: each calls `next()` to go on or `next(error)` to stop at
+ * `onError`; a handler that throws stops there too. Handlers here never call `next('route')`.
+ */
+function inOrder(handlers: readonly RequestHandler[], onError: ErrorRequestHandler): RequestHandler {
+  return (req: Request, res: Response, done: NextFunction) => {
+    let index = 0;
+    const next = (error?: unknown): void => {
+      if (error !== undefined && error !== null) {
+        try {
+          void onError(error, req, res, done);
+        } catch (failure) {
+          done(failure);
+        }
+        return;
+      }
+      const handler = handlers[index++];
+      if (!handler) {
+        done();
+        return;
+      }
+      try {
+        void handler(req, res, next);
+      } catch (failure) {
+        next(failure ?? new Error('handler threw'));
+      }
+    };
+    next();
+  };
 }
