@@ -19,6 +19,43 @@ export const JsonRpcRequestSchema = z.object({
   params: ParamsSchema.optional(),
 });
 
+export type JsonRpcRequestMessage = z.infer<typeof JsonRpcRequestSchema>;
+
+/**
+ * The message as a JSON-RPC request (JsonRpcRequestSchema), or undefined when it is none. The usual request is
+ * judged by hand, without zod copying its params, which the method's own schema parses next: so the envelope of a
+ * message is validated once. Whatever the hand check does not take goes to zod, which has the last word.
+ */
+export function asJsonRpcRequest(message: unknown): JsonRpcRequestMessage | undefined {
+  if (typeof message === 'object' && message !== null && !Array.isArray(message)) {
+    const { jsonrpc, id, method, params } = message as Record<string, unknown>;
+    if (
+      jsonrpc === '2.0' &&
+      ((typeof id === 'string' && id.length <= 256) || Number.isSafeInteger(id)) &&
+      typeof method === 'string' &&
+      method.length >= 1 &&
+      method.length <= 256 &&
+      (params === undefined ? !Object.hasOwn(message, 'params') : isPlainParams(params))
+    ) {
+      const request: JsonRpcRequestMessage = { jsonrpc, id: id as string | number, method };
+      if (params !== undefined) request.params = params as Record<string, unknown>;
+      return request;
+    }
+  }
+  const parsed = JsonRpcRequestSchema.safeParse(message);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** A JSON object zod's record would pass unchanged (it leaves out an own `__proto__` key: zod decides those). */
+function isPlainParams(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.getPrototypeOf(value) === Object.prototype &&
+    !Object.hasOwn(value, '__proto__')
+  );
+}
+
 export const JsonRpcNotificationSchema = z.object({
   jsonrpc: z.literal('2.0'),
   method: z.string().min(1).max(256),

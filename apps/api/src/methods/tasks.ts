@@ -20,7 +20,8 @@ export const getTask: MethodHandler = async (params, { services, session }) => {
 };
 
 export const getTaskResult: MethodHandler = async (params, context) => {
-  const { services, session, signal, canStream, log, requestId } = context;
+  // `signal` and `log` are read only where needed: the context makes them on first use (transport/post.ts).
+  const { services, session, canStream, requestId } = context;
   const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/result');
   // One script checks the owner, reads the record and, when the task is unfinished, registers this replica as its
   // waiter: its changes then come on the replica's one subscription. The waiter is opened first, so that no change
@@ -30,8 +31,13 @@ export const getTaskResult: MethodHandler = async (params, context) => {
   let record: TaskRecord;
   try {
     const current = await read();
-    if (log.isDebugEnabled())
-      log.debug('task result requested', { taskId, tool: current.tool, status: current.status, owner: session.owner });
+    if (services.log.isDebugEnabled())
+      context.log.debug('task result requested', {
+        taskId,
+        tool: current.tool,
+        status: current.status,
+        owner: session.owner,
+      });
     record = current;
     if (!services.tasks.isTerminal(current)) {
       const first = { record: current, waiter };
@@ -43,12 +49,13 @@ export const getTaskResult: MethodHandler = async (params, context) => {
         const since = services.events.lastId(current.sessionId);
         since.catch(() => undefined);
         const withinMs = services.config.RESULT_STREAM_AFTER_MS;
-        if (withinMs > 0) record = await services.tasks.waitForTerminal(taskId, signal, read, { withinMs }, first);
+        if (withinMs > 0)
+          record = await services.tasks.waitForTerminal(taskId, context.signal, read, { withinMs }, first);
         if (!services.tasks.isTerminal(record)) return new StreamReply(record, await since);
       } else {
         // Without SSE the request blocks until the task ends: it holds a slot as a stream would (stream-limit.ts).
         record = await holdingSlot(context, () =>
-          services.tasks.waitForTerminal(taskId, signal, read, undefined, first),
+          services.tasks.waitForTerminal(taskId, context.signal, read, undefined, first),
         );
       }
     }
@@ -57,8 +64,13 @@ export const getTaskResult: MethodHandler = async (params, context) => {
   }
   // Debug, as "requested" above: the audit record below says the same at info (T-AUDIT-1); log lines are a
   // measurable share of a task's cost (docs/benchmarks.md), so their fields are not even built unless wanted.
-  if (log.isDebugEnabled())
-    log.debug('task result retrieved', { taskId, tool: record.tool, status: record.status, owner: session.owner });
+  if (services.log.isDebugEnabled())
+    context.log.debug('task result retrieved', {
+      taskId,
+      tool: record.tool,
+      status: record.status,
+      owner: session.owner,
+    });
   audit(services.security.audit, AuditEvent.ResultRetrieved, {
     principal: session.owner,
     taskId,

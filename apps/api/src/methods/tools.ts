@@ -67,7 +67,7 @@ export const callTool: MethodHandler = async (params, context) => {
   const record = await create(TaskKind.Task);
   // The audit record says this at info; a second info line per task is measurable (docs/benchmarks.md).
   // Not even built unless debug is on: the audit record says the same at info (T-AUDIT-1).
-  if (context.log.isDebugEnabled())
+  if (services.log.isDebugEnabled())
     context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner, ttl: record.ttl });
   return {
     task: toWireTask(record),

@@ -1,12 +1,12 @@
 // POST /mcp: one JSON-RPC message. initialize opens a session; a request is dispatched and answered as JSON or on
 // an SSE stream; a response answers one of our requests to the client; a notification gets 202.
 import type { Request, Response } from 'express';
-import type { Session } from '@mcp-tasks/engine';
+import type { Logger, Session } from '@mcp-tasks/engine';
 import {
+  asJsonRpcRequest,
   ErrorCode,
   errorResponse,
   JsonRpcNotificationSchema,
-  JsonRpcRequestSchema,
   JsonRpcResponseSchema,
   ProtocolError,
   successResponse,
@@ -69,9 +69,10 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
     return;
   }
 
-  const request = JsonRpcRequestSchema.safeParse(body);
-  if (request.success && request.data.method === 'initialize') {
-    const { id, params } = request.data;
+  // The envelope is judged once here; the method's handler parses its params with its own schema.
+  const request = asJsonRpcRequest(body);
+  if (request?.method === 'initialize') {
+    const { id, params } = request;
     try {
       const { session, result } = await initialize(params, services, principalOf(res), addressOf(req));
       res.set('Mcp-Session-Id', session.sessionId);
@@ -85,12 +86,12 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
     return;
   }
 
-  const opened = await openSession(services, req, res, request.success ? request.data.method : undefined);
+  const opened = await openSession(services, req, res, request?.method);
   if (!opened) return;
   const { session } = opened;
 
-  if (request.success) {
-    await answerRequest(services, opened, request.data, format, req, res);
+  if (request) {
+    await answerRequest(services, opened, request, format, req, res);
     return;
   }
   const response = JsonRpcResponseSchema.safeParse(body);
@@ -132,20 +133,37 @@ async function dispatchAndAnswer(
   res: Response,
   traced: RequestSpan | undefined,
 ): Promise<void> {
-  const controller = new AbortController();
+  // The signal and the request's logger are made when a handler first asks for them: most requests (tools/call as
+  // a task, tasks/result of a finished task) never do, and an AbortSignal is dear to make.
+  let controller: AbortController | undefined;
+  let gone = false;
   res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
+    if (res.writableFinished) return;
+    gone = true;
+    controller?.abort();
   });
-  const log = services.log.child({ sessionId: session.sessionId, requestId: request.id, method: request.method });
+  const signal = (): AbortSignal => {
+    if (!controller) {
+      controller = new AbortController();
+      if (gone) controller.abort();
+    }
+    return controller.signal;
+  };
+  let log: Logger | undefined;
   const outcome = await dispatch(request.method, request.params, {
     services,
     session,
     requestId: request.id,
-    signal: controller.signal,
+    get signal() {
+      return signal();
+    },
     canStream: acceptsEventStream(req.headers.accept),
     address: addressOf(req),
     admission,
-    log,
+    get log() {
+      log ??= services.log.child({ sessionId: session.sessionId, requestId: request.id, method: request.method });
+      return log;
+    },
     ...(traced ? { trace: traced.context, span: traced.span } : {}),
   });
   if ('error' in outcome) failRequestSpan(traced, outcome.error);
@@ -175,7 +193,7 @@ async function dispatchAndAnswer(
       sessionId: task.sessionId,
       ...(since !== undefined ? { since } : {}),
     };
-    await streamAnswer(services, session, stream, sse, controller.signal).catch((error: unknown) => {
+    await streamAnswer(services, session, stream, sse, signal()).catch((error: unknown) => {
       sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
     });
   });
