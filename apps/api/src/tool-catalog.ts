@@ -16,7 +16,8 @@ export class ApiTools {
   // A schema without `$schema` is draft 2020-12, as MCP says; one that names draft-07 is read as draft-07.
   readonly #ajv = addFormats(new Ajv2020(AJV_OPTIONS));
   readonly #ajvDraft07 = addFormats(new AjvDraft07(AJV_OPTIONS));
-  readonly #validators = new Map<string, { schema: string; validate: ValidateFunction }>();
+  /** By tool: the compiled validator, the schema it was compiled from, and the last entry object that had it. */
+  readonly #validators = new Map<string, { schema: string; inputSchema: object; validate: ValidateFunction }>();
   #listing: Record<string, unknown>[] | undefined;
 
   constructor(readonly view: CatalogView) {
@@ -56,9 +57,14 @@ export class ApiTools {
   }
 
   #validatorOf(entry: CatalogEntry): ValidateFunction {
-    const schema = canonicalJson(entry.inputSchema);
     const cached = this.#validators.get(entry.name);
-    if (cached?.schema === schema) return cached.validate;
+    // The cached catalog hands out the same entry until a publisher changes it: no need to compare schemas then.
+    if (cached?.inputSchema === entry.inputSchema) return cached.validate;
+    const schema = canonicalJson(entry.inputSchema);
+    if (cached?.schema === schema) {
+      cached.inputSchema = entry.inputSchema;
+      return cached.validate;
+    }
     let validate: ValidateFunction;
     try {
       const draft07 = typeof entry.inputSchema['$schema'] === 'string' && DRAFT_07.test(entry.inputSchema['$schema']);
@@ -69,7 +75,7 @@ export class ApiTools {
         `Tool '${entry.name}' has an input schema that cannot be used: ${(error as Error).message}`,
       );
     }
-    this.#validators.set(entry.name, { schema, validate });
+    this.#validators.set(entry.name, { schema, inputSchema: entry.inputSchema, validate });
     return validate;
   }
 }

@@ -22,8 +22,19 @@ export function maskUrlPasswords(text: string): string {
  * (`printf %s "$SESSION_ID" | sha256sum | cut -c1-16`), but a log reader cannot use the session.
  */
 export function sessionDigest(sessionId: string): string {
-  return `sha256:${createHash('sha256').update(sessionId, 'utf8').digest('hex').slice(0, 16)}`;
+  let digest = recentDigests.get(sessionId);
+  if (digest === undefined) {
+    digest = `sha256:${createHash('sha256').update(sessionId, 'utf8').digest('hex').slice(0, 16)}`;
+    // A session's lines come in runs (its audit records name it twice per task): its digest is kept, a few
+    // thousand sessions at most, the whole lot dropped when full rather than tracking which is oldest.
+    if (recentDigests.size >= MAX_KEPT_DIGESTS) recentDigests.clear();
+    recentDigests.set(sessionId, digest);
+  }
+  return digest;
 }
+
+const MAX_KEPT_DIGESTS = 4096;
+const recentDigests = new Map<string, string>();
 
 const SESSION_OWNER = 'session:';
 

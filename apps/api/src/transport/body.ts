@@ -9,7 +9,8 @@ import { sendHttpError } from '../responses.ts';
 const MAX_JSON_DEPTH = 64;
 
 export function requireJsonContentType(req: Request, res: Response, next: NextFunction): void {
-  const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  const header = req.headers['content-type'];
+  const type = header === 'application/json' ? header : header?.split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
     sendHttpError(res, 415, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
     return;
