@@ -661,10 +661,12 @@ describe('rate limits and enumeration (API keys, short failed-lookup budget)', f
       }),
     );
     expect(found).to.equal(0);
-    // Fixed 60 s windows of 20 failed lookups: the run touched at most ceil(elapsed / 60 s) + 1 windows, and up to
-    // 50 lookups were in flight when a window filled.
+    // Fixed 60 s windows of 20 failed lookups: the run touched at most ceil(elapsed / 60 s) + 1 windows. A lookup is
+    // checked against the budget before it fails and is counted, so in each window up to 50 lookups (all those in
+    // flight) can pass the check before the first failures land: a loaded machine that spreads the run over two
+    // windows sees two such overshoots.
     const windows = Math.ceil((Date.now() - started) / 60_000) + 1;
-    const allowed = windows * 20 + 50;
+    const allowed = windows * (20 + 50);
     expect(codes.get(-32602) ?? 0).to.be.at.most(allowed);
     expect(codes.get(-32029) ?? 0).to.be.at.least(guesses - allowed);
     expect([...messages].join('\n')).to.match(
