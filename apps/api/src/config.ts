@@ -123,6 +123,8 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     METRICS_LIVE_SCAN_LIMIT: intFromEnv(10_000, { max: 1_000_000 }),
     /** How old the live-status breakdown may be before a scrape starts a new pass over the records (0: every scrape). */
     METRICS_LIVE_REFRESH_MS: intFromEnv(30_000, { max: DAY }),
+    /** How long a browser may reuse a CORS preflight answer of /mcp (Access-Control-Max-Age); browsers cap it lower. */
+    CORS_MAX_AGE_SECONDS: intFromEnv(600, { max: 86_400 }),
     /** Browser origins allowed to call (DNS-rebinding protection); unset: loopback ones on a loopback bind, else none. */
     ALLOWED_ORIGINS: z
       .string()

@@ -15,6 +15,7 @@ import { SecurityEvent, type RunnerMetrics } from '@mcp-tasks/engine';
 import { ErrorCode } from '@mcp-tasks/protocol';
 import { authGuard } from '../auth.ts';
 import type { ApiServices } from '../context.ts';
+import { corsForMcp } from '../cors.ts';
 import { rebindingGuard } from '../http-guards.ts';
 import { sendHttpError } from '../responses.ts';
 import { bodyErrorHandler, rawBody, requireJsonContentType } from './body.ts';
@@ -38,6 +39,8 @@ export function mcpEndpoint(services: ApiServices): McpEndpoint {
   const count = countRefusals(services.metrics);
   const guards: RequestHandler[] = [
     rebindingGuard({ bindHost: services.config.HOST, allowedOrigins: services.config.ALLOWED_ORIGINS }),
+    // CORS after the guard (a forbidden origin's preflight is 403) and before auth (preflights carry no token).
+    corsForMcp({ maxAgeSeconds: services.config.CORS_MAX_AGE_SECONDS }),
     authGuard(services.security.auth, (req, outcome) => {
       if (outcome.ok) return;
       services.security.rates.count(SecurityEvent.AuthFailure).catch(() => undefined);
