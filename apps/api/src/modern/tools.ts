@@ -28,6 +28,7 @@ import type { RequestContext } from '../context.ts';
 import { SERVER_INFO } from '../methods/lifecycle.ts';
 import { checkArgumentsSize, createRecord } from '../methods/tools.ts';
 import { declaresTasks, type ModernContext, type ModernHandler } from './context.ts';
+import { checkParamHeaders, paramHeadersOf } from './param-headers.ts';
 import { argumentsDigest } from './request-state.ts';
 import { answerInputs, outstandingInputs } from './tasks.ts';
 
@@ -82,6 +83,8 @@ export const callTool: ModernHandler = async (params, context) => {
   const { services, request } = context;
   const call = parseParams(CallToolParamsSchema, params, 'tools/call');
   const tool = await services.tools.get(call.name);
+  // Mcp-Param-* mirror the arguments the tool declares with x-mcp-header (C26-HDR-4), checked before anything runs.
+  checkParamHeaders(paramHeadersOf(tool.inputSchema), call.arguments, context.res.req.headers);
   const withTasks = declaresTasks(request.clientCapabilities);
   if (tool.taskSupport === TaskSupport.Required && !withTasks) {
     throw new ProtocolError(
