@@ -1,6 +1,7 @@
 // CORS on /mcp (C26-COEX-6): preflights and answer headers over plain HTTP, then a real browser (Debian's chromium
 // driven by playwright-core) on a page of another origin on 127.0.0.1 calling the api with fetch in both revisions;
-// a page on an origin not in ALLOWED_ORIGINS is refused. Browser traffic targets 127.0.0.1 only.
+// a page on an origin not in ALLOWED_ORIGINS is refused; with authentication on, preflights pass without a token.
+// Browser traffic targets 127.0.0.1 only.
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -283,5 +284,39 @@ describe('C26-COEX-6: CORS for browser clients on /mcp (ALLOWED_ORIGINS; real ap
         await page.close();
       }
     });
+  });
+});
+
+describe('C26-COEX-6: CORS with authentication on (API keys; a loopback bind without ALLOWED_ORIGINS)', function () {
+  this.timeout(60_000);
+  const KEY = 'cors-test-key-0123456789abcdef';
+  const ORIGIN = 'http://localhost:5173';
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({ workers: 0, env: { AUTH_API_KEYS: `page:${KEY}` } });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('C26-COEX-6: a preflight needs no token; a 401 carries the origin and exposes WWW-Authenticate; a token is served', async () => {
+    const reply = await preflight(system.apiUrl, ORIGIN, 'POST', 'authorization, content-type');
+    expect(reply.status).to.equal(204);
+    expect(reply.headers['access-control-allow-origin']).to.equal(ORIGIN);
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'cors', version: '1' } },
+    });
+    const headers = { 'content-type': 'application/json', accept: 'application/json', origin: ORIGIN };
+    const refused = await rawRequest(system.apiUrl, { headers, body });
+    expect(refused.status).to.equal(401);
+    expect(refused.headers['access-control-allow-origin']).to.equal(ORIGIN);
+    expect(String(refused.headers['access-control-expose-headers'])).to.include('WWW-Authenticate');
+    const served = await rawRequest(system.apiUrl, { headers: { ...headers, authorization: `Bearer ${KEY}` }, body });
+    expect(served.status).to.equal(200);
+    expect(served.headers['access-control-allow-origin']).to.equal(ORIGIN);
   });
 });
