@@ -316,7 +316,7 @@ export class Workloads {
     const members: string[] = [];
     const batch = 1000;
     for (let start = 0; start < count; start += batch) {
-      const writes: Promise<void>[] = [];
+      const writes: Promise<unknown>[] = [];
       for (let i = start; i < Math.min(count, start + batch); i++) {
         const taskId = randomUUID();
         const createdAt = now - count + i;

@@ -116,7 +116,7 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
   };
   const limits = config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {};
   const scheduling = loadSchedulingSettings({ ...SCHEDULING_DEFAULTS, ...definedOnly(config) });
-  const fairQueue = new FairQueue(redis, keys, scheduling);
+  const fairQueue = new FairQueue(keys, scheduling);
   const tasksWith = (changes: Partial<TaskTiming>) =>
     new TaskService(store, redis, subscriber, { ...timing, ...changes }, limits)
       .useExternalQueues(externalQueues)

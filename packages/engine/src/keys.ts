@@ -138,7 +138,7 @@ export class KeySpace {
     return `${this.prefix}:activity:${minute}:owners:${measure}`;
   }
 
-  /** Hash: principal -> the priority of its last job queued for the tool (fair-priority-2.lua; docs/scheduling.md). */
+  /** Hash: principal -> the priority of its last job queued for the tool (create-task-6.lua; docs/scheduling.md). */
   fairQueue(tool: string): string {
     return `${this.prefix}:sched:fair:${tool}`;
   }

@@ -56,7 +56,24 @@ export interface CreateTaskCall {
   /** Listed in the owner's index (a task, not a plain call). */
   listed: boolean;
   expiryEntry: string;
+  /** The tool's fair order between principals: the job's priority is computed in the same step. */
+  fair?: FairOrderCall;
   fields: Record<string, string>;
+}
+
+/** What the fair priority of a principal's new job for a tool needs (docs/scheduling.md, "Fairness"). */
+export interface FairOrderCall {
+  keys: {
+    /** The tool's hash: principal -> priority of its last queued job, and the virtual time. */
+    fairQueue: string;
+    /** The tool queue's waiting prioritized jobs (BullMQ's). */
+    prioritized: string;
+  };
+  principal: string;
+  /** Priority steps per job (a whole number >= 1). */
+  step: number;
+  /** The largest priority BullMQ accepts. */
+  maxPriority: number;
 }
 
 export interface TransitionCall {
@@ -171,12 +188,23 @@ export class RedisScripts {
     this.#redis = redis;
   }
 
-  /** create-task-6.lua: the record and its index entries, after the owner's cap admits it. */
-  async createTask(call: CreateTaskCall): Promise<{ admitted: boolean; count: number }> {
-    const { keys } = call;
-    const [admitted, count] = (await this.#run(
+  /**
+   * create-task-6.lua: the record and its index entries, after the owner's cap admits it, and with `fair` the
+   * job's priority (0 without).
+   */
+  async createTask(call: CreateTaskCall): Promise<{ admitted: boolean; count: number; priority: number }> {
+    const { keys, fair } = call;
+    const [admitted, count, priority] = (await this.#run(
       'createTask',
-      [keys.record, keys.live, keys.allTasks, keys.expiries, keys.ownerIndex, keys.ownerLive],
+      [
+        keys.record,
+        keys.live,
+        keys.allTasks,
+        keys.expiries,
+        keys.ownerIndex,
+        keys.ownerLive,
+        ...(fair ? [fair.keys.fairQueue, fair.keys.prioritized] : []),
+      ],
       [
         call.taskId,
         call.expiresAt,
@@ -185,10 +213,13 @@ export class RedisScripts {
         call.member,
         call.listed ? '1' : '0',
         call.expiryEntry,
+        fair?.principal ?? '',
+        fair?.step ?? '',
+        fair?.maxPriority ?? '',
         ...Object.entries(call.fields).flat(),
       ],
-    )) as [number, number];
-    return { admitted: admitted === 1, count };
+    )) as [number, number, number?];
+    return { admitted: admitted === 1, count, priority: priority ?? 0 };
   }
 
   /** transition-6.lua: one atomic move along the state machine, with its status event. */
@@ -402,23 +433,6 @@ export class RedisScripts {
     )) as [string, number | string, string?];
     if (reply[0] === 'conflict') return { verdict: 'conflict', name: String(reply[1]), live: String(reply[2]) };
     return { verdict: 'ok', changed: reply[1] === 1 };
-  }
-
-  /** The priority of a principal's new job for a tool (fair-priority-2.lua). */
-  async fairPriority(call: {
-    keys: { fairQueue: string; prioritized: string };
-    principal: string;
-    step: number;
-    maxPriority: number;
-    ttlMs: number;
-  }): Promise<number> {
-    return Number(
-      await this.#run(
-        'fairPriority',
-        [call.keys.fairQueue, call.keys.prioritized],
-        [call.principal, call.step, call.maxPriority, call.ttlMs],
-      ),
-    );
   }
 
   /** Admits a principal's run under its caps, or parks the job (admit-run-4.lua). */

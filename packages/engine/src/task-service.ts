@@ -116,14 +116,19 @@ export class TaskService {
       ...(input.progressToken !== undefined ? { progressToken: input.progressToken } : {}),
       ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
     };
+    // A job of a tool queue gets its fair priority in the script that writes the record (one round trip).
+    const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
+    const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;
+    let priority: number | undefined;
     try {
-      await this.store.create({
+      ({ priority } = await this.store.create({
         record,
         arguments: input.arguments,
         ...(this.limits.maxLiveTasksPerOwner !== undefined
           ? { maxLiveTasksPerOwner: this.limits.maxLiveTasksPerOwner }
           : {}),
-      });
+        ...(fair ? { fair } : {}),
+      }));
     } catch (error) {
       if (!(error instanceof OwnerTaskLimitError)) throw error;
       throw new ProtocolError(
@@ -137,19 +142,12 @@ export class TaskService {
       const data: ToolJobData = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
       if (input.trace) data.trace = input.trace;
       if (input.queue === undefined) {
-        const queue = this.#externalQueue(toolQueueName(input.tool));
-        const priority = await this.#fairQueue?.priorityFor(input.tool, queue, record.owner, record.ttl);
         await queue.add(
           input.tool,
           { ...data, owner: record.owner },
           toolJobOptions(record.taskId, input.retrySafe, input.scheduling, priority),
         );
-      } else
-        await this.#externalQueue(input.queue).add(
-          input.tool,
-          data,
-          externalJobOptions(record.taskId, input.retrySafe),
-        );
+      } else await queue.add(input.tool, data, externalJobOptions(record.taskId, input.retrySafe));
     } catch (error) {
       await this.store.delete(record).catch(() => undefined);
       throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);
@@ -259,6 +257,15 @@ export class TaskService {
         .catch(() => 0);
     }
     await forwardCancel(ref);
+  }
+
+  /** The job's queue, known before the record is written (a task without a queue is not created at all). */
+  #queueFor(name: string): Queue<ToolJobData> {
+    try {
+      return this.#externalQueue(name);
+    } catch (error) {
+      throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);
+    }
   }
 
   #externalQueue(name: string): Queue<ToolJobData> {

@@ -1,11 +1,13 @@
 --[[
   Creates a task record with its index entries in one step, after admitting it under the owner's cap on unfinished
   tasks (T-RSRC-1) when there is one. A refused task leaves no trace; an admitted one is written whole, so a
-  reader never sees half a task (invariant 2 starts here).
+  reader never sees half a task (invariant 2 starts here). With the tool's fair order (docs/scheduling.md,
+  "Fairness"), the same step gives the task's job its priority, so that creating a task is one round trip.
 
   The cap's set holds the owner's unfinished tasks scored by their expiry; the transition script removes a task
-  when it becomes terminal, and entries past their expiry are dropped here, so a task that left without a terminal
-  transition (expired, purged) frees its slot by its ttl at the latest.
+  when it becomes terminal, and entries past their expiry are dropped here once the set is full, so a task that
+  left without a terminal transition (expired, purged) frees its slot by its ttl at the latest. The set never
+  holds more than the cap.
 
   KEYS[1] the task hash
   KEYS[2] sorted set of live (non-terminal) tasks, scored by lastUpdatedAt
@@ -13,6 +15,9 @@
   KEYS[4] sorted set of expiries
   KEYS[5] the owner's task index (tasks/list); used when ARGV[6] is '1'
   KEYS[6] the owner's unfinished tasks, scored by expiry; used when ARGV[4] is not ''
+  KEYS[7...] for a job in the tool's fair order, exactly two: the tool's fair-order hash (principal -> priority of its last job queued for
+          the tool; "\0v" -> the virtual time), then the tool queue's waiting prioritized jobs (BullMQ's sorted
+          set, score = priority * 2^32 + counter)
 
   ARGV[1] task id
   ARGV[2] its expiry, epoch ms
@@ -21,18 +26,25 @@
   ARGV[5] its index member
   ARGV[6] '1' when the task is listed in the owner's index (a task, not a plain call)
   ARGV[7] its expiries entry
-  ARGV[8...] the hash's field/value pairs
+  ARGV[8] with KEYS[6 + 1], KEYS[6 + 2]: the principal whose job gets a fair priority ('' without)
+  ARGV[9] with KEYS[6 + 1], KEYS[6 + 2]: its step (a whole number >= 1)
+  ARGV[10] with KEYS[6 + 1], KEYS[6 + 2]: the largest priority BullMQ accepts
+  ARGV[11...] the hash's field/value pairs
 
-  Returns {1, count} when created (count: the owner's unfinished tasks, 0 without a cap), {0, count} when the
-  owner is at the limit.
+  Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
+  job's, 0 without a fair order), {0, count} when the owner is at the limit.
 ]]
 local expiresAt = ARGV[2]
 local count = 0
 if ARGV[4] ~= '' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', ARGV[3])
+  local cap = tonumber(ARGV[4])
   count = redis.call('ZCARD', KEYS[6])
-  if count >= tonumber(ARGV[4]) then
-    return {0, count}
+  -- Entries past their expiry only matter when they could fill the cap: dropped then, not on every create.
+  if count >= cap then
+    count = count - redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', ARGV[3])
+    if count >= cap then
+      return {0, count}
+    end
   end
   redis.call('ZADD', KEYS[6], expiresAt, ARGV[1])
   -- The set lives as long as its longest-lived task: a new set gets this task's expiry, a set with members only a
@@ -44,7 +56,7 @@ if ARGV[4] ~= '' then
   end
   count = count + 1
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 8))
+redis.call('HSET', KEYS[1], unpack(ARGV, 11))
 redis.call('PEXPIREAT', KEYS[1], expiresAt)
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], 0, ARGV[5])
@@ -58,4 +70,46 @@ if ARGV[6] == '1' then
     redis.call('PEXPIREAT', KEYS[5], expiresAt, 'NX')
   end
 end
-return {1, count}
+
+local priority = 0
+if #KEYS == 8 then
+  -- Start-time fair queueing: the job's priority is max(last[principal], V) + step, V the tool's virtual time.
+  local VTIME = '\0v'
+  local maxPriority = tonumber(ARGV[10])
+  local head = redis.call('ZRANGE', KEYS[6 + 2], 0, 0, 'WITHSCORES')
+  local state = redis.call('HMGET', KEYS[6 + 1], VTIME, ARGV[8])
+  -- Every write below sets the virtual time: without it the hash does not exist (and has no expiry yet).
+  local fresh = not state[1]
+  local vtime = tonumber(state[1] or '0')
+  local base = tonumber(state[2] or '0')
+  if #head == 0 then
+    if vtime > maxPriority / 2 then
+      redis.call('DEL', KEYS[6 + 1])
+      fresh = true
+      vtime = 0
+      base = 0
+    end
+  else
+    -- Jobs below the head's priority have started: a principal's earlier jobs that did count for nothing now.
+    local started = math.floor(tonumber(head[2]) / 4294967296) - 1
+    if started > vtime then
+      vtime = started
+    end
+  end
+  if vtime > base then
+    base = vtime
+  end
+  priority = base + tonumber(ARGV[9])
+  -- A queue that has not drained for about a million rounds falls back to arrival order for the excess.
+  if priority > maxPriority then
+    priority = maxPriority
+  end
+  redis.call('HSET', KEYS[6 + 1], ARGV[8], priority, VTIME, vtime)
+  -- The hash lives as long as the longest-lived task queued for the tool.
+  if fresh then
+    redis.call('PEXPIREAT', KEYS[6 + 1], expiresAt)
+  else
+    redis.call('PEXPIREAT', KEYS[6 + 1], expiresAt, 'GT')
+  end
+end
+return {1, count, priority}

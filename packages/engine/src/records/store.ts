@@ -17,7 +17,7 @@ import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
 import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
-import { RedisScripts } from '../scripts.ts';
+import { type FairOrderCall, RedisScripts } from '../scripts.ts';
 import {
   decodeExternal,
   decodeHistory,
@@ -74,6 +74,8 @@ export interface NewTask {
   arguments: unknown;
   /** The most unfinished tasks (and plain calls) the owner may have, this one included; absent: no cap. */
   maxLiveTasksPerOwner?: number;
+  /** The tool's fair order: the task's job gets its priority in the same step (FairQueue.orderFor). */
+  fair?: FairOrderCall;
 }
 
 /** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
@@ -142,12 +144,13 @@ export class TaskStore {
 
   /**
    * Writes the record, its owner-index entry and its expiry in one script, after admitting the task under the
-   * owner's cap when there is one (a refused task leaves no trace). Invariant 2 starts here.
+   * owner's cap when there is one (a refused task leaves no trace). Invariant 2 starts here. With `fair`, answers
+   * the priority of the task's job (undefined without).
    */
-  async create({ record, arguments: args, maxLiveTasksPerOwner }: NewTask): Promise<void> {
+  async create({ record, arguments: args, maxLiveTasksPerOwner, fair }: NewTask): Promise<{ priority?: number }> {
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
-    const { admitted } = await this.#scripts.createTask({
+    const { admitted, priority } = await this.#scripts.createTask({
       keys: {
         record: this.#tasks.record(record.taskId),
         live: this.#tasks.live(),
@@ -163,10 +166,12 @@ export class TaskStore {
       member,
       listed: record.kind === TaskKind.Task,
       expiryEntry: encodeExpiryEntry({ ...record, queue: jobQueueOf(record) }, member),
+      ...(fair ? { fair } : {}),
       fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
     });
     if (!admitted) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
     for (const observer of this.#observers) observer.created?.(record);
+    return fair ? { priority } : {};
   }
 
   /** Adds an observer of creations and terminal transitions made through this store (metrics). */

@@ -1,0 +1,125 @@
+// What creating a task costs in Redis (issue 16): the record, its indexes, the owner's cap and the job's fair
+// priority are one script call, so a create is our script plus BullMQ's add. Counted with INFO commandstats on a
+// redis-server of this file's own (no other client runs commands meanwhile); no timings.
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { closeRedis, createEngine, createRedis, type Engine, TaskKeys, TaskStore } from '@mcp-tasks/engine';
+import { toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
+import { startRedisServer, type RedisServer, uniquePrefix } from '../support/redis-server.ts';
+import { track } from '../support/resources.ts';
+
+describe('creating a task: one script of ours, then BullMQ add (own redis-server, INFO commandstats)', function () {
+  this.timeout(30_000);
+  const CAP = 3;
+  let server: RedisServer;
+  let redis: Redis;
+  let inspect: Redis;
+  let engine: Engine;
+  const releases: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    server = await startRedisServer();
+    redis = createRedis(server.url, 'create-cost');
+    releases.push(track('create-cost redis', () => closeRedis(redis)));
+    inspect = new Redis(server.url, { maxRetriesPerRequest: null });
+    releases.push(track('create-cost inspect', () => inspect.disconnect()));
+    engine = createEngine(
+      { redis },
+      { REDIS_PREFIX: `{${uniquePrefix()}}`, SESSION_IDLE_TTL_MS: 60_000, MAX_TASKS_PER_OWNER: CAP },
+    );
+    releases.push(() => engine.close());
+  });
+  after(async () => {
+    for (const release of releases.reverse()) await release();
+    await server?.stop();
+  });
+
+  /** Commands Redis ran while `body` ran, by name (those inside scripts included). */
+  async function commandsOf(body: () => Promise<unknown>): Promise<Record<string, number>> {
+    await inspect.config('RESETSTAT');
+    await body();
+    const calls: Record<string, number> = {};
+    for (const line of (await inspect.info('commandstats')).split('\r\n')) {
+      const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+      if (match && !/^(info|config)/.test(match[1] as string)) calls[match[1] as string] = Number(match[2]);
+    }
+    return calls;
+  }
+
+  const create = (owner: string) =>
+    engine.tasks.create({
+      kind: 'task',
+      owner,
+      sessionId: `session-of-${owner}`,
+      tool: 'wait',
+      arguments: { seconds: 0 },
+      retrySafe: true,
+      requestedTtl: 60_000,
+    });
+
+  const priorityOf = async (taskId: string) =>
+    (await engine.externalQueues.get(toolQueueName('wait')).getJob(taskId))?.opts.priority;
+
+  it('T-RSRC-1 and fairness: a create under the owner cap runs two scripts (ours and BullMQ add), no separate priority script and no pruning', async () => {
+    // The first create defines the scripts on the connection (SCRIPT LOAD / EVAL fallback): counted from the second.
+    const first = await create('alice');
+    let second: TaskRecord | undefined;
+    const calls = await commandsOf(async () => (second = await create('alice')));
+    expect(calls['evalsha'], JSON.stringify(calls)).to.equal(2);
+    expect(calls['eval'] ?? 0).to.equal(0);
+    // The fair priority is read with one HMGET and its hash's expiry moved with one PEXPIREAT, inside the create.
+    expect(calls['pttl'] ?? 0).to.equal(0);
+    expect(calls['pexpire'] ?? 0).to.equal(0);
+    // Entries past their expiry are dropped only when the owner's set is full.
+    expect(calls['zremrangebyscore'] ?? 0).to.equal(0);
+    // 14 in our script (was 21 in two scripts), 10 in BullMQ 6.7's prioritized add, and the two EVALSHA.
+    expect(Object.values(calls).reduce((sum, n) => sum + n, 0)).to.be.at.most(26);
+    // Principals take turns: alice's second job sits a step (12) behind her first; bob's first one starts from the
+    // queue's virtual time (the head's priority - 1), so before alice's second.
+    const bob = await create('bob');
+    expect(await priorityOf(first.taskId)).to.equal(12);
+    expect(await priorityOf((second as TaskRecord).taskId)).to.equal(24);
+    expect(await priorityOf(bob.taskId)).to.equal(23);
+    // The tool's fair-order hash lives as long as its longest-lived queued task.
+    const fairExpiry = Number(await inspect.call('PEXPIRETIME', engine.keys.fairQueue('wait')));
+    expect(fairExpiry).to.equal(Math.max(first.createdAt, (second as TaskRecord).createdAt, bob.createdAt) + 60_000);
+  });
+
+  it('T-RSRC-1: a slot held past its task’s expiry is freed once the owner reaches MAX_TASKS_PER_OWNER', async () => {
+    const store = new TaskStore(redis, engine.keys);
+    const owner = `carol-${randomUUID().slice(0, 8)}`;
+    const record = (createdAt: number, ttl: number): TaskRecord => ({
+      taskId: randomUUID(),
+      kind: 'task',
+      status: 'working',
+      createdAt,
+      lastUpdatedAt: createdAt,
+      ttl,
+      pollInterval: 1000,
+      owner,
+      sessionId: 'carol',
+      tool: 'wait',
+    });
+    const now = Date.now();
+    await store.create({ record: record(now, 60_000), arguments: {}, maxLiveTasksPerOwner: CAP });
+    // A task that left without a terminal move (its record expired, here at once): its slot is still held.
+    await store.create({ record: record(now - 2000, 1000), arguments: {}, maxLiveTasksPerOwner: CAP });
+    const ownerLive = new TaskKeys(engine.keys).ownerLive(owner);
+    expect(await inspect.zcard(ownerLive)).to.equal(2);
+    await store.create({ record: record(now, 60_000), arguments: {}, maxLiveTasksPerOwner: CAP });
+    // Full with a stale slot: the create drops it and is admitted.
+    const calls = await commandsOf(() =>
+      store.create({ record: record(now, 60_000), arguments: {}, maxLiveTasksPerOwner: CAP }),
+    );
+    expect(calls['zremrangebyscore']).to.equal(1);
+    expect(await inspect.zcard(ownerLive)).to.equal(CAP);
+    let refused: unknown;
+    await store
+      .create({ record: record(now, 60_000), arguments: {}, maxLiveTasksPerOwner: CAP })
+      .catch((error: unknown) => (refused = error));
+    expect((refused as Error | undefined)?.message).to.match(/Owner already has 3 unfinished tasks/);
+    expect(await inspect.zcard(ownerLive)).to.equal(CAP);
+    expect(Number(await inspect.call('PEXPIRETIME', ownerLive))).to.equal(now + 60_000);
+  });
+});
