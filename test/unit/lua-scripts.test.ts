@@ -51,15 +51,36 @@ interface Script {
   body: string;
 }
 
+const INCLUDE_DIR = new URL('include/', LUA_DIR);
+
+/** Code shared by scripts (`--- @include "<name>"`, expanded by scripts.ts), without its header. */
+function include(name: string): string {
+  const text = readFileSync(new URL(`${name}.lua`, INCLUDE_DIR), 'utf8');
+  const end = text.indexOf(']]');
+  expect(text.startsWith('--[[') && end > 0, `include/${name}.lua opens with a --[[ ... ]] header`).to.equal(true);
+  return text.slice(end + 2);
+}
+
 function scripts(): Script[] {
-  return readdirSync(LUA_DIR).map((file) => {
-    const match = /^[a-z]+(?:-[a-z]+)*-(\d+)\.lua$/.exec(file);
-    expect(match, `${file} is named <command>-<numberOfKeys>.lua`).to.not.equal(null);
-    const text = readFileSync(new URL(file, LUA_DIR), 'utf8');
-    const end = text.indexOf(']]');
-    expect(text.startsWith('--[[') && end > 0, `${file} opens with a --[[ ... ]] header`).to.equal(true);
-    return { file, numberOfKeys: Number(match?.[1]), header: text.slice(0, end), body: text.slice(end + 2) };
-  });
+  return readdirSync(LUA_DIR, { withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map(({ name: file }) => {
+      const match = /^[a-z]+(?:-[a-z]+)*-(\d+)\.lua$/.exec(file);
+      expect(match, `${file} is named <command>-<numberOfKeys>.lua`).to.not.equal(null);
+      const text = readFileSync(new URL(file, LUA_DIR), 'utf8');
+      const end = text.indexOf(']]');
+      expect(text.startsWith('--[[') && end > 0, `${file} opens with a --[[ ... ]] header`).to.equal(true);
+      const body = text.slice(end + 2).replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) => include(name));
+      return { file, numberOfKeys: Number(match?.[1]), header: text.slice(0, end), body };
+    });
+}
+
+/**
+ * The functions of the includes that take the index of their first key (`local function name(k, ...)`): a script
+ * hands them keys by that index, so the index follows the rules of a KEYS index.
+ */
+function keyIndexTakers(body: string): string[] {
+  return [...body.matchAll(/local function (\w+)\(k,/g)].map(([, name]) => name as string);
 }
 
 /** The calls of a script body: the command and its first argument as written. */
@@ -104,6 +125,24 @@ describe('the Lua scripts', () => {
     for (const { file, numberOfKeys, header, body } of scripts()) {
       const beyond = new RegExp(`KEYS\\[${numberOfKeys}\\s*\\+\\s*[^\\]]+\\]`, 'g');
       const uses = [...body.matchAll(beyond)];
+      // Keys handed by index to a function of an include: a number within the count, or <count> + i beyond it.
+      for (const name of keyIndexTakers(body)) {
+        for (const [, index] of body.matchAll(new RegExp(`[^\\w]${name}\\(([^,]+),`, 'g'))) {
+          const first = (index as string).trim();
+          if (first === 'k' || first.startsWith('k ')) continue;
+          if (/^\d+$/.test(first)) {
+            expect(Number(first), `${file}: ${name}(${first}, ...) is within its ${numberOfKeys} keys`).to.be.within(
+              1,
+              numberOfKeys,
+            );
+          } else {
+            expect(first, `${file}: ${name}(${first}, ...) hands keys as <count> + i`).to.match(
+              new RegExp(`^${numberOfKeys}\\s*\\+`),
+            );
+            uses.push([first] as unknown as RegExpExecArray);
+          }
+        }
+      }
       const declared = [...new Set([...header.matchAll(/KEYS\[(\d+)\.\.\.\]/g)].map(([, index]) => Number(index)))];
       expect(
         declared,

@@ -32,6 +32,7 @@ const ENGINE_EXPORTS = [
   'RateLimiter',
   'RateScope',
   'RedisEnvSchema',
+  'RequestRefusedError',
   'RunnerMetrics',
   'SchedulingCounter',
   'SchedulingEnvSchema',

@@ -3,8 +3,10 @@
 import type {
   InputBroker,
   Logger,
+  RateCharge,
   RateLimiter,
   RateVerdict,
+  RequestOpening,
   RunnerMetrics,
   Session,
   SessionEvents,
@@ -63,8 +65,18 @@ export interface RequestContext {
   canStream: boolean;
   /** The client's address (per-address rate limits, audit). */
   address: string;
-  /** The request's rate-limit verdict, reached as its session was read (task-guards.ts). */
+  /**
+   * The request's rate-limit verdict, reached as its session was read (task-guards.ts); while `opening` is set, not
+   * reached yet (ok).
+   */
   admission: RateVerdict;
+  /**
+   * A request of a session this replica knows whose opening (existence check, idle timer, rate-limit count) is left
+   * to the method's own script, so that it costs one round trip (transport/session-gate.ts). The dispatcher reads
+   * its outcome before answering; a handler whose work does not start with such a script settles it first
+   * (`ensureOpened`).
+   */
+  opening?: DeferredOpening;
   log: Logger;
   /** While tracing is on: the request's span and the context its children start in (request-span.ts). */
   span?: Span;
@@ -78,3 +90,9 @@ export type MethodHandler = (
   params: Record<string, unknown> | undefined,
   context: RequestContext,
 ) => Promise<HandlerReply>;
+
+/** The opening of a request left to a method's script, and what it was charged (for the verdict). */
+export interface DeferredOpening {
+  opening: RequestOpening;
+  charge: RateCharge;
+}

@@ -1,6 +1,6 @@
 // Rate limits on task operations (T-SEC-3) and the throttling of failed task lookups, applied by the dispatcher
 // around the task methods; every refusal and every failed lookup leaves an audit record (T-AUDIT-1).
-import { audit, AuditEvent, RateScope, type RateVerdict } from '@mcp-tasks/engine';
+import { audit, AuditEvent, RateScope, RequestRefusedError, type RateVerdict } from '@mcp-tasks/engine';
 import { ErrorCode, ProtocolError, TaskNotFoundError } from '@mcp-tasks/protocol';
 import type { RequestContext } from './context.ts';
 import { PlainCallGoneError } from './plain-calls.ts';
@@ -39,6 +39,16 @@ export function rateChargeOf(method: string): 'free' | 'operation' | 'lookup' {
 
 /** What the guards read of a request: a JSON-RPC request's context, or a GET stream's. */
 export type GuardContext = Pick<RequestContext, 'services' | 'session' | 'address' | 'requestId' | 'log'>;
+
+/**
+ * Before a handler does anything but read when its request's opening was left to a method's script that has not run
+ * (RequestOpening): opens it now, and stops the handler if that refuses it (the dispatcher then answers the refusal).
+ */
+export async function ensureOpened(context: Pick<RequestContext, 'opening'>): Promise<void> {
+  if (!context.opening) return;
+  const opened = await context.opening.opening.settle();
+  if (opened !== 0) throw new RequestRefusedError(opened);
+}
 
 /** Throws -32029 when the request was over a rate limit (counted as its session was read, RateLimiter.charge). */
 export function admitTaskOperation(method: string, context: GuardContext & Pick<RequestContext, 'admission'>): void {

@@ -3,12 +3,15 @@
 // loads them all, defines them on a connection once (EVALSHA, falling back to EVAL), and is the only code that
 // puts their keys and arguments in order: callers pass named keys and values. A script whose header declares
 // `KEYS[<numberOfKeys + 1>...]` also takes a variable number of keys after its named ones (keys it is given, so
-// that it never touches a key it did not declare).
+// that it never touches a key it did not declare). A line `--- @include "<name>"` is replaced by
+// `lua/include/<name>.lua` (BullMQ's scripts include theirs the same way): Lua code shared by several scripts.
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from './redis.ts';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
+const INCLUDE_DIR = new URL('./include/', LUA_DIR);
+const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
 const FILE_NAME = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
 const MORE_KEYS = /KEYS\[(\d+)\.\.\.\]/;
 
@@ -22,18 +25,22 @@ interface ScriptFile {
 
 /** Every script by command name (`create-task-6.lua` -> `createTask`). */
 const SCRIPTS: ReadonlyMap<string, ScriptFile> = new Map(
-  readdirSync(LUA_DIR).map((file) => {
-    const match = FILE_NAME.exec(file);
-    if (!match) throw new Error(`Lua script '${file}' must be named <command>-<numberOfKeys>.lua`);
-    const command = (match[1] as string).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
-    const numberOfKeys = Number(match[2]);
-    const lua = readFileSync(new URL(file, LUA_DIR), 'utf8');
-    const more = MORE_KEYS.exec(lua.slice(0, lua.indexOf(']]')));
-    if (more && Number(more[1]) !== numberOfKeys + 1) {
-      throw new Error(`Lua script '${file}': more keys start at KEYS[${numberOfKeys + 1}], not KEYS[${more[1]}]`);
-    }
-    return [command, { numberOfKeys, moreKeys: more !== null, lua }];
-  }),
+  readdirSync(LUA_DIR, { withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map(({ name: file }) => {
+      const match = FILE_NAME.exec(file);
+      if (!match) throw new Error(`Lua script '${file}' must be named <command>-<numberOfKeys>.lua`);
+      const command = (match[1] as string).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+      const numberOfKeys = Number(match[2]);
+      const lua = readFileSync(new URL(file, LUA_DIR), 'utf8').replace(INCLUDE, (_, name: string) =>
+        readFileSync(new URL(`${name}.lua`, INCLUDE_DIR), 'utf8'),
+      );
+      const more = MORE_KEYS.exec(lua.slice(0, lua.indexOf(']]')));
+      if (more && Number(more[1]) !== numberOfKeys + 1) {
+        throw new Error(`Lua script '${file}': more keys start at KEYS[${numberOfKeys + 1}], not KEYS[${more[1]}]`);
+      }
+      return [command, { numberOfKeys, moreKeys: more !== null, lua }];
+    }),
 );
 
 type Command = (...keysThenArgs: (string | number)[]) => Promise<unknown>;
@@ -58,6 +65,8 @@ export interface CreateTaskCall {
   expiryEntry: string;
   /** The tool's fair order between principals: the job's priority is computed in the same step. */
   fair?: FairOrderCall;
+  /** Opens the request in the same step (a session whose fields the caller holds): see OpenRequestCall. */
+  open?: OpenRequestCall;
   fields: Record<string, string>;
 }
 
@@ -140,6 +149,32 @@ export interface TouchSessionCall {
   known?: boolean;
 }
 
+/**
+ * A request of a session whose fields the caller holds, opened by the method's own script (create-task-6.lua,
+ * get-owned-1.lua) as touch-session-6.lua would: its timer restarted and the request counted, in the method's step.
+ */
+export type OpenRequestCall = Omit<TouchSessionCall, 'known'>;
+
+/** How the opening of a request went: 0 it may proceed, -1 its session is gone, 1..4 the bucket that refused it. */
+export type Opened = number;
+
+function openRequestKeys(call: OpenRequestCall): string[] {
+  return [call.keys.session, ...call.buckets.map((bucket) => bucket.key), call.keys.counters];
+}
+
+function openRequestArgs(call: OpenRequestCall): (string | number)[] {
+  return [
+    call.idleMs,
+    call.windowMs,
+    ...call.buckets.flatMap((bucket) => [bucket.limit, bucket.mode]),
+    call.refusalCounters.hit,
+    call.refusalCounters.check,
+  ];
+}
+
+/** The 12 arguments of an opening, or as many blanks. */
+const NO_OPENING: readonly string[] = Array.from({ length: 12 }, () => '');
+
 export interface CreateSessionCall {
   keys: {
     session: string;
@@ -190,10 +225,13 @@ export class RedisScripts {
 
   /**
    * create-task-6.lua: the record and its index entries, after the owner's cap admits it, and with `fair` the
-   * job's priority (0 without).
+   * job's priority (0 without). With `open`, the request is opened first: `opened` is not 0 when that refused it
+   * (then nothing was written).
    */
-  async createTask(call: CreateTaskCall): Promise<{ admitted: boolean; count: number; priority: number }> {
-    const { keys, fair } = call;
+  async createTask(
+    call: CreateTaskCall,
+  ): Promise<{ opened: Opened; admitted: boolean; count: number; priority: number }> {
+    const { keys, fair, open } = call;
     const [admitted, count, priority] = (await this.#run(
       'createTask',
       [
@@ -204,6 +242,7 @@ export class RedisScripts {
         keys.ownerIndex,
         keys.ownerLive,
         ...(fair ? [fair.keys.fairQueue, fair.keys.prioritized] : []),
+        ...(open ? openRequestKeys(open) : []),
       ],
       [
         call.taskId,
@@ -216,10 +255,13 @@ export class RedisScripts {
         fair?.principal ?? '',
         fair?.step ?? '',
         fair?.maxPriority ?? '',
+        open ? '1' : '0',
+        ...(open ? openRequestArgs(open) : NO_OPENING),
         ...Object.entries(call.fields).flat(),
       ],
     )) as [number, number, number?];
-    return { admitted: admitted === 1, count, priority: priority ?? 0 };
+    if (admitted === -1) return { opened: count, admitted: false, count: 0, priority: 0 };
+    return { opened: 0, admitted: admitted === 1, count, priority: priority ?? 0 };
   }
 
   /** transition-6.lua: one atomic move along the state machine, with its status event. */
@@ -280,15 +322,22 @@ export class RedisScripts {
 
   /**
    * get-owned-1.lua: the record's fields when `owner` owns it; an unfinished task records `watcher` (a replica's
-   * id) as one of its waiters in the same step.
+   * id) as one of its waiters in the same step. With `open`, the request is opened first: `opened` is not 0 when
+   * that refused it (then nothing was read).
    */
   async getOwned(call: {
     keys: { record: string };
     owner: string;
     watcher?: string;
-  }): Promise<Record<string, string> | undefined> {
-    const flat = (await this.#run('getOwned', [call.keys.record], [call.owner, call.watcher ?? ''])) as string[];
-    return flat.length === 0 ? undefined : hashOf(flat);
+    open?: OpenRequestCall;
+  }): Promise<{ opened: Opened; fields: Record<string, string> | undefined }> {
+    const { open } = call;
+    const [opened, ...flat] = (await this.#run(
+      'getOwned',
+      [call.keys.record, ...(open ? openRequestKeys(open) : [])],
+      [call.owner, call.watcher ?? '', ...(open ? openRequestArgs(open) : [])],
+    )) as [number, ...string[]];
+    return { opened: Number(opened), fields: flat.length === 0 ? undefined : hashOf(flat) };
   }
 
   /** mark-external-1.lua: records where a live task's work runs. */
@@ -328,19 +377,10 @@ export class RedisScripts {
    * (1..4) of the bucket that refused it (0: none); undefined when there is no such session.
    */
   async touchSession(call: TouchSessionCall): Promise<{ refused: number; fields: Record<string, string> } | undefined> {
-    const { keys, buckets } = call;
-    const reply = (await this.#run(
-      'touchSession',
-      [keys.session, ...buckets.map((bucket) => bucket.key), keys.counters],
-      [
-        call.idleMs,
-        call.windowMs,
-        ...buckets.flatMap((bucket) => [bucket.limit, bucket.mode]),
-        call.refusalCounters.hit,
-        call.refusalCounters.check,
-        call.known ? '1' : '0',
-      ],
-    )) as (number | string)[];
+    const reply = (await this.#run('touchSession', openRequestKeys(call), [
+      ...openRequestArgs(call),
+      call.known ? '1' : '0',
+    ])) as (number | string)[];
     if (reply.length === 0) return undefined;
     const [refused, ...flat] = reply;
     return { refused: Number(refused), fields: hashOf(flat) };

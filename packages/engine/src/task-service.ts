@@ -22,6 +22,7 @@ import type { FairQueue } from './fair-queue.ts';
 import type { ToolJobData } from './queue.ts';
 import { externalJobOptions, jobQueueOf, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
+import { type RequestOpening, RequestRefusedError } from './sessions.ts';
 import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
 import type { TraceCarrier } from './tracing.ts';
@@ -99,7 +100,7 @@ export class TaskService {
    * Writes the record, then the job; answers only when both are in Redis (invariant 2). If the job cannot be
    * added, the record is removed again and the caller gets an internal error, so no task is left without work.
    */
-  async create(input: CreateTaskInput): Promise<TaskRecord> {
+  async create(input: CreateTaskInput, opening?: RequestOpening): Promise<TaskRecord> {
     const now = Date.now();
     const record: TaskRecord = {
       taskId: randomUUID(),
@@ -120,16 +121,25 @@ export class TaskService {
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;
     let priority: number | undefined;
+    // The request is opened in the same step when its session allows it (RequestOpening).
+    const open = opening?.take();
     try {
-      ({ priority } = await this.store.create({
+      const created = await this.store.create({
         record,
         arguments: input.arguments,
         ...(this.limits.maxLiveTasksPerOwner !== undefined
           ? { maxLiveTasksPerOwner: this.limits.maxLiveTasksPerOwner }
           : {}),
         ...(fair ? { fair } : {}),
-      }));
+        ...(open ? { open: open.call } : {}),
+      });
+      open?.done(created.opened);
+      if (created.opened !== 0) throw new RequestRefusedError(created.opened);
+      priority = created.priority;
     } catch (error) {
+      // An owner at its cap: the request was admitted (opened) all the same.
+      if (error instanceof OwnerTaskLimitError) open?.done(0);
+      else open?.done(undefined);
       if (!(error instanceof OwnerTaskLimitError)) throw error;
       throw new ProtocolError(
         ErrorCode.LimitExceeded,
@@ -159,8 +169,24 @@ export class TaskService {
    * The owner's task, or the same -32602 for a task that does not exist, expired, or belongs to someone else
    * (T-ERR-1, T-SEC-1): the caller cannot tell them apart.
    */
-  async getOwned(taskId: string, owner: string, options: { watch?: boolean } = {}): Promise<TaskRecord> {
-    const record = await this.store.getOwned(taskId, owner, options.watch ? this.watcherId : undefined);
+  async getOwned(
+    taskId: string,
+    owner: string,
+    options: { watch?: boolean; opening?: RequestOpening } = {},
+  ): Promise<TaskRecord> {
+    const watcher = options.watch ? this.watcherId : undefined;
+    // The request is opened in the same step when its session allows it (RequestOpening).
+    const open = options.opening?.take();
+    let record: TaskRecord | undefined;
+    if (open) {
+      const read = await this.store.getOwnedOpening(taskId, owner, watcher, open.call).catch((error: unknown) => {
+        open.done(undefined);
+        throw error;
+      });
+      open.done(read.opened);
+      if (read.opened !== 0) throw new RequestRefusedError(read.opened);
+      record = read.record;
+    } else record = await this.store.getOwned(taskId, owner, watcher);
     if (!record || record.kind !== 'task') {
       throw new TaskNotFoundError();
     }

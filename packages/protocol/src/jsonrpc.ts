@@ -76,6 +76,8 @@ export const LocalErrorCode = {
   TaskNotFound: 'task-not-found',
   /** An operator asked for something the task's state does not allow (retry of a live task, say). */
   NotAllowed: 'not-allowed',
+  /** A request was refused as a method's script opened it: its session is gone, or a rate limit refused it. */
+  RequestRefused: 'request-refused',
 } as const;
 export type LocalErrorCode = (typeof LocalErrorCode)[keyof typeof LocalErrorCode];
 

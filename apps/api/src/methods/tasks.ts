@@ -21,7 +21,7 @@ export const getTask: MethodHandler = async (params, { services, session }) => {
 
 export const getTaskResult: MethodHandler = async (params, context) => {
   // `signal` and `log` are read only where needed: the context makes them on first use (transport/post.ts).
-  const { services, session, canStream, requestId } = context;
+  const { services, session, canStream, requestId, opening } = context;
   const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/result');
   // One script checks the owner, reads the record and, when the task is unfinished, registers this replica as its
   // waiter: its changes then come on the replica's one subscription. The waiter is opened first, so that no change
@@ -30,7 +30,11 @@ export const getTaskResult: MethodHandler = async (params, context) => {
   const waiter = await services.tasks.watch(taskId);
   let record: TaskRecord;
   try {
-    const current = await read();
+    // The first read also opens the request when the transport left that to it (RequestOpening).
+    const current = await services.tasks.getOwned(taskId, session.owner, {
+      watch: true,
+      ...(opening ? { opening: opening.opening } : {}),
+    });
     if (services.log.isDebugEnabled())
       context.log.debug('task result requested', {
         taskId,

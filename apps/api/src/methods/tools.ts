@@ -1,6 +1,13 @@
 // tools/list and tools/call: tool-level task negotiation (T-TOOL-1..5) and task creation (T-CREATE-1..3); a plain
 // call, which still runs on a worker, is handed to PlainCalls (plain-calls.ts).
-import { audit, AuditEvent, carrierFor, SecurityEvent, type CreateTaskInput } from '@mcp-tasks/engine';
+import {
+  audit,
+  AuditEvent,
+  carrierFor,
+  SecurityEvent,
+  type CreateTaskInput,
+  type RequestOpening,
+} from '@mcp-tasks/engine';
 import {
   CallToolParamsSchema,
   ErrorCode,
@@ -15,6 +22,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { MethodHandler, RequestContext } from '../context.ts';
 import { holdingSlot } from '../stream-limit.ts';
+import { ensureOpened } from '../task-guards.ts';
 
 export const listTools: MethodHandler = (_params, { services }) => Promise.resolve({ tools: services.tools.list() });
 
@@ -24,6 +32,8 @@ export const callTool: MethodHandler = async (params, context) => {
   const tool = await services.tools.get(call.name);
   // A session on a revision without Tasks never saw our tasks capability: its `task` field is ignored (T-TOOL-5).
   const asTask = call.task !== undefined && supportsTasks(session.protocolVersion);
+  // A plain call does work before any script that could open the request: it is opened first (task-guards.ts).
+  if (!asTask) await ensureOpened(context);
   const support = tool.taskSupport;
   if (asTask && support === TaskSupport.Forbidden) {
     throw new ProtocolError(
@@ -40,31 +50,37 @@ export const callTool: MethodHandler = async (params, context) => {
       `Tool '${tool.name}' must be called as a task (execution.taskSupport is 'required'); ${remedy}`,
     );
   }
-  checkArgumentsSize(call.arguments, context);
+  await checkArgumentsSize(call.arguments, context);
   const args = services.tools.parseArguments(tool, call.arguments);
   const progressToken = call._meta?.progressToken;
   const trace = context.trace ? carrierFor(context.trace) : undefined;
-  const create = (kind: TaskKind) =>
-    createRecord(context, tool.name, {
-      kind,
-      owner: session.owner,
-      sessionId: session.sessionId,
-      tool: tool.name,
-      arguments: args,
-      retrySafe: tool.retrySafe,
-      ...(tool.external ? { queue: tool.queue } : {}),
-      ...(tool.scheduling !== undefined ? { scheduling: tool.scheduling } : {}),
-      ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
-      ...(progressToken !== undefined ? { progressToken } : {}),
-      ...(trace ? { trace } : {}),
-    });
+  const create = (kind: TaskKind, opening?: RequestOpening) =>
+    createRecord(
+      context,
+      tool.name,
+      {
+        kind,
+        owner: session.owner,
+        sessionId: session.sessionId,
+        tool: tool.name,
+        arguments: args,
+        retrySafe: tool.retrySafe,
+        ...(tool.external ? { queue: tool.queue } : {}),
+        ...(tool.scheduling !== undefined ? { scheduling: tool.scheduling } : {}),
+        ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
+        ...(progressToken !== undefined ? { progressToken } : {}),
+        ...(trace ? { trace } : {}),
+      },
+      opening,
+    );
   if (!asTask) {
     // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
     // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing.
     const run = () => services.plainCalls.run(context, create);
     return context.canStream ? run() : holdingSlot(context, run);
   }
-  const record = await create(TaskKind.Task);
+  // The create script opens the request in its step when the transport left that to it (RequestOpening).
+  const record = await create(TaskKind.Task, context.opening?.opening);
   // The audit record says this at info; a second info line per task is measurable (docs/benchmarks.md).
   // Not even built unless debug is on: the audit record says the same at info (T-AUDIT-1).
   if (services.log.isDebugEnabled())
@@ -80,9 +96,14 @@ export const callTool: MethodHandler = async (params, context) => {
 };
 
 /** Writes the record and its job of a task or a plain call; audits the creation, or the refusal at the owner's cap. */
-export async function createRecord(context: RequestContext, tool: string, input: CreateTaskInput): Promise<TaskRecord> {
+export async function createRecord(
+  context: RequestContext,
+  tool: string,
+  input: CreateTaskInput,
+  opening?: RequestOpening,
+): Promise<TaskRecord> {
   const { services, session } = context;
-  const record = await services.tasks.create(input).catch((error: unknown) => {
+  const record = await services.tasks.create(input, opening).catch((error: unknown) => {
     if (error instanceof ProtocolError && error.code === ErrorCode.LimitExceeded) {
       audit(services.security.audit, AuditEvent.AccessRejected, {
         reason: 'too_many_tasks',
@@ -110,10 +131,13 @@ export async function createRecord(context: RequestContext, tool: string, input:
 }
 
 /** Arguments are stored with the task and sent to a worker: they get their own cap, below the body's. */
-export function checkArgumentsSize(args: unknown, { services, session, requestId, address }: RequestContext): void {
+export async function checkArgumentsSize(args: unknown, context: RequestContext): Promise<void> {
+  const { services, session, requestId, address } = context;
   const max = services.config.MAX_ARGUMENTS_BYTES;
   const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
   if (size <= max) return;
+  // Audited and counted only for a request that is admitted (its opening may not have run yet).
+  await ensureOpened(context);
   audit(services.security.audit, AuditEvent.AccessRejected, {
     reason: 'arguments_too_large',
     principal: session.owner,

@@ -94,7 +94,7 @@ export const callTool: ModernHandler = async (params, context) => {
     );
   }
   const legacy = stateContext(context);
-  checkArgumentsSize(call.arguments, legacy);
+  await checkArgumentsSize(call.arguments, legacy);
   const args = services.tools.parseArguments(tool, call.arguments);
   const expected = { owner: context.caller.owner, tool: tool.name, args: argumentsDigest(call.arguments) };
   const retry = params['requestState'];

@@ -32,7 +32,7 @@ import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-
 import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer } from '../streams.ts';
 import { describeInvalidMessage, parseBody } from './body.ts';
-import { addressOf, openSession, principalOf, rejected, type OpenedSession } from './session-gate.ts';
+import { addressOf, openSession, principalOf, rejected, sessionNotFound, type OpenedSession } from './session-gate.ts';
 import { acquireStreamSlot, serveStream } from './sse-slots.ts';
 
 export async function handlePost(services: ApiServices, req: Request, res: Response): Promise<void> {
@@ -86,7 +86,13 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
     return;
   }
 
-  const opened = await openSession(services, req, res, request?.method);
+  const opened = await openSession(
+    services,
+    req,
+    res,
+    request?.method,
+    request !== undefined && opensInItsScript(request),
+  );
   if (!opened) return;
   const { session } = opened;
 
@@ -126,7 +132,7 @@ async function answerRequest(
 
 async function dispatchAndAnswer(
   services: ApiServices,
-  { session, admission }: OpenedSession,
+  { session, admission, opening }: OpenedSession,
   request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
   format: ReplyFormat,
   req: Request,
@@ -160,12 +166,18 @@ async function dispatchAndAnswer(
     canStream: acceptsEventStream(req.headers.accept),
     address: addressOf(req),
     admission,
+    ...(opening ? { opening } : {}),
     get log() {
       log ??= services.log.child({ sessionId: session.sessionId, requestId: request.id, method: request.method });
       return log;
     },
     ...(traced ? { trace: traced.context, span: traced.span } : {}),
   });
+  if ('sessionGone' in outcome) {
+    // The method's script found the session gone (deleted through any replica, or expired) as it opened the request.
+    sessionNotFound(res);
+    return;
+  }
   if ('error' in outcome) failRequestSpan(traced, outcome.error);
   if (!('stream' in outcome)) {
     sendMessage(
@@ -197,6 +209,17 @@ async function dispatchAndAnswer(
       sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
     });
   });
+}
+
+/**
+ * Requests whose method starts its work with a script that can open the request in the same step (create-task-6.lua
+ * for a task-augmented tools/call, get-owned-1.lua for tasks/result): their session gate costs no round trip of its
+ * own when this replica knows the session.
+ */
+function opensInItsScript(request: { method: string; params?: Record<string, unknown> | undefined }): boolean {
+  if (request.method === 'tasks/result') return true;
+  const task = request.params?.['task'];
+  return request.method === 'tools/call' && typeof task === 'object' && task !== null;
 }
 
 /** Notifications get 202 whatever they say; notifications/cancelled stops the plain call it names. */

@@ -3,6 +3,7 @@
 // it cannot admit, and audits every refusal with the caller's address.
 import type { Request, Response } from 'express';
 import { audit, AuditEvent, SecurityEvent, type AuditFields, type RateVerdict, type Session } from '@mcp-tasks/engine';
+import type { DeferredOpening } from '../context.ts';
 import { ErrorCode, SUPPORTED_PROTOCOL_VERSIONS } from '@mcp-tasks/protocol';
 import { principalOwner } from '../auth.ts';
 import type { ApiServices } from '../context.ts';
@@ -18,17 +19,22 @@ export interface OpenedSession {
   session: Session;
   /** The rate-limit verdict on a request of `method` (always ok for what is not a task operation). */
   admission: RateVerdict;
+  /** Set when the request's opening was left to its method's script (`admission` is then not reached yet). */
+  opening?: DeferredOpening;
 }
 
 /**
  * The request's session, or an HTTP error already sent: 400 without the header, 404 for an unknown session. A
  * request of `method` is counted against the rate limits in the same round trip (task-guards.ts decides which).
+ * With `deferrable`, a session this replica knows is not touched here: the request's opening is left to the
+ * method's own script (`opening`), and the dispatcher answers 404 or a rate-limit error if that refuses it.
  */
 export async function openSession(
   services: ApiServices,
   req: Request,
   res: Response,
   method?: string,
+  deferrable = false,
 ): Promise<OpenedSession | undefined> {
   const version = req.headers[VERSION_HEADER];
   if (typeof version === 'string' && !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
@@ -55,6 +61,14 @@ export async function openSession(
   const owner = principal !== undefined ? principalOwner(principal) : `session:${sessionId}`;
   const rates = services.security.rates;
   const charge = rates.charge(owner, addressOf(req), method === undefined ? 'free' : rateChargeOf(method));
+  const opening =
+    deferrable && sessionId.length <= MAX_SESSION_ID_LENGTH
+      ? services.sessions.deferOpening(sessionId, charge)
+      : undefined;
+  // Another principal's session is read and refused below, as any session this replica does not know.
+  if (opening && (principal === undefined || opening.session.owner === principalOwner(principal))) {
+    return { session: opening.session, admission: { ok: true }, opening: { opening, charge } };
+  }
   const touched =
     sessionId.length <= MAX_SESSION_ID_LENGTH ? await services.sessions.touch(sessionId, charge) : undefined;
   const session = touched?.session;
@@ -65,12 +79,7 @@ export async function openSession(
       services.security.rates.count(SecurityEvent.ForeignSession).catch(() => undefined);
       rejected(services, req, { reason: 'foreign_session', sessionId, principal: principalOwner(principal) });
     }
-    sendHttpError(
-      res,
-      404,
-      ErrorCode.SessionNotFound,
-      'Session not found: it expired or was deleted; initialize a new one',
-    );
+    sessionNotFound(res);
     return undefined;
   }
   return { session, admission: rates.verdictOf(charge, touched.refused) };
@@ -106,6 +115,16 @@ export function addressOf(req: Request): string {
 }
 
 /** Audits a refused request (T-AUDIT-1) with the caller's address and HTTP method. */
+/** Answers a request whose session is gone (also when that is found out by the method's script). */
+export function sessionNotFound(res: Response): void {
+  sendHttpError(
+    res,
+    404,
+    ErrorCode.SessionNotFound,
+    'Session not found: it expired or was deleted; initialize a new one',
+  );
+}
+
 export function rejected(services: ApiServices, req: Request, fields: AuditFields): void {
   audit(services.security.audit, AuditEvent.AccessRejected, {
     address: addressOf(req),

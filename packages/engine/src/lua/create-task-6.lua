@@ -15,9 +15,11 @@
   KEYS[4] sorted set of expiries
   KEYS[5] the owner's task index (tasks/list); used when ARGV[6] is '1'
   KEYS[6] the owner's unfinished tasks, scored by expiry; used when ARGV[4] is not ''
-  KEYS[7...] for a job in the tool's fair order, exactly two: the tool's fair-order hash (principal -> priority of its last job queued for
-          the tool; "\0v" -> the virtual time), then the tool queue's waiting prioritized jobs (BullMQ's sorted
-          set, score = priority * 2^32 + counter)
+  KEYS[7...] first, when ARGV[8] is not '' (a job in the tool's fair order): the tool's fair-order hash (principal
+          -> priority of its last job queued for the tool; "\0v" -> the virtual time), then the tool queue's waiting
+          prioritized jobs (BullMQ's sorted set, score = priority * 2^32 + counter); then, when ARGV[11] is "1":
+          the request's session hash, its four rate buckets and the security counters (KEYS[1 .. 6] of
+          touch-session-6.lua)
 
   ARGV[1] task id
   ARGV[2] its expiry, epoch ms
@@ -26,14 +28,27 @@
   ARGV[5] its index member
   ARGV[6] '1' when the task is listed in the owner's index (a task, not a plain call)
   ARGV[7] its expiries entry
-  ARGV[8] with KEYS[6 + 1], KEYS[6 + 2]: the principal whose job gets a fair priority ('' without)
-  ARGV[9] with KEYS[6 + 1], KEYS[6 + 2]: its step (a whole number >= 1)
-  ARGV[10] with KEYS[6 + 1], KEYS[6 + 2]: the largest priority BullMQ accepts
-  ARGV[11...] the hash's field/value pairs
+  ARGV[8] the principal whose job gets a fair priority ('' for none)
+  ARGV[9] its step (a whole number >= 1; '' for none)
+  ARGV[10] the largest priority BullMQ accepts ('' for none)
+  ARGV[11] "1" when this step also opens the request (of a session this replica knows), as touch-session-6.lua
+           does (include/open-request.lua): the request costs one round trip, and one that its session's end or a
+           rate limit refuses creates nothing
+  ARGV[12 .. 23] when ARGV[11] is "1": ARGV[1 .. 12] of touch-session-6.lua ('' each otherwise)
+  ARGV[24...] the hash's field/value pairs
 
   Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
-  job's, 0 without a fair order), {0, count} when the owner is at the limit.
+  job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
+  refused as it was opened (opened: -1 its session is gone, 1..4 the rate bucket that refused it).
 ]]
+--- @include "open-request"
+local fair = ARGV[8] ~= ''
+if ARGV[11] == '1' then
+  local opened = openKnownSession(6 + (fair and 3 or 1), 12)
+  if opened ~= 0 then
+    return {-1, opened}
+  end
+end
 local expiresAt = ARGV[2]
 local count = 0
 if ARGV[4] ~= '' then
@@ -56,7 +71,7 @@ if ARGV[4] ~= '' then
   end
   count = count + 1
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 11))
+redis.call('HSET', KEYS[1], unpack(ARGV, 24))
 redis.call('PEXPIREAT', KEYS[1], expiresAt)
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], 0, ARGV[5])
@@ -72,7 +87,7 @@ if ARGV[6] == '1' then
 end
 
 local priority = 0
-if #KEYS == 8 then
+if fair then
   -- Start-time fair queueing: the job's priority is max(last[principal], V) + step, V the tool's virtual time.
   local VTIME = '\0v'
   local maxPriority = tonumber(ARGV[10])

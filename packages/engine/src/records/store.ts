@@ -17,7 +17,7 @@ import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
 import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
-import { type FairOrderCall, RedisScripts } from '../scripts.ts';
+import { type FairOrderCall, type Opened, type OpenRequestCall, RedisScripts } from '../scripts.ts';
 import {
   decodeExternal,
   decodeHistory,
@@ -76,6 +76,8 @@ export interface NewTask {
   maxLiveTasksPerOwner?: number;
   /** The tool's fair order: the task's job gets its priority in the same step (FairQueue.orderFor). */
   fair?: FairOrderCall;
+  /** Opens the creating request in the same step (RequestOpening): nothing is written when that refuses it. */
+  open?: OpenRequestCall;
 }
 
 /** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
@@ -145,12 +147,19 @@ export class TaskStore {
   /**
    * Writes the record, its owner-index entry and its expiry in one script, after admitting the task under the
    * owner's cap when there is one (a refused task leaves no trace). Invariant 2 starts here. With `fair`, answers
-   * the priority of the task's job (undefined without).
+   * the priority of the task's job (undefined without); with `open`, how opening the request went (`opened`, 0
+   * when it may proceed; otherwise nothing was written).
    */
-  async create({ record, arguments: args, maxLiveTasksPerOwner, fair }: NewTask): Promise<{ priority?: number }> {
+  async create({
+    record,
+    arguments: args,
+    maxLiveTasksPerOwner,
+    fair,
+    open,
+  }: NewTask): Promise<{ opened: Opened; priority?: number }> {
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
-    const { admitted, priority } = await this.#scripts.createTask({
+    const { opened, admitted, priority } = await this.#scripts.createTask({
       keys: {
         record: this.#tasks.record(record.taskId),
         live: this.#tasks.live(),
@@ -167,11 +176,13 @@ export class TaskStore {
       listed: record.kind === TaskKind.Task,
       expiryEntry: encodeExpiryEntry({ ...record, queue: jobQueueOf(record) }, member),
       ...(fair ? { fair } : {}),
+      ...(open ? { open } : {}),
       fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
     });
+    if (opened !== 0) return { opened };
     if (!admitted) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
     for (const observer of this.#observers) observer.created?.(record);
-    return fair ? { priority } : {};
+    return fair ? { opened, priority } : { opened };
   }
 
   /** Adds an observer of creations and terminal transitions made through this store (metrics). */
@@ -228,12 +239,23 @@ export class TaskStore {
    * `watcher` (TaskService.watcherId), an unfinished task's changes are published to that replica from now on.
    */
   async getOwned(taskId: string, owner: string, watcher?: string): Promise<TaskRecord | undefined> {
-    const fields = await this.#scripts.getOwned({
+    return (await this.getOwnedOpening(taskId, owner, watcher)).record;
+  }
+
+  /** getOwned that also opens the request in its step (RequestOpening): no record is read when that refuses it. */
+  async getOwnedOpening(
+    taskId: string,
+    owner: string,
+    watcher?: string,
+    open?: OpenRequestCall,
+  ): Promise<{ opened: Opened; record: TaskRecord | undefined }> {
+    const { opened, fields } = await this.#scripts.getOwned({
       keys: { record: this.#tasks.record(taskId) },
       owner,
       ...(watcher !== undefined ? { watcher } : {}),
+      ...(open ? { open } : {}),
     });
-    return decodeRecord(fields);
+    return { opened, record: decodeRecord(fields) };
   }
 
   async details(taskId: string): Promise<TaskDetails | undefined> {

@@ -1,0 +1,149 @@
+// A request of a session its api replica knows is opened (session check, idle timer, rate-limit count) by the
+// method's own script when the method starts with one: a task-augmented tools/call (create-task-6.lua) and
+// tasks/result (get-owned-1.lua) cost one script call of ours each (issue 16), and every refusal of the session
+// gate still comes back: 404 for a session that is gone, -32029 over a rate limit, with nothing created or read.
+// Own redis-server (INFO commandstats counts only this file's work); no worker: a tool is published by the test.
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createEngine, type Engine, TaskKeys } from '@mcp-tasks/engine';
+import { cancelledSettlement, toolQueueName } from '@mcp-tasks/protocol';
+import { McpTestClient } from '../support/mcp-client.ts';
+import { startSystem, type System } from '../support/processes.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { track } from '../support/resources.ts';
+
+const TOOL = 'noop';
+
+describe('opening a request in the method’s own script (own redis-server, no worker)', function () {
+  this.timeout(60_000);
+  let server: RedisServer;
+  let system: System;
+  let inspect: Redis;
+  let engine: Engine;
+  const releases: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    server = await startRedisServer();
+    system = await startSystem({
+      redisUrl: server.url,
+      workers: 0,
+      env: {
+        RATE_LIMIT_WINDOW_MS: '60000',
+        RATE_LIMIT_FAILED_LOOKUPS: '3',
+        RATE_LIMIT_PER_ADDRESS: '40',
+      },
+    });
+    inspect = new Redis(server.url, { maxRetriesPerRequest: null });
+    releases.push(track('request-opening inspect', () => inspect.disconnect()));
+    engine = createEngine({ redis: inspect }, { REDIS_PREFIX: system.prefix, SESSION_IDLE_TTL_MS: 3_600_000 });
+    releases.push(() => engine.close());
+    // The tool a worker would publish; its jobs wait in its queue (no worker runs them).
+    await engine.catalog.publish([
+      {
+        name: TOOL,
+        description: 'does nothing',
+        inputSchema: { type: 'object' },
+        taskSupport: 'optional',
+        retrySafe: true,
+        queue: toolQueueName(TOOL),
+        external: false,
+      },
+    ]);
+  });
+  after(async () => {
+    for (const release of releases.reverse()) await release();
+    await system?.stop();
+    await server?.stop();
+  });
+
+  /** Commands Redis ran while `body` ran, by name (those inside scripts included). */
+  async function commandsOf(body: () => Promise<unknown>): Promise<Record<string, number>> {
+    await inspect.config('RESETSTAT');
+    await body();
+    const calls: Record<string, number> = {};
+    for (const line of (await inspect.info('commandstats')).split('\r\n')) {
+      const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+      if (match && !/^(info|config)/.test(match[1] as string)) calls[match[1] as string] = Number(match[2]);
+    }
+    return calls;
+  }
+
+  /** Script calls: EVALSHA, or EVAL the first time a connection runs a script (ioredis). */
+  const scripts = (calls: Record<string, number>) => (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
+
+  const tasksCreated = () => inspect.zcard(new TaskKeys(engine.keys).allTasks());
+
+  it('T-CREATE-1, T-RES-2: a task-augmented tools/call is one script of ours and BullMQ add; tasks/result one script', async () => {
+    // initialize, then notifications/initialized: the replica knows the session from then on.
+    const client = await McpTestClient.connect(system.apiUrl);
+    await client.createTask(TOOL, {});
+    let taskId = '';
+    const create = await commandsOf(async () => (taskId = String((await client.createTask(TOOL, {}))['taskId'])));
+    // The gate's work (PEXPIRE of the session, INCR of the rate buckets) ran inside create-task-6.lua.
+    expect(scripts(create), JSON.stringify(create)).to.equal(2);
+    const record = await engine.store.get(taskId);
+    await engine.store.settle(record!, cancelledSettlement());
+    const result = await commandsOf(() =>
+      client.rpc('tasks/result', { taskId }, { headers: { accept: 'application/json' } }),
+    );
+    expect(scripts(result), JSON.stringify(result)).to.equal(1);
+    // The record's read; the session's fields are not read again (the replica holds them).
+    expect(result['hgetall'], JSON.stringify(result)).to.equal(1);
+  });
+
+  it('T-SEC-3: a session gone since the replica last saw it gets 404 from tools/call and tasks/result, and nothing is created', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const task = await client.createTask(TOOL, {});
+    const before = await tasksCreated();
+    // As if it expired (or was deleted through another replica): the replica still holds its fields.
+    await inspect.del(engine.keys.session(String(client.sessionId)));
+    const created = await client.post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: TOOL, arguments: {}, task: {} },
+    });
+    expect(created.status).to.equal(404);
+    expect(await tasksCreated()).to.equal(before);
+    const read = await client.post({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tasks/result',
+      params: { taskId: task['taskId'] },
+    });
+    expect(read.status).to.equal(404);
+    // Nothing was counted for the gone session.
+    expect(await inspect.exists(engine.keys.session(String(client.sessionId)))).to.equal(0);
+  });
+
+  it('T-SEC-3: tasks/result of unknown ids is throttled by the failed-lookup budget (RATE_LIMIT_FAILED_LOOKUPS)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const codes: number[] = [];
+    // 3 failed lookups per 60 s window: at most two windows' worth before one is refused.
+    for (let i = 0; i < 8 && !codes.includes(-32029); i++) {
+      const reply = await client.rpc('tasks/result', { taskId: randomUUID() });
+      codes.push(reply.error?.code ?? 0);
+    }
+    expect(codes.filter((code) => code === -32602).length).to.be.within(3, 6);
+    expect(codes.at(-1)).to.equal(-32029);
+  });
+
+  it('T-SEC-3: over RATE_LIMIT_PER_ADDRESS a task-augmented tools/call is refused with -32029 and creates nothing', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    let refused: { code: number; message: string } | undefined;
+    let admitted = 0;
+    const before = await tasksCreated();
+    for (let i = 0; i < 2 * 40 + 5 && !refused; i++) {
+      const reply = await client.rpc('tools/call', { name: TOOL, arguments: {}, task: {} });
+      if (reply.error) refused = reply.error;
+      else admitted++;
+    }
+    expect(refused?.code).to.equal(-32029);
+    expect(refused?.message).to.match(/task operations from this address .*RATE_LIMIT_PER_ADDRESS/);
+    expect(await tasksCreated()).to.equal(before + admitted);
+    // The refusal is counted where operators look.
+    const counters = await inspect.hgetall(`${system.prefix}:security-counters`);
+    expect(Number(counters['throttled_requests'] ?? 0)).to.be.greaterThan(0);
+  });
+});
