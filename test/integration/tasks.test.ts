@@ -355,4 +355,41 @@ describe('tasks end to end (api + worker processes, real Redis)', function () {
       await expectRpcError(client.call('tools/call', { name: 'nope', arguments: {} }), -32602, /Unknown tool: 'nope'/);
     });
   });
+
+  describe('worker log lines of a settlement', () => {
+    const linesOf = (workers: System['workers'], taskId: string) =>
+      workers.flatMap((worker) => worker.records()).filter((line) => line['taskId'] === taskId);
+
+    it('T-AUDIT-1: at LOG_LEVEL=debug a settled task has its audit record and one "task settled" line with its attempt', async () => {
+      const taskId = String((await client.createTask('wait', { seconds: 0 }))['taskId']);
+      await client.call('tasks/result', { taskId });
+      const lines = await eventually(() => {
+        const found = linesOf(system.workers, taskId);
+        return found.some((line) => line['message'] === 'task settled') ? found : undefined;
+      });
+      const settled = lines.filter((line) => line['message'] === 'task settled');
+      expect(settled).to.have.length(1);
+      expect(settled[0]).to.include({ level: 'debug', status: 'completed', tool: 'wait', jobAttempt: 1 });
+      const audited = lines.filter((line) => line['audit'] === true);
+      expect(audited.map((line) => line['event'])).to.deep.equal(['task.completed']);
+      expect(audited[0]).to.include({ level: 'info', tool: 'wait' });
+    });
+
+    it('T-AUDIT-1: at LOG_LEVEL=info a settled task writes its audit record once and no "task settled" line', async () => {
+      const quiet = await startSystem({ env: { LOG_LEVEL: 'info' } });
+      try {
+        const quietClient = await McpTestClient.connect(quiet.apiUrl);
+        const taskId = String((await quietClient.createTask('wait', { seconds: 0 }))['taskId']);
+        await quietClient.call('tasks/result', { taskId });
+        const audited = await eventually(() => {
+          const found = linesOf(quiet.workers, taskId).filter((line) => line['audit'] === true);
+          return found.length > 0 ? found : undefined;
+        });
+        expect(audited.map((line) => line['event'])).to.deep.equal(['task.completed']);
+        expect(linesOf(quiet.workers, taskId).filter((line) => line['message'] === 'task settled')).to.deep.equal([]);
+      } finally {
+        await quiet.stop();
+      }
+    });
+  });
 });

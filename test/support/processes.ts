@@ -107,8 +107,12 @@ export async function spawnApi(env: Record<string, string>): Promise<ApiHandle> 
   return { ...handle, port, url: `http://127.0.0.1:${port}/mcp` };
 }
 
+/**
+ * A worker at LOG_LEVEL=debug unless `env` says otherwise: tests find the worker that settled a task by its "task
+ * settled" line, which is a debug line (the audit record is the info line of a settlement).
+ */
 export function spawnWorker(env: Record<string, string>): Promise<ChildHandle> {
-  return spawnService('worker', 'apps/worker/src/main.ts', env, /worker ready/);
+  return spawnService('worker', 'apps/worker/src/main.ts', { LOG_LEVEL: 'debug', ...env }, /worker ready/);
 }
 
 export interface System {

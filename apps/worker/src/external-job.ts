@@ -50,14 +50,13 @@ export async function runExternalJob(
   deps: RunDeps,
   job: Job<ToolJobData>,
   token: string | undefined,
-  bullSignal: AbortSignal | undefined,
   record: TaskRecord,
   tool: ExternalToolDefinition,
   log: Logger,
 ): Promise<Settlement | undefined> {
   const ext = deps.external;
   if (!ext) return settleWithError(tool.name, new Error('this worker is not set up to run external tools'));
-  const controller = deps.running.start(record.taskId, bullSignal);
+  const controller = deps.running.start(record.taskId);
   const context: ExternalContext = {
     taskId: record.taskId,
     signal: controller.signal,

@@ -45,21 +45,19 @@ export interface JobDeps extends ContextDeps {
 /** A job held back by a per-principal cap goes back to the queue after this long, if nothing starts it earlier. */
 export const PARK_MS = 60_000;
 
-/** The BullMQ processor. It declares `signal` so that BullMQ passes its AbortSignal (see DESIGN.md). */
+/**
+ * The BullMQ processor. It declares two parameters, so BullMQ makes no AbortController of its own per job (see
+ * DESIGN.md): a run's signal is the one RunningTasks gives it.
+ */
 export function toolProcessor(deps: JobDeps) {
-  return (job: Job<ToolJobData>, token?: string, signal?: AbortSignal) => processJob(deps, job, token, signal);
+  return (job: Job<ToolJobData>, token?: string) => processJob(deps, job, token);
 }
 
-async function processJob(
-  deps: JobDeps,
-  job: Job<ToolJobData>,
-  token: string | undefined,
-  bullSignal: AbortSignal | undefined,
-): Promise<void> {
+async function processJob(deps: JobDeps, job: Job<ToolJobData>, token: string | undefined): Promise<void> {
   const traced = startJobTrace(job, deps.workerName);
-  if (!traced) return runAttempt(deps, job, token, bullSignal, undefined);
+  if (!traced) return runAttempt(deps, job, token, undefined);
   try {
-    await runAttempt(deps, job, token, bullSignal, traced);
+    await runAttempt(deps, job, token, traced);
     traced.end();
   } catch (error) {
     // Handing the job back (shutdown) is no failure of the attempt.
@@ -72,21 +70,24 @@ async function runAttempt(
   deps: JobDeps,
   job: Job<ToolJobData>,
   token: string | undefined,
-  bullSignal: AbortSignal | undefined,
   traced: JobTrace | undefined,
 ): Promise<void> {
   const { store, tools } = deps;
   const { taskId } = job.data;
   // BullMQ counts the starts of a job, so a later attempt has a higher number: it fences this one's moves.
   const attempt = job.attemptsStarted;
-  let log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: attempt });
   const record = await store.get(taskId);
   if (!record) {
-    log.info('skipping job: its task expired or was deleted');
+    deps.log.info('skipping job: its task expired or was deleted', {
+      taskId,
+      tool: job.data.tool,
+      jobAttempt: attempt,
+    });
     traced?.note({ 'mcp.task.skipped': 'missing' });
     return;
   }
-  log = log.child({ owner: record.owner });
+  // One child logger per job (its fields are merged into each line it writes).
+  const log = deps.log.child({ taskId, tool: job.data.tool, jobAttempt: attempt, owner: record.owner });
   if (isTerminal(record.status)) {
     log.info('skipping job: its task is already terminal', { status: record.status });
     traced?.note({ 'mcp.task.skipped': 'terminal' });
@@ -113,7 +114,7 @@ async function runAttempt(
   if (isExternalTool(tool)) {
     // Submission is idempotent per task id and re-runs of a poll are the design, so retrySafe does not apply; nor
     // does the attempt fence: every poll is a new attempt, and the external system has one outcome to report.
-    const outcome = await runExternalJob(deps, job, token, bullSignal, record, tool, log);
+    const outcome = await runExternalJob(deps, job, token, record, tool, log);
     if (outcome) await settle(deps, record, outcome, log, undefined, traced);
     return;
   }
@@ -147,7 +148,7 @@ async function runAttempt(
   }
   let keepClaim = false;
   try {
-    keepClaim = await runTool(deps, job, token, bullSignal, record, tool, scheduling, attempt, log, traced);
+    keepClaim = await runTool(deps, job, token, record, tool, scheduling, attempt, log, traced);
   } finally {
     if (claim && caps) {
       if (keepClaim) caps.held.forget(taskId, claim);
@@ -167,7 +168,6 @@ async function runTool(
   deps: JobDeps,
   job: Job<ToolJobData>,
   token: string | undefined,
-  bullSignal: AbortSignal | undefined,
   record: TaskRecord,
   tool: ToolDefinition,
   scheduling: Scheduling | undefined,
@@ -204,7 +204,7 @@ async function runTool(
     return false;
   }
 
-  const controller = running.start(taskId, bullSignal);
+  const controller = running.start(taskId);
   const context = createToolContext(deps, record, job, controller.signal, log, traced?.context);
   const noteTimer =
     attempt <= 1
@@ -309,18 +309,27 @@ async function settle(
   attempt?: number,
   traced?: JobTrace,
 ): Promise<void> {
-  traced?.note({ 'mcp.task.status': settlement.status });
-  const moved = await inChildSpan(
-    traced?.context,
-    `settle ${settlement.status}`,
-    { 'mcp.task.id': task.taskId, 'mcp.task.status': settlement.status },
-    async (span) => {
-      const result = await deps.store.settle(task, settlement, attempt === undefined ? {} : { attempt });
-      span?.setAttribute('mcp.task.transition', result.ok ? 'applied' : result.reason);
-      return result;
-    },
-  );
-  if (moved.ok) log.info('task settled', { status: settlement.status });
+  const options = attempt === undefined ? {} : { attempt };
+  let moved;
+  if (!traced) moved = await deps.store.settle(task, settlement, options);
+  else {
+    traced.note({ 'mcp.task.status': settlement.status });
+    moved = await inChildSpan(
+      traced.context,
+      `settle ${settlement.status}`,
+      { 'mcp.task.id': task.taskId, 'mcp.task.status': settlement.status },
+      async (span) => {
+        const result = await deps.store.settle(task, settlement, options);
+        span?.setAttribute('mcp.task.transition', result.ok ? 'applied' : result.reason);
+        return result;
+      },
+    );
+  }
+  // The audit record of the transition (task.completed / task.failed, auditObserver) is the info line of a
+  // settlement; this one, with the job's attempt, is for debugging (LOG_LEVEL=debug), and is not even built otherwise.
+  if (moved.ok) {
+    if (log.isDebugEnabled()) log.debug('task settled', { status: settlement.status });
+  }
   // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped. Or a later attempt
   // runs the task now (this worker lost the job's lock): that attempt settles it.
   else

@@ -14,9 +14,14 @@ export type AbortReason = (typeof AbortReason)[keyof typeof AbortReason];
 export class RunningTasks {
   readonly #controllers = new Map<string, AbortController>();
 
-  start(taskId: string, bullSignal: AbortSignal | undefined): AbortController {
+  /**
+   * The controller of a run starting now. Every way a run is stopped goes through this class (cancel message,
+   * periodic check, lock loss, timeout, shutdown), so BullMQ's own per-job AbortSignal (fired only by
+   * `Worker.cancelJob`, which the worker never calls) is not asked for: it would cost a second controller and a
+   * listener per job.
+   */
+  start(taskId: string): AbortController {
     const controller = new AbortController();
-    bullSignal?.addEventListener('abort', () => controller.abort(AbortReason.Cancelled), { once: true });
     this.#controllers.set(taskId, controller);
     return controller;
   }
