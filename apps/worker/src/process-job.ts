@@ -2,7 +2,6 @@
 // the result mapping. The task record, not BullMQ's job, carries the outcome.
 import { DelayedError, type Job } from 'bullmq';
 import {
-  CallToolResultSchema,
   describeIssues,
   isTerminal,
   ProtocolError,
@@ -23,6 +22,7 @@ import { inChildSpan, startJobTrace, type JobTrace } from './job-trace.ts';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
 import { afterFailedRun, queuedBehindMessage, RetryLater, RunTimeoutError, type HeldRuns } from './scheduling.ts';
 import { createToolContext, type ContextDeps } from './tool-context.ts';
+import { checkToolResult } from './tool-result.ts';
 
 export interface JobDeps extends ContextDeps {
   store: TaskStore;
@@ -226,7 +226,7 @@ async function runTool(
   let failure: { error: unknown } | undefined;
   try {
     const args = tools.parseArguments(tool, job.data.arguments);
-    const result = CallToolResultSchema.safeParse(await tool.run(args, context));
+    const result = checkToolResult(await tool.run(args, context));
     settlement = result.success
       ? settleWithResult(result.data)
       : settleWithError(
