@@ -21,6 +21,7 @@ import { runExternalJob, type ExternalDeps } from './external-job.ts';
 import { inChildSpan, startJobTrace, type JobTrace } from './job-trace.ts';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
 import { afterFailedRun, queuedBehindMessage, RetryLater, RunTimeoutError, type HeldRuns } from './scheduling.ts';
+import { DelayedCalls } from './delayed-calls.ts';
 import { createToolContext, type ContextDeps } from './tool-context.ts';
 import { checkToolResult } from './tool-result.ts';
 
@@ -49,11 +50,17 @@ export const PARK_MS = 60_000;
  * The BullMQ processor. It declares two parameters, so BullMQ makes no AbortController of its own per job (see
  * DESIGN.md): a run's signal is the one RunningTasks gives it.
  */
-export function toolProcessor(deps: JobDeps) {
+export function toolProcessor(jobDeps: JobDeps) {
+  const deps: RunDeps = { ...jobDeps, runningNotes: new DelayedCalls(jobDeps.runningNoteAfterMs) };
   return (job: Job<ToolJobData>, token?: string) => processJob(deps, job, token);
 }
 
-async function processJob(deps: JobDeps, job: Job<ToolJobData>, token: string | undefined): Promise<void> {
+/** What the processor's steps share: the deps, and the running notes of its first attempts, on one timer. */
+interface RunDeps extends JobDeps {
+  runningNotes: DelayedCalls;
+}
+
+async function processJob(deps: RunDeps, job: Job<ToolJobData>, token: string | undefined): Promise<void> {
   const traced = startJobTrace(job, deps.workerName);
   if (!traced) return runAttempt(deps, job, token, undefined);
   try {
@@ -67,7 +74,7 @@ async function processJob(deps: JobDeps, job: Job<ToolJobData>, token: string | 
 }
 
 async function runAttempt(
-  deps: JobDeps,
+  deps: RunDeps,
   job: Job<ToolJobData>,
   token: string | undefined,
   traced: JobTrace | undefined,
@@ -165,7 +172,7 @@ async function runAttempt(
  * attempt of the job holds the task now (the lock was lost), so this one keeps its per-principal lease.
  */
 async function runTool(
-  deps: JobDeps,
+  deps: RunDeps,
   job: Job<ToolJobData>,
   token: string | undefined,
   record: TaskRecord,
@@ -206,14 +213,14 @@ async function runTool(
 
   const controller = running.start(taskId);
   const context = createToolContext(deps, record, job, controller.signal, log, traced?.context);
-  const noteTimer =
+  const note =
     attempt <= 1
-      ? setTimeout(() => {
+      ? deps.runningNotes.add(() => {
           // Only while the task is plainly working: a tool waiting for its client keeps that status message.
           deps.store.note(record, TaskStatus.Working, runningNote, { attempt }).catch((error: unknown) => {
             log.warn('could not note the task as running', { error: String(error) });
           });
-        }, deps.runningNoteAfterMs)
+        })
       : undefined;
   const timeoutMs = scheduling?.timeoutMs;
   const timer =
@@ -236,7 +243,7 @@ async function runTool(
   } catch (error) {
     failure = { error };
   } finally {
-    clearTimeout(noteTimer);
+    if (note) deps.runningNotes.cancel(note);
     clearTimeout(timer);
     running.finish(taskId, controller);
   }
