@@ -1,7 +1,10 @@
 // The one timer behind the workers' "Running on <worker>." notes (RUNNING_NOTE_AFTER_MS): a call runs once after
-// the delay unless cancelled, in the order queued, and nothing stays armed when nothing is pending.
+// the delay unless cancelled, in the order queued, and its timer never holds the process open.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { expect } from 'chai';
 import { DelayedCalls } from '@mcp-tasks/worker/delayed-calls';
+import { repoRoot } from '../support/processes.ts';
 
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -9,8 +12,6 @@ async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && !check(); i++) await settle(5);
   expect(check()).to.equal(true);
 }
-
-const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
 
 describe('delayed calls (worker running notes)', () => {
   it('runs each call that was not cancelled once, in the order queued, and skips the cancelled ones', async () => {
@@ -28,14 +29,24 @@ describe('delayed calls (worker running notes)', () => {
     expect(calls.pending).to.equal(0);
   });
 
-  it('leaves no timer armed once every call is cancelled, and arms one again for the next call', async () => {
-    const before = timers();
-    const calls = new DelayedCalls(60_000);
-    const entries = [calls.add(() => undefined), calls.add(() => undefined)];
-    expect(timers()).to.equal(before + 1);
-    for (const entry of entries) calls.cancel(entry);
-    expect(calls.pending).to.equal(0);
-    expect(timers()).to.equal(before);
+  it('never holds the process open: its timer is unreferenced', async () => {
+    // A process whose only work left is a pending call a minute away ends at once, without running it.
+    const script = [
+      "import { DelayedCalls } from '@mcp-tasks/worker/delayed-calls';",
+      'const calls = new DelayedCalls(60_000);',
+      "calls.add(() => console.log('ran'));",
+      "calls.cancel(calls.add(() => console.log('ran too')));",
+      "console.log('pending', calls.pending);",
+    ].join('\n');
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).to.equal(0);
+    expect(output.trim()).to.equal('pending 1');
     let ran = false;
     const short = new DelayedCalls(0);
     short.add(() => (ran = true));

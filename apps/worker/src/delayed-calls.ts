@@ -1,6 +1,7 @@
 // Calls that run a fixed while after they were queued unless cancelled first, all on one timer: the "Running on
 // <worker>." note of a first attempt (RUNNING_NOTE_AFTER_MS) is queued for every job and cancelled by nearly all
-// (most tools end sooner), so one Node timer per job, armed and cleared, was CPU spent for nothing.
+// (most tools end sooner), so one Node timer per job, armed and cleared, was CPU spent for nothing. One timer
+// serves them all, armed at most once per delay while jobs run.
 
 export interface DelayedCall {
   /** When it is due (ms since the epoch). */
@@ -30,11 +31,14 @@ export class DelayedCalls {
     return entry;
   }
 
-  /** Cancels the call if it has not run yet. With nothing left pending, no timer stays armed. */
+  /**
+   * Cancels the call if it has not run yet. The timer stays armed (it finds nothing to run and stops): jobs often
+   * end one at a time, and clearing it each time nothing is pending would arm a new one for the next job again.
+   */
   cancel(entry: DelayedCall): void {
     if (entry.call === undefined) return;
     entry.call = undefined;
-    if (--this.#pending === 0) this.#reset();
+    this.#pending--;
   }
 
   /** Calls queued and neither run nor cancelled yet. */
@@ -42,15 +46,9 @@ export class DelayedCalls {
     return this.#pending;
   }
 
+  /** Unreferenced: a pending note never keeps the process alive (its job does, while it runs). */
   #arm(at: number): void {
-    this.#timer = setTimeout(this.#fire, Math.max(0, at - Date.now()));
-  }
-
-  #reset(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#queue = [];
-    this.#head = 0;
+    this.#timer = setTimeout(this.#fire, Math.max(0, at - Date.now())).unref();
   }
 
   readonly #fire = (): void => {
@@ -65,8 +63,10 @@ export class DelayedCalls {
       entry.call = undefined;
       this.#pending--;
     }
-    if (this.#pending === 0) this.#reset();
-    else {
+    if (this.#pending === 0) {
+      this.#queue = [];
+      this.#head = 0;
+    } else {
       if (this.#head > 1024) {
         this.#queue = this.#queue.slice(this.#head);
         this.#head = 0;
