@@ -3,28 +3,14 @@
 // a page on an origin not in ALLOWED_ORIGINS is refused; with authentication on, preflights pass without a token.
 // Browser traffic targets 127.0.0.1 only.
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'chai';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from '../support/browser.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { track } from '../support/resources.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const BROWSER_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 /** A page server on its own port of 127.0.0.1: another origin than the api's. */
 async function pageServer(): Promise<{ origin: string; close: () => Promise<void> }> {
@@ -152,20 +138,8 @@ describe('C26-COEX-6: CORS for browser clients on /mcp (ALLOWED_ORIGINS; real ap
     let release: () => Promise<void>;
 
     before(async function () {
-      if (!existsSync(CHROMIUM) && !process.env['CI']) {
-        console.log(`    (skipped: ${CHROMIUM} is missing; apt-get install chromium, as .ci/run does)`);
-        this.skip();
-      }
-      const profile = mkdtempSync(join(tmpdir(), 'mcpt-chromium-'));
-      context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: BROWSER_ARGS,
-      });
-      release = track('chromium', async () => {
-        await context.close();
-        rmSync(profile, { recursive: true, force: true });
-      });
+      skipWithoutChromium(this);
+      ({ context, release } = await launchChromium());
     });
     after(async () => {
       await release?.();

@@ -8,6 +8,7 @@ import { closeRedis, createEngine, createRedis, type Engine, TaskKeys, TaskStore
 import { toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
 import { startRedisServer, type RedisServer, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
+import { commandsDuring } from '../support/command-stats.ts';
 
 describe('creating a task: one script of ours, then BullMQ add (own redis-server, INFO commandstats)', function () {
   this.timeout(30_000);
@@ -35,17 +36,7 @@ describe('creating a task: one script of ours, then BullMQ add (own redis-server
     await server?.stop();
   });
 
-  /** Commands Redis ran while `body` ran, by name (those inside scripts included). */
-  async function commandsOf(body: () => Promise<unknown>): Promise<Record<string, number>> {
-    await inspect.config('RESETSTAT');
-    await body();
-    const calls: Record<string, number> = {};
-    for (const line of (await inspect.info('commandstats')).split('\r\n')) {
-      const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
-      if (match && !/^(info|config)/.test(match[1] as string)) calls[match[1] as string] = Number(match[2]);
-    }
-    return calls;
-  }
+  const commandsOf = (body: () => Promise<unknown>) => commandsDuring(inspect, body);
 
   const create = (owner: string) =>
     engine.tasks.create({

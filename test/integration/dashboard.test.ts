@@ -1,38 +1,23 @@
 // The admin dashboard in a real headless browser (Debian's chromium driven by playwright-core), against real api
 // and worker processes: it loads behind ADMIN_TOKEN, lists a task just created and shows its status change; plus
 // the auth rules and the JSON endpoints behind the page. Browser traffic targets 127.0.0.1 only.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from '../support/browser.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { repoRoot, startSystem, type System } from '../support/processes.ts';
-import { track } from '../support/resources.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'test-admin-token-0123456789abcdef';
-const BROWSER_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
 describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', function () {
   this.timeout(60_000);
   let system: System;
   let base: string;
 
   before(async function () {
-    if (!existsSync(CHROMIUM) && !process.env['CI']) {
-      console.log(`    (skipped: ${CHROMIUM} is missing; apt-get install chromium, as .ci/run does)`);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     system = await startSystem({ env: { ADMIN_TOKEN: TOKEN, WORKER_SHUTDOWN_GRACE_MS: '500' } });
     base = system.apiUrl.replace(/\/mcp$/, '');
   });
@@ -102,18 +87,10 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
     let release: () => Promise<void>;
 
     before(async () => {
-      const profile = mkdtempSync(join(tmpdir(), 'mcpt-chromium-'));
-      context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: BROWSER_ARGS,
+      ({ context, release } = await launchChromium({
         httpCredentials: { username: 'admin', password: TOKEN },
         viewport: { width: 1400, height: 900 },
-      });
-      release = track('chromium', async () => {
-        await context.close();
-        rmSync(profile, { recursive: true, force: true });
-      });
+      }));
       page = context.pages()[0] ?? (await context.newPage());
     });
     after(async () => {

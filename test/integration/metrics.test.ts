@@ -12,6 +12,7 @@ import { rawRequest } from '../support/raw-http.ts';
 import { scrape } from '../support/prometheus.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
+import { commandCalls as commandCallsOf } from '../support/command-stats.ts';
 
 const MAX_BODY_BYTES = 8192;
 
@@ -232,14 +233,7 @@ describe('metrics: the cost of a scrape does not grow with the tasks in Redis (o
   const ids: string[] = [];
 
   /** Commands Redis ran since the last CONFIG RESETSTAT, by name (those inside scripts included). */
-  async function commandCalls(): Promise<Record<string, number>> {
-    const calls: Record<string, number> = {};
-    for (const line of (await inspect.info('commandstats')).split('\r\n')) {
-      const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
-      if (match && !/^(info|config)/.test(match[1] as string)) calls[match[1] as string] = Number(match[2]);
-    }
-    return calls;
-  }
+  const commandCalls = () => commandCallsOf(inspect);
   const total = (calls: Record<string, number>) => Object.values(calls).reduce((sum, n) => sum + n, 0);
 
   before(async () => {

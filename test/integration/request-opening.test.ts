@@ -12,6 +12,7 @@ import { McpTestClient } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
+import { commandsDuring } from '../support/command-stats.ts';
 
 const TOOL = 'noop';
 
@@ -57,17 +58,7 @@ describe('opening a request in the method’s own script (own redis-server, no w
     await server?.stop();
   });
 
-  /** Commands Redis ran while `body` ran, by name (those inside scripts included). */
-  async function commandsOf(body: () => Promise<unknown>): Promise<Record<string, number>> {
-    await inspect.config('RESETSTAT');
-    await body();
-    const calls: Record<string, number> = {};
-    for (const line of (await inspect.info('commandstats')).split('\r\n')) {
-      const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
-      if (match && !/^(info|config)/.test(match[1] as string)) calls[match[1] as string] = Number(match[2]);
-    }
-    return calls;
-  }
+  const commandsOf = (body: () => Promise<unknown>) => commandsDuring(inspect, body);
 
   /** Script calls: EVALSHA, or EVAL the first time a connection runs a script (ioredis). */
   const scripts = (calls: Record<string, number>) => (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
