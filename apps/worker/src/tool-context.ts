@@ -122,7 +122,20 @@ export function createToolContext(
     signal,
     log,
     progress: relayProgress(deps, task, job),
-    elicit: (params, options) => ask('elicitation/create', 'elicitation', { mode: 'form', ...params }, options?.key),
+    elicit: (params, options) => {
+      // Form mode only: URL mode needs an elicitationId and notifications/elicitation/complete, which 2026-07-28
+      // removed (C26-MRTR-8) and which we do not relay on 2025-11-25 either.
+      if ((params.mode !== undefined && params.mode !== 'form') || 'elicitationId' in params) {
+        return Promise.reject(
+          new LocalError(
+            LocalErrorCode.InputError,
+            "elicit() sends form-mode requests only: URL mode ('mode' other than 'form', 'elicitationId') is not supported",
+            { taskId: task.taskId },
+          ),
+        );
+      }
+      return ask('elicitation/create', 'elicitation', { mode: 'form', ...params }, options?.key);
+    },
     sample: (params, options) => ask('sampling/createMessage', 'sampling', params, options?.key),
     listRoots: (options) => ask('roots/list', 'roots', {}, options?.key),
   };

@@ -24,7 +24,8 @@ export interface ToolContext {
   progress: (progress: number, total?: number, message?: string) => Promise<void>;
   log: ToolLogger;
   /**
-   * Asks the client for input (elicitation/create, form mode) and resolves with its result, e.g.
+   * Asks the client for input (elicitation/create, form mode only: a `mode` other than 'form' or an `elicitationId`
+   * is refused with `input-error`) and resolves with its result, e.g.
    * `{ action: 'accept', content: {...} }`, `{ action: 'decline' }` or `{ action: 'cancel' }`. The task is
    * `input_required` meanwhile. Rejects with a LocalError (`capability-missing`, `input-timeout`, `input-error`) the
    * tool may handle.
