@@ -14,6 +14,8 @@ import {
 import { z } from 'zod';
 
 const DAY = 24 * 60 * 60_000;
+/** At most 60 s between keep-alive comments: nginx's default read timeout would cut a quieter stream. */
+const SSE_KEEPALIVE_MAX_MS = 60_000;
 
 /** JWS algorithms AUTH_JWT_ALGORITHMS may list: signatures by a key pair, never `none` nor a shared secret. */
 export const JWKS_ALGORITHMS = [
@@ -116,6 +118,8 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: intFromEnv(3000, { max: 65535 }),
     RESULT_STREAM_AFTER_MS: intFromEnv(250, { max: 60_000 }),
+    /** How often an SSE stream with nothing to send gets a `:` comment line (C26-SSE-2). */
+    SSE_KEEPALIVE_MS: intFromEnv(15_000, { min: 100, max: SSE_KEEPALIVE_MAX_MS }),
     LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),
     MAX_BODY_BYTES: intFromEnv(1024 * 1024, { min: 1024 }),
     /** Enables /admin (dashboard, bull-board); unset: no admin routes at all. */

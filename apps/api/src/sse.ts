@@ -2,13 +2,15 @@
 import type { Response } from 'express';
 import { TaskKind, type JsonRpcId } from '@mcp-tasks/protocol';
 
-const KEEP_ALIVE_MS = 15_000;
-
 export class SseWriter {
   readonly #res: Response;
   readonly #keepAlive: NodeJS.Timeout;
 
-  constructor(res: Response) {
+  /**
+   * `keepAliveMs` (SSE_KEEPALIVE_MS): a `:` comment line this often, so that proxies and load balancers do not cut
+   * a long stream that has nothing to say (C26-SSE-2).
+   */
+  constructor(res: Response, keepAliveMs: number) {
     this.#res = res;
     res.writeHead(200, {
       'Content-Type': 'text/event-stream',
@@ -18,7 +20,7 @@ export class SseWriter {
       'X-Accel-Buffering': 'no',
     });
     res.flushHeaders();
-    this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+    this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n'), keepAliveMs);
     res.on('close', () => clearInterval(this.#keepAlive));
   }
 

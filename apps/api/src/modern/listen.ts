@@ -61,7 +61,7 @@ export const listen: ModernHandler = async (params, context) => {
   const waiter = await services.subscriber.waiter(
     ...(await Promise.all(followed.map((taskId) => services.tasks.wakeOn(taskId)))),
   );
-  const sse = new SseWriter(context.res);
+  const sse = new SseWriter(context.res, services.config.SSE_KEEPALIVE_MS);
   const honoured: Record<string, unknown> = {};
   if (toolsListChanged) honoured['toolsListChanged'] = true;
   if (taskIds !== undefined) honoured['taskIds'] = followed;

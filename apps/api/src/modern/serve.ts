@@ -98,7 +98,7 @@ export async function serveModern(
       for (const event of await services.events.after(sessionId, cursor)) {
         cursor = event.id;
         if (!('message' in event) || event.message['method'] !== 'notifications/progress') continue;
-        sse ??= new SseWriter(res);
+        sse ??= new SseWriter(res, services.config.SSE_KEEPALIVE_MS);
         sse.send(event.message);
       }
       return cursor;

@@ -57,7 +57,7 @@ export async function handleGet(services: ApiServices, req: Request, res: Respon
   }
   const controller = new AbortController();
   res.on('close', () => controller.abort());
-  await serveStream(res, slot, async (sse) => {
+  await serveStream(services, res, slot, async (sse) => {
     if (position?.kind === 'task' && lookup) {
       await streamAnswer(services, session, position, sse, controller.signal).catch(async (error: unknown) => {
         if (error instanceof ProtocolError)

@@ -197,7 +197,7 @@ async function dispatchAndAnswer(
     sendMessage(res, format, errorResponse(request.id, tooManyStreams(services)));
     return;
   }
-  await serveStream(res, slot, async (sse) => {
+  await serveStream(services, res, slot, async (sse) => {
     const stream = {
       taskId: task.taskId,
       taskKind: task.kind,

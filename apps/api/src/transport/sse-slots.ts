@@ -18,11 +18,12 @@ export function acquireStreamSlot(
 
 /** Opens an SSE stream on `res`, lets `write` fill it, then ends it and frees its slot, also when `write` fails. */
 export async function serveStream(
+  services: ApiServices,
   res: Response,
   slot: ConnectionSlot,
   write: (sse: SseWriter) => Promise<void>,
 ): Promise<void> {
-  const sse = new SseWriter(res);
+  const sse = new SseWriter(res, services.config.SSE_KEEPALIVE_MS);
   try {
     await write(sse);
   } finally {
