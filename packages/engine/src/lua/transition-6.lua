@@ -25,7 +25,7 @@
   ARGV[5]  outcome JSON ("" leaves it unset)
   ARGV[6]  "1" when the target status is terminal
   ARGV[7]  the prefix of the api replicas' channels: each replica in the record's `waiters` (get-owned-1.lua) is
-           told the task id on <prefix><replica id>, on every change
+           told the task id on <prefix><replica id>, on every change (of the outstanding input requests too)
   ARGV[8]  task id
   ARGV[9]  channel that wakes the session's stream readers
   ARGV[10] idle expiry of the session stream, ms
@@ -113,6 +113,14 @@ if delta ~= 0 then
   -- waiting for input: the status stays.
   if counted == 0 or (ARGV[1] == 'working' and pending > 0)
       or (ARGV[1] == 'input_required' and current == 'input_required') then
+    -- The status stays, but what a reader renders changed when the set did (a second question asked, one of two
+    -- answered: the 2026 wire shows the outstanding requests): wake the waiting replicas, or a listen stream or a
+    -- waiting call would learn of it only at its next periodic re-read.
+    if counted ~= 0 and f[10] then
+      for replica in string.gmatch(f[10], '[^,]+') do
+        redis.call('PUBLISH', ARGV[7] .. replica, ARGV[8])
+      end
+    end
     return {'unchanged', current, f[3]}
   end
 end
