@@ -15,6 +15,8 @@ export interface Waiter {
 
 export class Subscriber {
   readonly #listeners = new Map<string, Set<Listener>>();
+  /** Each channel's SUBSCRIBE while it is subscribed: a later listener waits for the same confirmation. */
+  readonly #subscribed = new Map<string, Promise<unknown>>();
   readonly #pinned = new Map<string, Promise<unknown>>();
 
   // Also a Cluster: classic PUBLISH reaches every node, and ioredis keeps the subscriptions on one node, moving
@@ -33,13 +35,27 @@ export class Subscriber {
       this.#listeners.set(channel, listeners);
     }
     listeners.add(listener);
-    if (listeners.size === 1) await this.redis.subscribe(channel);
-    return async () => {
+    // A second listener of a channel whose SUBSCRIBE is still on its way waits for it too: returning at once
+    // would let its caller read the state it waits on before Redis delivers the channel, and miss a change.
+    let subscribed = this.#subscribed.get(channel);
+    if (!subscribed) {
+      subscribed = this.redis.subscribe(channel);
+      this.#subscribed.set(channel, subscribed);
+    }
+    const stop = async () => {
       const current = this.#listeners.get(channel);
       if (!current?.delete(listener) || current.size > 0) return;
       this.#listeners.delete(channel);
+      this.#subscribed.delete(channel);
       if (this.redis.status === 'ready') await this.redis.unsubscribe(channel).catch(() => undefined);
     };
+    try {
+      await subscribed;
+    } catch (error) {
+      await stop();
+      throw error;
+    }
+    return stop;
   }
 
   /**
