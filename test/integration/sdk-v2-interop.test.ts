@@ -112,6 +112,39 @@ describe('interop: MCP TypeScript client 2.x, ext-tasks 0.2.2 and SDK v1 against
     expect(result.content).to.deep.equal([{ type: 'text', text: 'Hello, auto!' }]);
   });
 
+  it('C26-COEX-5, C26-MRTR-2: client 2.x in auto mode, the SDK v1 client and a legacy-mode 2.x client connect together and each completes in its era', async () => {
+    const [auto, legacy] = await Promise.all([connectV2(a, 'auto'), connectV2(a, 'legacy')]);
+    const v1 = new ClientV1({ name: 'interop-v1-together', version: '1.0.0' });
+    await v1.connect(new TransportV1(new URL(a)));
+    open.push(v1);
+    expect(auto.getNegotiatedProtocolVersion()).to.equal(MODERN);
+    expect(legacy.getProtocolEra()).to.equal('legacy');
+    expect(v1.getServerCapabilities()?.tasks).to.be.an('object');
+    // In auto mode an elicitation is an MRTR round the client answers with its handler, then retries.
+    const [modernCall, legacyCall, v1Call] = await Promise.all([
+      auto.callTool({ name: 'test_input_required_result_elicitation', arguments: {} }),
+      legacy.callTool({ name: 'greet', arguments: { name: 'legacy' } }),
+      v1.callTool({ name: 'greet', arguments: { name: 'v1' } }),
+    ]);
+    expect(modernCall.content).to.deep.equal([{ type: 'text', text: 'Hello, Alice!' }]);
+    expect(legacyCall.content).to.deep.equal([{ type: 'text', text: 'Hello, legacy!' }]);
+    expect(v1Call.content).to.deep.equal([{ type: 'text', text: 'Hello, v1!' }]);
+  });
+
+  it('X-NEG-3: ext-tasks, declaring the extension, takes either shape the server picks: a synchronous tool answers at once, a long one as a task', async () => {
+    const client = await connectV2(a, 'auto');
+    const session = taskSession(client);
+    open.push(session);
+    const immediate = await session.callTool('greet', { name: 'either' });
+    expect(immediate.kind).to.equal('immediate');
+    const now = resultFromTaskOutcome((await immediate.settle()).outcome) as { content: unknown[] };
+    expect(now.content).to.deep.equal([{ type: 'text', text: 'Hello, either!' }]);
+    const task = await session.callTool('slow_compute', { seconds: 0, label: 'either' });
+    expect(task.kind).to.equal('task');
+    const later = resultFromTaskOutcome((await task.settle()).outcome) as { content: unknown[] };
+    expect(later.content).to.deep.equal([{ type: 'text', text: 'Computed either in 0s' }]);
+  });
+
   it('C26-MRTR-2: client 2.x pinned to 2026-07-28 answers an MRTR round with its elicitation handler', async () => {
     const client = await connectV2(b, { pin: MODERN });
     expect(client.getNegotiatedProtocolVersion()).to.equal(MODERN);
