@@ -1113,3 +1113,73 @@ describe('a replica that stops ends its listen streams (C26-SUB-5)', function ()
     }
   });
 });
+
+describe('MCP 2026-07-28: rate limits and the audit trail apply per request (C26-SEC-2, X-SEC-2)', function () {
+  this.timeout(60_000);
+  const ALICE = 'alice-key-0123456789';
+  const BOB = 'bob-key-0123456789ab';
+  let system: System;
+  let url: string;
+
+  before(async () => {
+    system = await startSystem({
+      env: {
+        ...FIXTURES,
+        AUTH_API_KEYS: `alice:${ALICE},bob:${BOB}`,
+        RATE_LIMIT_PER_PRINCIPAL: '4',
+        RATE_LIMIT_WINDOW_MS: '60000',
+      },
+    });
+    url = system.apiUrl;
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  const auditRecords = () =>
+    [...system.apis, ...system.workers]
+      .flatMap((child) => child.records())
+      .filter((record) => record['audit'] === true);
+
+  it('C26-SEC-2, X-SEC-2: task operations are charged to the principal without a session, and creation, foreign lookups and refusals are audited', async () => {
+    const created = await modernResult(
+      url,
+      'tools/call',
+      { name: 'slow_compute', arguments: { seconds: 0 } },
+      { capabilities: WITH_TASKS, bearer: ALICE, id: 'modern-audit-create' },
+    );
+    const taskId = created['taskId'] as string;
+    const foreign = await modernPost(url, 'tasks/get', { taskId }, { capabilities: WITH_TASKS, bearer: BOB });
+    expect(foreign.body.error?.code).to.equal(-32602);
+    // Alice has four task operations per window: the creation took one, so the fourth tasks/get is refused.
+    const replies: ModernReply[] = [];
+    for (let i = 0; i < 4; i++) {
+      replies.push(await modernPost(url, 'tasks/get', { taskId }, { capabilities: WITH_TASKS, bearer: ALICE }));
+    }
+    expect(replies.slice(0, 3).every((reply) => reply.body.result !== undefined)).to.equal(true);
+    const refused = replies[3] as ModernReply;
+    expect(refused.body.error?.code).to.equal(-32000);
+    expect(refused.body.error?.data).to.include({ limit: 'principal', max: 4 });
+    // Another principal is not affected.
+    expect(
+      await modernResult(url, 'tools/call', { name: 'greet', arguments: { name: 'b' } }, { bearer: BOB }),
+    ).to.include({ resultType: 'complete' });
+    const records = await eventually(() => {
+      const all = auditRecords();
+      return all.some((r) => r['event'] === 'access.rejected' && r['reason'] === 'rate_limited') ? all : undefined;
+    });
+    expect(records.find((r) => r['event'] === 'task.created' && r['taskId'] === taskId)).to.deep.include({
+      principal: 'principal:key:alice',
+      requestId: 'modern-audit-create',
+    });
+    expect(records.find((r) => r['event'] === 'access.rejected' && r['reason'] === 'task_not_found')).to.deep.include({
+      principal: 'principal:key:bob',
+      method: 'tasks/get',
+    });
+    expect(records.find((r) => r['event'] === 'access.rejected' && r['reason'] === 'rate_limited')).to.deep.include({
+      principal: 'principal:key:alice',
+      method: 'tasks/get',
+      scope: 'principal',
+    });
+  });
+});
