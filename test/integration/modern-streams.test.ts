@@ -127,6 +127,35 @@ describe('2026-07-28 streams and wake-ups without periodic re-reads (two api rep
     }
   });
 
+  it('T-RSRC-1: what one request may name is bounded: at most 64 answers in a tasks/update, 100 tasks on a listen stream', async () => {
+    const created = await modernResult(
+      a,
+      'tools/call',
+      { name: 'slow_compute', arguments: { seconds: 0 } },
+      {
+        capabilities: WITH_TASKS,
+      },
+    );
+    const taskId = created['taskId'] as string;
+    const answers = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, { action: 'cancel' }]));
+    const update = await modernPost(
+      a,
+      'tasks/update',
+      { taskId, inputResponses: answers },
+      { capabilities: WITH_TASKS },
+    );
+    expect(update.body.error?.code).to.equal(-32602);
+    expect(update.body.error?.message).to.match(/at most 64/);
+    const listen = await modernPost(
+      b,
+      'subscriptions/listen',
+      { notifications: { taskIds: Array.from({ length: 101 }, (_, i) => `t${i}`) } },
+      { capabilities: WITH_TASKS },
+    );
+    expect(listen.body.error?.code).to.equal(-32602);
+    expect(listen.body.error?.message).to.match(/at most 100/);
+  });
+
   it('X-UPD-1: after tasks/update on the other replica the waiting tool resumes and the task completes', async () => {
     const created = await modernResult(
       a,
