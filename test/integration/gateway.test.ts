@@ -1,7 +1,8 @@
 // The gateway (docs/gateway.md): a worker is the MCP client of existing servers nobody here wrote — the reference
 // server-everything over stdio and over Streamable HTTP, and server-filesystem with a prefix — and their tools run
 // as our tasks behind one api, driven by the official SDK client: progress, input requests, cancellation, results,
-// errors, timeouts and an upstream crash mid-call.
+// errors, timeouts and an upstream crash mid-call; and an upstream's own task followed by another worker process
+// after ours was SIGKILLed or stopped.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import {
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { repoRoot, spawnWorker, startSystem, type System } from '../support/processes.ts';
+import { startRecordingProxy, type RecordingProxy } from '../support/recording-proxy.ts';
 import { track } from '../support/resources.ts';
 import { openTaskResultStream } from '../support/sse-client.ts';
 
@@ -594,3 +596,166 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     }
   });
 });
+
+describe('gateway: another worker resumes the upstream’s task after ours stopped (server-everything over Streamable HTTP)', function () {
+  this.timeout(180_000);
+  let system: System;
+  let http: { url: string; stop: () => Promise<void> };
+  let proxy: RecordingProxy;
+  let config: string;
+  const TOOL = 'http_simulate-research-query';
+
+  before(async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcpt-gateway-resume-')));
+    http = await startHttpEverything();
+    // The proxy records what the workers send, across restarts of the server behind it.
+    proxy = await startRecordingProxy(http.url);
+    config = join(dir, 'upstreams.json');
+    // Not retrySafe: a re-run would fail the task, so a completed task proves the upstream task was followed.
+    const upstreams = [{ name: 'remote', url: proxy.url, prefix: 'http_', allow: ['simulate-research-query'] }];
+    writeFileSync(config, JSON.stringify({ upstreams }));
+    // Short job locks: a killed worker's job is recovered within about two seconds.
+    system = await startSystem({
+      workers: 0,
+      env: {
+        WORKER_LOCK_DURATION_MS: '1000',
+        WORKER_STALLED_INTERVAL_MS: '1000',
+        CATALOG_HEARTBEAT_MS: '500',
+        RESULT_RECHECK_MS: '1000',
+      },
+    });
+  });
+
+  after(async () => {
+    await system?.stop();
+    await proxy?.stop();
+    await http?.stop();
+  });
+
+  /** The research tool's calls (tools/call) that reached the upstream for `topic`. */
+  const calls = (topic: string) =>
+    proxy.sent.filter(
+      ({ message }) =>
+        message['method'] === 'tools/call' &&
+        (message['params'] as { arguments?: { topic?: string } }).arguments?.topic === topic,
+    );
+
+  /**
+   * Starts a worker, creates a task of the research tool on it and waits until the worker stored the upstream's task
+   * on the job; then stops that worker with `signal`.
+   */
+  async function startThenStop(
+    client: Client,
+    topic: string,
+    signal: NodeJS.Signals,
+    env: Record<string, string> = {},
+  ) {
+    const first = await system.addWorker({ MCPT_UPSTREAMS: config, ...env });
+    await eventually(async () =>
+      (await client.listTools()).tools.some((tool) => tool.name === TOOL) ? true : undefined,
+    );
+    const created = await startTask(client, TOOL, { topic });
+    const taskId = created.task.taskId;
+    const stored = await eventually(() =>
+      first
+        .records()
+        .find((record) => record['message'] === 'upstream task stored on the job' && record['taskId'] === taskId),
+    );
+    await first.stop(signal);
+    const call = calls(topic)[0];
+    return { first, taskId, upstreamTaskId: String(stored['upstreamTaskId']), sessionId: call?.sessionId };
+  }
+
+  async function settled(client: Client, taskId: string) {
+    return eventually(async () => {
+      const current = await client.experimental.tasks.getTask(taskId);
+      return current.status === 'completed' || current.status === 'failed' ? current : undefined;
+    }, 90_000);
+  }
+
+  it('a worker SIGKILLed mid upstream task: another worker follows that task on its session, and the tool runs once', async () => {
+    await withApiClient(system.apiUrl, async (client) => {
+      const { taskId, upstreamTaskId, sessionId } = await startThenStop(client, 'rivers', 'SIGKILL');
+      const second = await system.addWorker({ MCPT_UPSTREAMS: config });
+      try {
+        const task = await settled(client, taskId);
+        expect(task.status, task.statusMessage).to.equal('completed');
+        const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+        expect(text(result)).to.include('# Research Report: rivers');
+        // The upstream ran the tool once: the second worker asked for the first one's task instead of calling again.
+        expect(calls('rivers')).to.have.length(1);
+        const resumed = second.records().find((record) => record['message'] === 'upstream task resumed');
+        expect(resumed).to.deep.include({ taskId, upstreamTaskId, session: 'rejoined' });
+        const followed = proxy.sent.filter(
+          ({ message }) =>
+            (message['method'] === 'tasks/get' || message['method'] === 'tasks/result') &&
+            (message['params'] as { taskId?: string }).taskId === upstreamTaskId,
+        );
+        expect(followed.some(({ message }) => message['method'] === 'tasks/result')).to.equal(true);
+        // On the session that created it, which server-everything keeps its tasks in.
+        expect(followed.every((sent) => sent.sessionId === sessionId)).to.equal(true);
+      } finally {
+        await second.stop();
+      }
+    });
+  });
+
+  it('a worker stopped (SIGTERM) mid upstream task hands the job back without cancelling that task; the next worker follows it', async () => {
+    await withApiClient(system.apiUrl, async (client) => {
+      // A short grace: the research (four seconds) is still running when the worker gives its jobs back.
+      const { first, taskId, upstreamTaskId } = await startThenStop(client, 'lakes', 'SIGTERM', {
+        WORKER_SHUTDOWN_GRACE_MS: '200',
+      });
+      expect(first.records().some((record) => record['message'] === 'handing the task back on shutdown')).to.equal(
+        true,
+      );
+      const second = await system.addWorker({ MCPT_UPSTREAMS: config });
+      try {
+        const task = await settled(client, taskId);
+        expect(task.status, task.statusMessage).to.equal('completed');
+        const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+        expect(text(result)).to.include('# Research Report: lakes');
+        expect(calls('lakes')).to.have.length(1);
+        const cancels = proxy.sent.filter(({ message }) => message['method'] === 'tasks/cancel');
+        expect(cancels.map(({ message }) => (message['params'] as { taskId?: string }).taskId)).not.to.include(
+          upstreamTaskId,
+        );
+      } finally {
+        await second.stop();
+      }
+    });
+  });
+
+  it('when the upstream no longer knows its task (it restarted), the task fails clearly and the tool is not run again (not retrySafe)', async () => {
+    await withApiClient(system.apiUrl, async (client) => {
+      const { taskId, upstreamTaskId } = await startThenStop(client, 'glaciers', 'SIGKILL');
+      // The server restarts on the same port: the first worker's session and its task are gone.
+      await http.stop();
+      http = await startHttpEverything(Number(new URL(http.url).port));
+      const second = await system.addWorker({ MCPT_UPSTREAMS: config });
+      try {
+        const task = await settled(client, taskId);
+        expect(task.status).to.equal('failed');
+        expect(task.statusMessage).to.equal(
+          `The worker that called 'simulate-research-query' on upstream 'remote' stopped, and the upstream no longer knows its task ${upstreamTaskId}; it was not run again because the upstream is not marked retrySafe.`,
+        );
+        expect(calls('glaciers')).to.have.length(1);
+        // The rejoined session was refused, and a new session's tasks/get answered that the task is unknown.
+        const unknown = second.records().find((record) => record['message'] === 'upstream task unknown upstream');
+        expect(unknown).to.deep.include({ taskId, upstreamTaskId, session: 'new' });
+      } finally {
+        await second.stop();
+      }
+    });
+  });
+});
+
+/** Runs `body` with a fresh SDK client (no client capabilities) on `apiUrl`, closing it whatever happens. */
+async function withApiClient(apiUrl: string, body: (client: Client) => Promise<void>): Promise<void> {
+  const { client, close } = await connect(apiUrl, {});
+  try {
+    await body(client);
+  } finally {
+    await close();
+  }
+}

@@ -22,6 +22,7 @@ import { inChildSpan, startJobTrace, type JobTrace } from './job-trace.ts';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
 import { afterFailedRun, queuedBehindMessage, RetryLater, RunTimeoutError, type HeldRuns } from './scheduling.ts';
 import { DelayedCalls } from './delayed-calls.ts';
+import { attachResumePoint, resumableUpstreamTask } from './resume-point.ts';
 import { createToolContext, type ContextDeps } from './tool-context.ts';
 import { checkToolResult } from './tool-result.ts';
 
@@ -206,13 +207,15 @@ async function runTool(
   }
   // A stalled job is one whose worker died or lost its lock mid-run: running it again is what retrySafe allows.
   // (A retry after an error the tool threw is its retry policy's business; a job held back by a cap never ran.)
-  if (job.stalledCounter > 0 && tool.retrySafe === false) {
+  // A job that left an upstream task to follow is not run again but resumed (docs/gateway.md): the tool decides.
+  if (job.stalledCounter > 0 && tool.retrySafe === false && !resumableUpstreamTask(job)) {
     await settle(deps, record, interruptedSettlement(tool.name), log, attempt, traced);
     return false;
   }
 
   const controller = running.start(taskId);
   const context = createToolContext(deps, record, job, controller.signal, log, traced?.context);
+  attachResumePoint(context, job, log);
   const note =
     attempt <= 1
       ? deps.runningNotes.add(() => {
@@ -254,7 +257,8 @@ async function runTool(
     deps.count?.(tool.name, 'timeouts');
   } else if (failure) {
     if (reason === AbortReason.Shutdown && token) {
-      if (tool.retrySafe === false) {
+      // An upstream task stored on the job runs on without us: the next attempt follows it.
+      if (tool.retrySafe === false && !resumableUpstreamTask(job)) {
         await settle(deps, record, interruptedSettlement(tool.name), log, attempt, traced);
         return false;
       }

@@ -25,6 +25,27 @@ export interface ToolJobData {
   trace?: TraceCarrier;
   /** The task's principal, for operators' counts of queued jobs per principal (absent in jobs of earlier versions). */
   owner?: string;
+  /**
+   * The task an upstream MCP server runs for this call (docs/gateway.md), written by the worker that created it: a
+   * later attempt of the job follows that task instead of calling the tool again. Only our workers write it, and
+   * only in jobs of our own tool queues.
+   */
+  upstreamTask?: UpstreamTaskRef;
+}
+
+/** Where an upstream's task for a job can be found again by another worker process. */
+export interface UpstreamTaskRef {
+  /** The upstream's name in the worker's configuration. */
+  upstream: string;
+  /** The upstream's task id. */
+  taskId: string;
+  /** The Streamable HTTP session that created the task: servers may keep their tasks per session. */
+  sessionId?: string;
+  /**
+   * `job.attemptsMade` when the task was created: a run after a failed one (a retry) calls the tool afresh; only a
+   * run after a crash or a hand-back (which leave this count alone) resumes.
+   */
+  attemptsMade: number;
 }
 
 export function createToolQueue(connection: RedisClient, prefix: string): Queue<ToolJobData> {

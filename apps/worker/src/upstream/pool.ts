@@ -83,6 +83,34 @@ export class UpstreamPool {
     };
   }
 
+  /**
+   * A lease of the HTTP session `sessionId` that another worker process opened and left (it died, or handed its job
+   * back), to follow a task the upstream keeps there. It takes a slot like any call; releasing it closes the
+   * connection and leaves the session on the server (another attempt may need it: end it with `terminate()` once the
+   * task's result is taken).
+   */
+  async rejoin(sessionId: string, signal: AbortSignal): Promise<Lease> {
+    while (this.#leased >= this.upstream.concurrency) await this.#waitForSlot(signal);
+    this.#leased++;
+    let session: UpstreamSession;
+    try {
+      session = await this.#open(sessionId);
+    } catch (error) {
+      this.#freeSlot();
+      throw error;
+    }
+    let released = false;
+    return {
+      session,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#freeSlot();
+        void session.close();
+      },
+    };
+  }
+
   async close(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#restartTimer);
@@ -96,17 +124,22 @@ export class UpstreamPool {
     this.onToolsChanged(this);
   }
 
-  async #open(): Promise<UpstreamSession> {
+  async #open(rejoin?: string): Promise<UpstreamSession> {
     if (this.#stopped) throw new Error(`upstream '${this.upstream.name}' is shut down`);
-    const session = await UpstreamSession.open(this.upstream, this.log, {
-      onToolsChanged: () => this.onToolsChanged(this),
-      onClosed: (closed) => {
-        this.#all.delete(closed);
-        const at = this.#idle.indexOf(closed);
-        if (at >= 0) this.#idle.splice(at, 1);
-        if (closed === this.#primary && !this.#stopped) this.#scheduleRestart();
+    const session = await UpstreamSession.open(
+      this.upstream,
+      this.log,
+      {
+        onToolsChanged: () => this.onToolsChanged(this),
+        onClosed: (closed) => {
+          this.#all.delete(closed);
+          const at = this.#idle.indexOf(closed);
+          if (at >= 0) this.#idle.splice(at, 1);
+          if (closed === this.#primary && !this.#stopped) this.#scheduleRestart();
+        },
       },
-    });
+      rejoin,
+    );
     this.#all.add(session);
     if (this.#stopped) await session.close();
     return session;

@@ -40,6 +40,7 @@ const MAX_LIST_PAGES = 100;
 
 export class UpstreamSession {
   #hooks: CallHooks | undefined;
+  #http: StreamableHTTPClientTransport | undefined;
   #closed = false;
   #closing = false;
   readonly #stderrTail: string[] = [];
@@ -50,13 +51,21 @@ export class UpstreamSession {
     private readonly log: Logger,
   ) {}
 
-  /** Starts (stdio) or reaches (HTTP) the upstream and initializes an MCP session with it. */
-  static async open(upstream: UpstreamConfig, log: Logger, events: SessionEvents): Promise<UpstreamSession> {
+  /**
+   * Starts (stdio) or reaches (HTTP) the upstream and initializes an MCP session with it. `rejoin`: an HTTP session
+   * another process opened, taken over as it is (no initialize: the server knows it already).
+   */
+  static async open(
+    upstream: UpstreamConfig,
+    log: Logger,
+    events: SessionEvents,
+    rejoin?: string,
+  ): Promise<UpstreamSession> {
     // Declared on every connection: whether a given call may relay an input request depends on the capabilities of
     // the client of its task, which the input relay checks per request.
     const client = new Client(CLIENT_INFO, { capabilities: { elicitation: { form: {} }, sampling: {} } });
     const session = new UpstreamSession(upstream, client, log);
-    const transport = session.#transport();
+    const transport = session.#transport(rejoin);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
     client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
       const { level, data, logger } = notification.params;
@@ -99,6 +108,11 @@ export class UpstreamSession {
     return this.#closed;
   }
 
+  /** The Streamable HTTP session id the server gave (absent over stdio, or from a server without sessions). */
+  get httpSessionId(): string | undefined {
+    return this.#http?.sessionId;
+  }
+
   /** The upstream's tools, every page. */
   async listTools(): Promise<Tool[]> {
     const tools: Tool[] = [];
@@ -130,6 +144,12 @@ export class UpstreamSession {
     await this.client.close().catch(() => undefined);
   }
 
+  /** Ends the HTTP session on the server too (DELETE), then closes; best effort. */
+  async terminate(): Promise<void> {
+    await this.#http?.terminateSession().catch(() => undefined);
+    await this.close();
+  }
+
   async #relay(
     method: string,
     send: (hooks: CallHooks) => Promise<Record<string, unknown>>,
@@ -146,12 +166,14 @@ export class UpstreamSession {
     }
   }
 
-  #transport(): Transport {
+  #transport(rejoin: string | undefined): Transport {
     const { upstream } = this;
     if (upstream.url !== undefined) {
-      return new StreamableHTTPClientTransport(new URL(upstream.url), {
+      this.#http = new StreamableHTTPClientTransport(new URL(upstream.url), {
         requestInit: { headers: upstream.headers },
+        ...(rejoin !== undefined ? { sessionId: rejoin } : {}),
       });
+      return this.#http;
     }
     const transport = new StdioClientTransport({
       command: upstream.command as string,
