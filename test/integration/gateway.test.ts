@@ -612,7 +612,16 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
     proxy = await startRecordingProxy(http.url);
     config = join(dir, 'upstreams.json');
     // Not retrySafe: a re-run would fail the task, so a completed task proves the upstream task was followed.
-    const upstreams = [{ name: 'remote', url: proxy.url, prefix: 'http_', allow: ['simulate-research-query'] }];
+    const upstreams = [
+      {
+        name: 'remote',
+        url: proxy.url,
+        headers: { 'X-Gateway-Test': '${GATEWAY_TEST_HEADER}' },
+        prefix: 'http_',
+        allow: ['simulate-research-query'],
+        concurrency: 1,
+      },
+    ];
     writeFileSync(config, JSON.stringify({ upstreams }));
     // Short job locks: a killed worker's job is recovered within about two seconds.
     system = await startSystem({
@@ -632,6 +641,8 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
     await http?.stop();
   });
 
+  const workerEnv = () => ({ MCPT_UPSTREAMS: config, GATEWAY_TEST_HEADER: 'from-env' });
+
   /** The research tool's calls (tools/call) that reached the upstream for `topic`. */
   const calls = (topic: string) =>
     proxy.sent.filter(
@@ -650,7 +661,7 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
     signal: NodeJS.Signals,
     env: Record<string, string> = {},
   ) {
-    const first = await system.addWorker({ MCPT_UPSTREAMS: config, ...env });
+    const first = await system.addWorker({ ...workerEnv(), ...env });
     await eventually(async () =>
       (await client.listTools()).tools.some((tool) => tool.name === TOOL) ? true : undefined,
     );
@@ -673,10 +684,44 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
     }, 90_000);
   }
 
+  it('concurrency 1: the next call reaches the upstream once the first one’s answer ended; every request carries the header from the environment', async () => {
+    await withApiClient(system.apiUrl, async (client) => {
+      const worker = await system.addWorker(workerEnv());
+      try {
+        await eventually(async () =>
+          (await client.listTools()).tools.some((tool) => tool.name === TOOL) ? true : undefined,
+        );
+        const created = await Promise.all(['seas', 'ponds'].map((topic) => startTask(client, TOOL, { topic })));
+        for (const { task } of created) {
+          expect((await settled(client, task.taskId)).status).to.equal('completed');
+        }
+        const [first, second] = [...calls('seas'), ...calls('ponds')].sort((a, b) => a.at - b.at);
+        const firstTopic = (first?.message['params'] as { arguments: { topic: string } }).arguments.topic;
+        const firstTask = created[firstTopic === 'seas' ? 0 : 1]?.task.taskId;
+        const upstreamTaskId = worker
+          .records()
+          .find((record) => record['message'] === 'upstream task created' && record['taskId'] === firstTask)?.[
+          'upstreamTaskId'
+        ];
+        const result = proxy.sent.find(
+          ({ message }) =>
+            message['method'] === 'tasks/result' &&
+            (message['params'] as { taskId?: string }).taskId === upstreamTaskId,
+        );
+        expect(result?.answeredAt).to.be.a('number');
+        expect(second?.at).to.be.greaterThan(result?.answeredAt as number);
+        const headers = new Set(proxy.sent.map(({ headers }) => headers['x-gateway-test']));
+        expect([...headers]).to.deep.equal(['from-env']);
+      } finally {
+        await worker.stop();
+      }
+    });
+  });
+
   it('a worker SIGKILLed mid upstream task: another worker follows that task on its session, and the tool runs once', async () => {
     await withApiClient(system.apiUrl, async (client) => {
       const { taskId, upstreamTaskId, sessionId } = await startThenStop(client, 'rivers', 'SIGKILL');
-      const second = await system.addWorker({ MCPT_UPSTREAMS: config });
+      const second = await system.addWorker(workerEnv());
       try {
         const task = await settled(client, taskId);
         expect(task.status, task.statusMessage).to.equal('completed');
@@ -692,8 +737,9 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
             (message['params'] as { taskId?: string }).taskId === upstreamTaskId,
         );
         expect(followed.some(({ message }) => message['method'] === 'tasks/result')).to.equal(true);
-        // On the session that created it, which server-everything keeps its tasks in.
+        // On the session that created it, which server-everything keeps its tasks in, with the configured headers.
         expect(followed.every((sent) => sent.sessionId === sessionId)).to.equal(true);
+        expect(followed.every((sent) => sent.headers['x-gateway-test'] === 'from-env')).to.equal(true);
       } finally {
         await second.stop();
       }
@@ -709,7 +755,7 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
       expect(first.records().some((record) => record['message'] === 'handing the task back on shutdown')).to.equal(
         true,
       );
-      const second = await system.addWorker({ MCPT_UPSTREAMS: config });
+      const second = await system.addWorker(workerEnv());
       try {
         const task = await settled(client, taskId);
         expect(task.status, task.statusMessage).to.equal('completed');
@@ -732,7 +778,7 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
       // The server restarts on the same port: the first worker's session and its task are gone.
       await http.stop();
       http = await startHttpEverything(Number(new URL(http.url).port));
-      const second = await system.addWorker({ MCPT_UPSTREAMS: config });
+      const second = await system.addWorker(workerEnv());
       try {
         const task = await settled(client, taskId);
         expect(task.status).to.equal('failed');

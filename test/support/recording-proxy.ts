@@ -7,7 +7,12 @@ import { track } from './resources.ts';
 
 export interface RecordedMessage {
   sessionId: string | undefined;
+  headers: IncomingHttpHeaders;
   message: Record<string, unknown>;
+  /** A tick of the proxy's clock when the message arrived: one tick per message and per answer that ended. */
+  at: number;
+  /** The tick when the answer to its POST ended (undefined while it streams). */
+  answeredAt?: number;
 }
 
 export interface RecordingProxy {
@@ -21,12 +26,14 @@ export interface RecordingProxy {
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const upstream = new URL(target);
   const sent: RecordedMessage[] = [];
+  // Ticks order what the proxy saw (a message arrived, an answer ended) without reading a wall clock.
+  let clock = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      if (req.method === 'POST' && body.length > 0) record(sent, req.headers, body);
+      const recorded = req.method === 'POST' && body.length > 0 ? record(sent, req.headers, body, () => ++clock) : [];
       const forward = request(
         {
           host: upstream.hostname,
@@ -37,6 +44,10 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
         },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.on('end', () => {
+            const tick = ++clock;
+            for (const message of recorded) message.answeredAt = tick;
+          });
           answer.pipe(res);
         },
       );
@@ -58,15 +69,26 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return { url: `http://127.0.0.1:${port}${upstream.pathname}`, sent, stop };
 }
 
-function record(sent: RecordedMessage[], headers: IncomingHttpHeaders, body: Buffer): void {
+function record(
+  sent: RecordedMessage[],
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+  tick: () => number,
+): RecordedMessage[] {
   const header = headers['mcp-session-id'];
   const sessionId = Array.isArray(header) ? header[0] : header;
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(body.toString()) as unknown;
-    for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
-      sent.push({ sessionId, message: message as Record<string, unknown> });
-    }
+    parsed = JSON.parse(body.toString());
   } catch {
-    // Not JSON: the server answers it; nothing to record.
+    return []; // Not JSON: the server answers it; nothing to record.
   }
+  const recorded = (Array.isArray(parsed) ? parsed : [parsed]).map((message) => ({
+    sessionId,
+    headers,
+    message: message as Record<string, unknown>,
+    at: tick(),
+  }));
+  sent.push(...recorded);
+  return recorded;
 }
