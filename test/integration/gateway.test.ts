@@ -169,6 +169,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       },
       { name: 'files', command: process.execPath, args: [FILESYSTEM, files], prefix: 'fs_' },
       { name: 'changing', command: process.execPath, args: [CHANGING], prefix: 'chg_' },
+      // Exits at once, every time: the worker keeps trying, further apart each time.
+      { name: 'broken', command: process.execPath, args: ['-e', 'process.exit(3)'], prefix: 'broken_' },
     ];
     const config = join(dir, 'upstreams.json');
     writeFileSync(config, JSON.stringify({ upstreams }));
@@ -584,6 +586,19 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       expect(error?.message).to.equal('MCP error -32042: MCP error -32042: the upstream refuses');
       expect(error?.data).to.deep.include({ reason: 'test' });
     });
+  });
+
+  it('an upstream that keeps dying is started again with backoff (0.5 s, doubling)', async () => {
+    const worker = system.workers[0];
+    const restarts = await eventually(() => {
+      const found = worker
+        ?.records()
+        .filter((record) => record['message'] === 'restarting upstream connection' && record['upstream'] === 'broken');
+      return found && found.length >= 4 ? found : undefined;
+    }, 60_000);
+    expect(restarts.slice(0, 4).map((record) => record['inMs'])).to.deep.equal([500, 1000, 2000, 4000]);
+    const unreachable = worker?.records().find((record) => record['message'] === 'upstream not reachable; retrying');
+    expect(unreachable).to.deep.include({ upstream: 'broken' });
   });
 
   it('a second worker with the same upstreams publishes the same definitions (no catalog conflict)', async () => {
