@@ -214,7 +214,8 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
     system = await startSystem({
       apis: 1,
       workers: 2,
-      env: { ...FAST_RECOVERY, MAX_RUNNING_PER_OWNER: '1', SCHEDULING: OVERRIDE },
+      // A sweep a second: a held task whose principal's slot is (wrongly) free starts within a second.
+      env: { ...FAST_RECOVERY, MAX_RUNNING_PER_OWNER: '1', SCHEDULING: OVERRIDE, OWNER_CAP_RECHECK_MS: '1000' },
     });
   });
   after(async () => {
@@ -276,6 +277,30 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
       }),
     );
     expect(runs[1]?.start).to.be.at.least(runs[0]?.end ?? Infinity);
+  });
+
+  it('a run longer than twice the lease keeps its principal’s slot, and the held task says so once, not per sweep', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    // The lease is WORKER_LOCK_DURATION_MS (3 s here); the renewals must keep the principal's runs for 9 s.
+    const long = String((await owner.createTask('gpu', { ms: 9000 }))['taskId']);
+    await eventually(
+      async () =>
+        String((await owner.call('tasks/get', { taskId: long }))['statusMessage']).startsWith('Running on') ||
+        undefined,
+      20_000,
+    );
+    const next = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+    const runs = await Promise.all(
+      [long, next].map(async (id) => {
+        expect((await finished(owner, id))['status']).to.equal('completed');
+        return report(owner, id);
+      }),
+    );
+    expect(runs[1]?.start, 'the held task started before the long run ended').to.be.at.least(runs[0]?.end ?? Infinity);
+    // Every sweep (each second, on each worker) starts the held job again and holds it back again: the task's
+    // history and its client's stream get one note, not one per sweep.
+    const history = (await new TaskStore(system.redis, new KeySpace(system.prefix)).inspect(next))?.history ?? [];
+    expect(history.filter((entry) => entry.statusMessage?.startsWith('Queued behind'))).to.have.length(1);
   });
 
   it('a worker killed while running a principal’s task gives its slot back: the principal’s next task starts', async () => {

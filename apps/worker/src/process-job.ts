@@ -144,9 +144,13 @@ async function runAttempt(
         { all: caps.maxRunningPerOwner, tool: scheduling?.maxRunningPerOwner },
         tool.name,
       );
-      await deps.store.note(record, record.status, message);
-      deps.count?.(tool.name, 'parked');
-      log.info('task held back by a per-requestor cap', { ...admission, admitted: undefined });
+      // A held job is started again by every release of its principal and every sweep (OWNER_CAP_RECHECK_MS, on
+      // each worker) and held again: only a change is news, for the task's history, its client and the counter.
+      if (record.statusMessage !== message) {
+        await deps.store.note(record, record.status, message);
+        deps.count?.(tool.name, 'parked');
+        log.info('task held back by a per-requestor cap', { ...admission, admitted: undefined });
+      }
       traced?.note({ 'mcp.task.held': 'per-requestor cap' });
       await job.moveToDelayed(Date.now() + caps.parkMs, token);
       throw new DelayedError();

@@ -72,8 +72,12 @@ export class OwnerCaps {
     const until = Date.now() + this.options.leaseMs;
     const pipeline = this.redis.pipeline();
     for (const claim of claims) {
-      pipeline.zadd(this.keys.ownerRuns(claim.owner), 'XX', String(until), claim.member);
-      pipeline.zadd(this.keys.ownerToolRuns(claim.owner, claim.tool), 'XX', String(until), claim.member);
+      for (const key of [this.keys.ownerRuns(claim.owner), this.keys.ownerToolRuns(claim.owner, claim.tool)]) {
+        pipeline.zadd(key, 'XX', String(until), claim.member);
+        // The sets expire two leases after their last write (admit-run-4.lua): a run renewed without any admission
+        // meanwhile would otherwise lose the whole set, and its principal's cap with it, after two leases.
+        pipeline.pexpire(key, this.options.leaseMs * 2);
+      }
     }
     await pipeline.exec();
   }
