@@ -7,6 +7,7 @@ import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 const TOOLS = './test/fixtures/scheduling/tools.ts';
 // Short locks: a killed worker's jobs (and their slots) come back within a few seconds. Not shorter: a lock that a
@@ -322,4 +323,71 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
     const next = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
     expect((await finished(owner, next, 30_000))['status']).to.equal('completed');
   });
+});
+
+describe('scheduling: a Redis restart (AOF) leaks no per-requestor lease and leaves no task held', function () {
+  this.timeout(180_000);
+  let redisServer: RedisServer;
+  let system: System;
+
+  before(async () => {
+    redisServer = await startRedisServer({ aof: true });
+    system = await startSystem({
+      redisUrl: redisServer.url,
+      apis: 1,
+      workers: 2,
+      env: { ...FAST_RECOVERY, MAX_RUNNING_PER_OWNER: '1', OWNER_CAP_RECHECK_MS: '1000' },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+    await redisServer?.stop();
+  });
+
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    it(`Redis ${signal} + restart with a principal’s run going and one held: the held one starts after it, then nothing is held`, async () => {
+      const owner = await McpTestClient.connect(system.apiUrl);
+      const principal = `session:${String(owner.sessionId)}`;
+      const keys = new KeySpace(system.prefix);
+      const running = String((await owner.createTask('gpu', { ms: 6000 }))['taskId']);
+      await eventually(
+        async () =>
+          String((await owner.call('tasks/get', { taskId: running }))['statusMessage']).startsWith('Running on') ||
+          undefined,
+        20_000,
+      );
+      const held = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+      await eventually(
+        async () =>
+          String((await owner.call('tasks/get', { taskId: held }))['statusMessage']).startsWith('Queued behind') ||
+          undefined,
+        20_000,
+      );
+      // AOF everysec: what was written more than a second before a kill is on disk.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      await redisServer.restart(signal);
+
+      const runs = await Promise.all(
+        [running, held].map(async (id) => {
+          expect((await finished(owner, id, 90_000))['status'], id).to.equal('completed');
+          return report(owner, id);
+        }),
+      );
+      expect(runs[1]?.start, 'the held task started beside the running one').to.be.at.least(runs[0]?.end ?? Infinity);
+      // No lease outlives its run and nothing stays parked: the principal's caps are whole again.
+      await eventually(async () => {
+        const now = String(Date.now());
+        const leases = await system.redis.zcount(keys.ownerRuns(principal), now, '+inf');
+        const parked = await system.redis.zcard(keys.ownerParked(principal));
+        const listed = await system.redis.sismember(keys.parkedOwners(), principal);
+        return leases === 0 && parked === 0 && listed === 0 ? true : undefined;
+      }, 30_000);
+      // The principal's next task runs at once, without being held.
+      const next = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+      expect((await finished(owner, next, 30_000))['status']).to.equal('completed');
+      const history = (await new TaskStore(system.redis, keys).inspect(next))?.history ?? [];
+      expect(history.filter((entry) => entry.statusMessage?.startsWith('Queued behind'))).to.have.length(0);
+      expect(await system.redis.hget(`${system.prefix}:tool-gpu:meta`, 'concurrency')).to.equal('2');
+    });
+  }
 });
