@@ -7,12 +7,14 @@ import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
+import { scrape } from '../support/prometheus.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 const TOOLS = './test/fixtures/scheduling/tools.ts';
 // Short locks: a killed worker's jobs (and their slots) come back within a few seconds. Not shorter: a lock that a
 // loaded machine fails to renew in time lets a job run twice at once, which is at-least-once, not a broken limit.
 const FAST_RECOVERY = { WORKER_LOCK_DURATION_MS: '3000', WORKER_STALLED_INTERVAL_MS: '1000', MCPT_TOOLS: TOOLS };
+const ADMIN_TOKEN = 'scheduling-admin-token-0123456789';
 
 interface Timed {
   start: number;
@@ -64,7 +66,7 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
   let store: TaskStore;
 
   before(async () => {
-    system = await startSystem({ apis: 1, workers: 3, env: FAST_RECOVERY });
+    system = await startSystem({ apis: 1, workers: 3, env: { ...FAST_RECOVERY, ADMIN_TOKEN } });
     store = new TaskStore(system.redis, new KeySpace(system.prefix));
   });
   after(async () => {
@@ -161,6 +163,87 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
       `tasks of the first principal still to run when the second one’s were done (${figures})`,
     ).to.be.at.least(20);
     expect(mostAtOnce([...heavyRuns])).to.equal(1);
+  });
+
+  it('operators see per tool running/limit, queued per principal, rate-limit waits, retries and timeouts: /metrics, mcpt overview, /admin', async () => {
+    const metricsUrl = system.apiUrl.replace(/\/mcp$/, '/metrics');
+    const a = await McpTestClient.connect(system.apiUrl);
+    const b = await McpTestClient.connect(system.apiUrl);
+    const [principalA, principalB] = [a, b].map((client) => `session:${String(client.sessionId)}`);
+    // One retry and one timeout of this test's own.
+    const retried = String((await a.createTask('flaky', { failures: 1 }))['taskId']);
+    const timedOut = String((await a.createTask('slow', { ms: 30_000 }))['taskId']);
+    expect((await finished(a, retried))['status']).to.equal('completed');
+    expect((await finished(a, timedOut))['status']).to.equal('failed');
+    // Both gpu slots held by A, then one more of A's and two of B's wait.
+    const holders = [
+      String((await a.createTask('gpu', { ms: 60_000 }))['taskId']),
+      String((await a.createTask('gpu', { ms: 60_000 }))['taskId']),
+    ];
+    for (const id of holders) {
+      await eventually(
+        async () =>
+          String((await a.call('tasks/get', { taskId: id }))['statusMessage']).startsWith('Running on') || undefined,
+        20_000,
+      );
+    }
+    const waiting = [
+      String((await a.createTask('gpu', { ms: 50 }))['taskId']),
+      String((await b.createTask('gpu', { ms: 50 }))['taskId']),
+      String((await b.createTask('gpu', { ms: 50 }))['taskId']),
+    ];
+    const gpu = { tool: 'gpu' };
+    const metrics = await scrape(metricsUrl);
+    expect(metrics.value('mcpt_tool_running', gpu)).to.equal(2);
+    expect(metrics.value('mcpt_tool_concurrency_limit', gpu)).to.equal(2);
+    expect(metrics.value('mcpt_tool_queued', gpu)).to.equal(3);
+    expect(metrics.value('mcpt_tool_queued_by_principal', { ...gpu, principal: principalA })).to.equal(1);
+    expect(metrics.value('mcpt_tool_queued_by_principal', { ...gpu, principal: principalB })).to.equal(2);
+    expect(metrics.value('mcpt_tool_retries', { tool: 'flaky' })).to.be.at.least(1);
+    expect(metrics.value('mcpt_tool_timeouts', { tool: 'slow' })).to.be.at.least(1);
+
+    interface Row {
+      tool: string;
+      running: number;
+      limit?: number;
+      queued: number;
+      queuedByPrincipal: Record<string, number>;
+      counters: Record<string, number>;
+    }
+    const expectGpuRow = (rows: Row[], where: string) => {
+      const row = rows.find((tool) => tool.tool === 'gpu');
+      expect(row, where).to.deep.include({ running: 2, limit: 2, queued: 3 });
+      expect(row?.queuedByPrincipal, where).to.deep.equal({ [principalA]: 1, [principalB]: 2 });
+      expect(rows.find((tool) => tool.tool === 'flaky')?.counters['retries'], where).to.be.at.least(1);
+    };
+    let out = '';
+    let err = '';
+    const code = await runCli(['overview', '--json'], {
+      out: (text) => (out += text),
+      err: (text) => (err += text),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code, err).to.equal(0);
+    expectGpuRow((JSON.parse(out) as { tools: Row[] }).tools, 'mcpt overview');
+    const admin = await fetch(system.apiUrl.replace(/\/mcp$/, '/admin/api/overview'), {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(admin.status).to.equal(200);
+    expectGpuRow(((await admin.json()) as { tools: Row[] }).tools, '/admin/api/overview');
+
+    // A rate limit spent shows as a wait (2 starts per 2 s; 6 calls keep it spent for about 4 s).
+    const metered = await Promise.all(
+      Array.from({ length: 6 }, async () => String((await a.createTask('metered', {}))['taskId'])),
+    );
+    const wait = await eventually(async () => {
+      const ms = (await scrape(metricsUrl)).value('mcpt_tool_rate_limit_wait_ms', { tool: 'metered' });
+      return ms > 0 ? ms : undefined;
+    }, 30_000);
+    expect(wait).to.be.at.most(2000);
+    for (const id of metered) expect((await finished(a, id))['status']).to.equal('completed');
+    for (const id of holders) await a.call('tasks/cancel', { taskId: id });
+    for (const [i, id] of waiting.entries())
+      expect((await finished(i === 0 ? a : b, id))['status']).to.equal('completed');
   });
 
   it('a worker killed while holding both slots of a tool gives them back (stalled-job recovery)', async () => {
