@@ -16,6 +16,11 @@ const TOOLS = './test/fixtures/scheduling/tools.ts';
 const FAST_RECOVERY = { WORKER_LOCK_DURATION_MS: '3000', WORKER_STALLED_INTERVAL_MS: '1000', MCPT_TOOLS: TOOLS };
 const ADMIN_TOKEN = 'scheduling-admin-token-0123456789';
 
+/** The figures of docs/scheduling.md, printed when SCHEDULING_FIGURES is set (the tests assert limits, not times). */
+function figure(what: string, value: unknown): void {
+  if (process.env['SCHEDULING_FIGURES']) process.stderr.write(`figure: ${what}: ${JSON.stringify(value)}\n`);
+}
+
 interface Timed {
   start: number;
   end: number;
@@ -81,12 +86,21 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
   it('concurrency 2: never more than 2 runs at once across 3 workers, from the tool’s own start and end times', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const runs = await runAll(client, 'gpu', { ms: 300 }, 10);
+    figure('concurrency 2, 10 runs of 300 ms', {
+      mostAtOnce: mostAtOnce(runs),
+      processes: new Set(runs.map((run) => run.pid)).size,
+      firstStartToLastEndMs: Math.max(...runs.map((run) => run.end)) - Math.min(...runs.map((run) => run.start)),
+    });
     expect(mostAtOnce(runs)).to.equal(2);
   });
 
   it('a rate limit of 2 starts per 2 s holds across workers', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const starts = (await runAll(client, 'metered', {}, 6)).map((run) => run.start).sort((a, b) => a - b);
+    figure(
+      'rate limit 2 per 2 s, starts (ms after the first)',
+      starts.map((start) => start - (starts[0] as number)),
+    );
     // Unlimited, 6 runs on 3 workers start within a few ms; limited, the third start is a window after the first.
     for (let i = 0; i + 2 < starts.length; i++) {
       expect((starts[i + 2] as number) - (starts[i] as number), `starts ${i} and ${i + 2}`).to.be.at.least(1000);
@@ -99,6 +113,10 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     expect((await finished(client, taskId))['status']).to.equal('completed');
     expect((await report(client, taskId)).attempt).to.equal(3);
     const messages = (await store.inspect(taskId))?.history.map((entry) => entry.statusMessage ?? '') ?? [];
+    figure(
+      'retry messages',
+      messages.filter((m) => m.startsWith('Attempt')),
+    );
     expect(messages.find((m) => m.startsWith('Attempt 1 of 3 failed'))).to.match(
       /^Attempt 1 of 3 failed: run 1 broke\. Attempt 2 starts at \S+Z \(in 300 ms\)\.$/,
     );
@@ -163,13 +181,15 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
       `tasks of the first principal still to run when the second one’s were done (${figures})`,
     ).to.be.at.least(20);
     expect(mostAtOnce([...heavyRuns])).to.equal(1);
+    figure('fairness', { lightDoneAfterArrivalMs: lightEnd - lightArrived, between, after });
   });
 
   it('operators see per tool running/limit, queued per principal, rate-limit waits, retries and timeouts: /metrics, mcpt overview, /admin', async () => {
     const metricsUrl = system.apiUrl.replace(/\/mcp$/, '/metrics');
     const a = await McpTestClient.connect(system.apiUrl);
     const b = await McpTestClient.connect(system.apiUrl);
-    const [principalA, principalB] = [a, b].map((client) => `session:${String(client.sessionId)}`);
+    const principalA = `session:${String(a.sessionId)}`;
+    const principalB = `session:${String(b.sessionId)}`;
     // One retry and one timeout of this test's own.
     const retried = String((await a.createTask('flaky', { failures: 1 }))['taskId']);
     const timedOut = String((await a.createTask('slow', { ms: 30_000 }))['taskId']);
@@ -263,6 +283,7 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
       }, 20_000);
     }
     const queued = String((await client.createTask('gpu', { ms: 50 }))['taskId']);
+    const killedAt = Date.now();
     await doomed.stop('SIGKILL');
     await system.addWorker();
     // Both slots came back: the two interrupted runs start again on the new worker (they are retry-safe and were
@@ -273,6 +294,10 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
         return history.filter((entry) => entry.statusMessage?.startsWith('Running on')).length === 2 || undefined;
       }, 30_000);
     }
+    figure(
+      'killed worker: both slots running again (ms after the kill, a new worker started meanwhile)',
+      Date.now() - killedAt,
+    );
     expect((await client.call('tasks/get', { taskId: queued }))['status']).to.equal('working');
     // ...and once they are cancelled, the queued task gets a slot.
     for (const id of holding) await client.call('tasks/cancel', { taskId: id });
@@ -381,6 +406,10 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
       }),
     );
     expect(runs[1]?.start, 'the held task started before the long run ended').to.be.at.least(runs[0]?.end ?? Infinity);
+    figure(
+      'cap 1, a 9 s run (3 s lease): the held task started (ms after the run ended)',
+      (runs[1]?.start ?? 0) - (runs[0]?.end ?? 0),
+    );
     // Every sweep (each second, on each worker) starts the held job again and holds it back again: the task's
     // history and its client's stream get one note, not one per sweep.
     const history = (await new TaskStore(system.redis, new KeySpace(system.prefix)).inspect(next))?.history ?? [];
@@ -448,7 +477,9 @@ describe('scheduling: a Redis restart (AOF) leaks no per-requestor lease and lea
       );
       // AOF everysec: what was written more than a second before a kill is on disk.
       await new Promise((resolve) => setTimeout(resolve, 2000));
+      const down = Date.now();
       await redisServer.restart(signal);
+      const downMs = Date.now() - down;
 
       const runs = await Promise.all(
         [running, held].map(async (id) => {
@@ -457,6 +488,11 @@ describe('scheduling: a Redis restart (AOF) leaks no per-requestor lease and lea
         }),
       );
       expect(runs[1]?.start, 'the held task started beside the running one').to.be.at.least(runs[0]?.end ?? Infinity);
+      figure(`Redis ${signal}`, {
+        downMs,
+        runAttempt: runs[0]?.attempt,
+        heldStartedAfterRunEndMs: (runs[1]?.start ?? 0) - (runs[0]?.end ?? 0),
+      });
       // No lease outlives its run and nothing stays parked: the principal's caps are whole again.
       await eventually(async () => {
         const now = String(Date.now());
