@@ -510,3 +510,58 @@ describe('scheduling: a Redis restart (AOF) leaks no per-requestor lease and lea
     });
   }
 });
+
+describe('scheduling: weights between principals, across two api replicas', function () {
+  this.timeout(180_000);
+  const ALICE_KEY = 'alice-scheduling-key-0123456789';
+  const BOB_KEY = 'bob-scheduling-key-0123456789';
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({
+      apis: 2,
+      workers: 2,
+      env: {
+        ...FAST_RECOVERY,
+        AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY}`,
+        // Weights name principals as tasks' owners do (mcpt list): an API key's is principal:key:<name>.
+        SCHEDULING: JSON.stringify({ weights: { 'principal:key:bob': 3 } }),
+      },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  async function connectAs(url: string, token: string): Promise<McpTestClient> {
+    const client = new McpTestClient(url);
+    client.headers = { authorization: `Bearer ${token}` };
+    await client.initialize('2025-11-25', {});
+    return client;
+  }
+
+  it('a principal of weight 3 starts three tasks per turn of a principal of weight 1, queued through another replica', async () => {
+    const alice = await connectAs(String(system.apis[0]?.url), ALICE_KEY);
+    const bob = await connectAs(String(system.apis[1]?.url), BOB_KEY);
+    const queue = (client: McpTestClient) =>
+      Promise.all(
+        Array.from({ length: 20 }, async () => String((await client.createTask('turns', { ms: 100 }))['taskId'])),
+      );
+    const aliceIds = await queue(alice);
+    const bobIds = await queue(bob);
+    const runsOf = async (client: McpTestClient, ids: string[]) => {
+      for (const id of ids) expect((await finished(client, id))['status']).to.equal('completed');
+      return Promise.all(ids.map((id) => report(client, id)));
+    };
+    const aliceRuns = await runsOf(alice, aliceIds);
+    const bobRuns = await runsOf(bob, bobIds);
+    const bobFirst = Math.min(...bobRuns.map((run) => run.start));
+    const bobLast = Math.max(...bobRuns.map((run) => run.start));
+    // Weight 3: Alice's jobs sit 12 priority steps apart, Bob's 4, so about 7 of hers start while his 20 do; at
+    // equal weights they would alternate (about 20).
+    const between = aliceRuns.filter((run) => run.start > bobFirst && run.start < bobLast).length;
+    figure('weights: of alice (weight 1) started while bob’s 20 (weight 3) did', between);
+    expect(between, `tasks of alice started between bob’s first and last`).to.be.at.most(12);
+    expect(mostAtOnce([...aliceRuns, ...bobRuns])).to.equal(1);
+  });
+});

@@ -99,6 +99,16 @@ describe('scheduling settings', () => {
     expect(() =>
       loadSchedulingSettings(SchedulingEnvSchema.parse({ SCHEDULING: '{"tools":{"x":{"concurrency":-1}}}' })),
     ).to.throw(ConfigError, /^SCHEDULING: .*concurrency/);
+    // A weight keyed by a bare name would match no owner and change nothing.
+    expect(() => loadSchedulingSettings(SchedulingEnvSchema.parse({ SCHEDULING: '{"weights":{"alice":2}}' }))).to.throw(
+      ConfigError,
+      /^SCHEDULING: .*principal:key:<name>/,
+    );
+    expect(
+      loadSchedulingSettings(
+        SchedulingEnvSchema.parse({ SCHEDULING: '{"weights":{"principal:key:alice":2}}' }),
+      ).weightOf('principal:key:alice'),
+    ).to.equal(2);
     expect(() =>
       loadSchedulingSettings(SchedulingEnvSchema.parse({ SCHEDULING_FILE: '/nonexistent/scheduling.json' })),
     ).to.throw(ConfigError, /SCHEDULING_FILE="\/nonexistent\/scheduling.json": cannot read it/);

@@ -10,7 +10,10 @@ import { ConfigError, intFromEnv } from './config.ts';
 export const SchedulingFileSchema = z.strictObject({
   /** Per tool name; `*` applies to every tool, under the tool's own entry. */
   tools: z.record(z.string(), SchedulingSchema).default({}),
-  /** A principal's share of each tool's starts against the others' (default 1): 2 starts twice as often. */
+  /**
+   * A principal's share of each tool's starts against the others' (default 1): 2 starts twice as often. Keyed by the
+   * principal as tasks' owners name it; a bare name ("alice") would match no task and weigh nothing, silently.
+   */
   weights: z.record(z.string(), z.number().min(0.01).max(100)).default({}),
 });
 export type SchedulingFile = z.infer<typeof SchedulingFileSchema>;
@@ -88,7 +91,14 @@ function parse(variable: string, text: string): Partial<SchedulingFile> {
     throw new ConfigError(
       `${variable}: ${describeIssues(parsed.error)}; expected {"tools": {"<tool or *>": {"concurrency": 2, ` +
         `"rateLimit": {"max": 10, "perMs": 1000}, "retry": {...}, "timeoutMs": 60000, "maxRunningPerOwner": 1}}, ` +
-        `"weights": {"<principal>": 2}}`,
+        `"weights": {"principal:key:<name>": 2}}`,
+    );
+  }
+  const bare = Object.keys(parsed.data.weights).find((principal) => !/^principal:./.test(principal));
+  if (bare !== undefined) {
+    throw new ConfigError(
+      `${variable}: weights[${JSON.stringify(bare)}]: a weight names a principal as tasks' owners do ` +
+        '(mcpt list): principal:key:<name> or principal:jwt:<issuer>|<subject>',
     );
   }
   return parsed.data;
