@@ -154,6 +154,17 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     );
   });
 
+  it('a run that times out counts as a failed attempt and is retried under the tool’s policy, saying so', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask('stuck', {}))['taskId']);
+    expect((await finished(client, taskId))['status']).to.equal('completed');
+    expect((await report(client, taskId)).attempt).to.equal(2);
+    const messages = (await store.inspect(taskId))?.history.map((entry) => entry.statusMessage ?? '') ?? [];
+    expect(messages.find((m) => m.startsWith('Attempt 1 of 2'))).to.match(
+      /^Attempt 1 of 2 timed out after 300 ms \(timeoutMs\)\. Attempt 2 starts at \S+Z \(in 100 ms\)\.$/,
+    );
+  });
+
   it('fairness: one principal queues 40, a second then queues 2, which finish long before the first one’s backlog', async () => {
     // Without auth each session is its own principal.
     const heavy = await McpTestClient.connect(system.apiUrl);
