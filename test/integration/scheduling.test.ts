@@ -467,6 +467,14 @@ describe('scheduling: a Redis restart (AOF) leaks no per-requestor lease and lea
     await redisServer?.stop();
   });
 
+  it('a tool’s global limits lost from Redis (a restart without persistence) are applied again by its workers', async () => {
+    const meta = `${system.prefix}:tool-gpu:meta`;
+    expect(await system.redis.hget(meta, 'concurrency')).to.equal('2');
+    await system.redis.hdel(meta, 'concurrency');
+    // Every worker serving the tool applies its settings again at each catalog heartbeat (CATALOG_HEARTBEAT_MS, 5 s).
+    await eventually(async () => ((await system.redis.hget(meta, 'concurrency')) === '2' ? true : undefined), 30_000);
+  });
+
   for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     it(`Redis ${signal} + restart with a principal’s run going and one held: the held one starts after it, then nothing is held`, async () => {
       const owner = await McpTestClient.connect(system.apiUrl);
