@@ -475,6 +475,24 @@ describe('scheduling: a Redis restart (AOF) leaks no per-requestor lease and lea
     await eventually(async () => ((await system.redis.hget(meta, 'concurrency')) === '2' ? true : undefined), 30_000);
   });
 
+  it('a lease Redis lost while its run goes on (the last second before a kill, AOF everysec) is written again by the run’s worker', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const principal = `session:${String(owner.sessionId)}`;
+    const runs = new KeySpace(system.prefix).ownerRuns(principal);
+    const running = String((await owner.createTask('gpu', { ms: 8000 }))['taskId']);
+    await eventually(async () => ((await system.redis.zcard(runs)) === 1 ? true : undefined), 20_000);
+    await system.redis.del(runs);
+    await eventually(async () => ((await system.redis.zcard(runs)) === 1 ? true : undefined), 20_000);
+    const next = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+    const reports = await Promise.all(
+      [running, next].map(async (id) => {
+        expect((await finished(owner, id, 60_000))['status']).to.equal('completed');
+        return report(owner, id);
+      }),
+    );
+    expect(reports[1]?.start, 'the next task started beside the run').to.be.at.least(reports[0]?.end ?? Infinity);
+  });
+
   for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     it(`Redis ${signal} + restart with a principal’s run going and one held: the held one starts after it, then nothing is held`, async () => {
       const owner = await McpTestClient.connect(system.apiUrl);

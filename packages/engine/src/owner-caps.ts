@@ -66,14 +66,19 @@ export class OwnerCaps {
     if (next !== undefined) await this.#promote(claim.owner, next);
   }
 
-  /** Extends the leases of runs still going (their worker calls it well within the lease length). */
+  /**
+   * Extends the leases of runs still going (their worker calls it well within the lease length), and writes again a
+   * lease Redis lost meanwhile (the last second before a kill under AOF everysec, a lagging replica promoted, or a
+   * renewal late enough that an admission pruned it): a run going on always counts against its principal's caps.
+   * A released run is not renewed: HeldRuns forgets it before the release is sent, on the same connection.
+   */
   async renew(claims: readonly RunClaim[]): Promise<void> {
     if (claims.length === 0) return;
     const until = Date.now() + this.options.leaseMs;
     const pipeline = this.redis.pipeline();
     for (const claim of claims) {
       for (const key of [this.keys.ownerRuns(claim.owner), this.keys.ownerToolRuns(claim.owner, claim.tool)]) {
-        pipeline.zadd(key, 'XX', String(until), claim.member);
+        pipeline.zadd(key, String(until), claim.member);
         // The sets expire two leases after their last write (admit-run-4.lua): a run renewed without any admission
         // meanwhile would otherwise lose the whole set, and its principal's cap with it, after two leases.
         pipeline.pexpire(key, this.options.leaseMs * 2);
