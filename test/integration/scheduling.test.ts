@@ -1,7 +1,8 @@
-// Scheduling (docs/scheduling.md) with real worker processes on one Redis: a tool's global concurrency and rate
+// Scheduling (docs/scheduling.md) with real worker processes and Redis: a tool's global concurrency and rate
 // limit hold across workers, retries wait with the tool's backoff and stop at a final error, a run longer than its
-// timeoutMs fails, principals take turns, a per-principal cap holds tasks back visibly, and a killed worker's slots
-// come back. Limits are checked from the start and end times the tools themselves report.
+// timeoutMs fails, principals take turns (weighted, across api replicas), a per-principal cap holds tasks back
+// visibly, a killed worker's slots come back, a Redis restart leaks no lease, and operators see it all. Limits are
+// checked from the start and end times the tools themselves report.
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
