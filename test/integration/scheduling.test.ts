@@ -166,6 +166,37 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     );
   });
 
+  it('a tool’s maxRunningPerOwner holds a principal’s second run of it back, saying so; other tools and principals run', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const other = await McpTestClient.connect(system.apiUrl);
+    const first = String((await owner.createTask('licensed', { ms: 60_000 }))['taskId']);
+    await eventually(
+      async () =>
+        String((await owner.call('tasks/get', { taskId: first }))['statusMessage']).startsWith('Running on') ||
+        undefined,
+      20_000,
+    );
+    const second = String((await owner.createTask('licensed', { ms: 50 }))['taskId']);
+    const held = await eventually(async () => {
+      const task = await owner.call('tasks/get', { taskId: second });
+      return String(task['statusMessage']).startsWith('Queued behind') ? task : undefined;
+    }, 20_000);
+    expect(held).to.include({ status: 'working' });
+    expect(held['statusMessage']).to.equal(
+      "Queued behind 1 of your own tasks of tool 'licensed': at most 1 of them run at once per requestor " +
+        "(the tool's maxRunningPerOwner). It starts when one of them ends.",
+    );
+    // The cap is per tool and per principal.
+    const otherTool = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+    const otherPrincipal = String((await other.createTask('licensed', { ms: 50 }))['taskId']);
+    expect((await finished(owner, otherTool))['status']).to.equal('completed');
+    expect((await finished(other, otherPrincipal))['status']).to.equal('completed');
+    expect((await owner.call('tasks/get', { taskId: second }))['status']).to.equal('working');
+    // The first one's end (here its cancellation) starts the held one.
+    await owner.call('tasks/cancel', { taskId: first });
+    expect((await finished(owner, second))['status']).to.equal('completed');
+  });
+
   it('fairness: one principal queues 40, a second then queues 2, which finish long before the first one’s backlog', async () => {
     // Without auth each session is its own principal.
     const heavy = await McpTestClient.connect(system.apiUrl);
