@@ -1,14 +1,11 @@
 // The admin dashboard in a real headless browser (Debian's chromium driven by playwright-core), against real api
 // and worker processes: it loads behind ADMIN_TOKEN, lists a task just created and shows its status change; plus
 // the auth rules and the JSON endpoints behind the page. Browser traffic targets 127.0.0.1 only.
-import { mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'chai';
 import type { BrowserContext, Page } from 'playwright-core';
-import { launchChromium, skipWithoutChromium } from '../support/browser.ts';
+import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { repoRoot, startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/processes.ts';
 
 const TOKEN = 'test-admin-token-0123456789abcdef';
 describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', function () {
@@ -95,7 +92,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
     });
     after(async () => {
       await release?.();
-      rmSync(SCREENS_TMP, { recursive: true, force: true });
+      removeScreenshots();
     });
 
     it('loads, lists a task created just now and shows its status change; a click opens its page', async () => {
@@ -275,21 +272,6 @@ interface ActivityJson {
   runTimeMs: { p95: (number | null)[] };
   tools: { tool: string; finished: { completed: number } }[];
   owners: { owner: string }[];
-}
-
-/**
- * Takes a screenshot: into docs/images when UPDATE_SCREENSHOTS=1 (the pictures in the docs), else into a temporary
- * directory (the page must still render).
- */
-async function shoot(page: Page, name: string): Promise<void> {
-  const dir = process.env['UPDATE_SCREENSHOTS'] === '1' ? join(repoRoot, 'docs', 'images') : screenshotDir();
-  mkdirSync(dir, { recursive: true });
-  await page.screenshot({ path: join(dir, name), fullPage: true });
-}
-
-const SCREENS_TMP = join(tmpdir(), `mcpt-dashboard-screens-${process.pid}`);
-function screenshotDir(): string {
-  return SCREENS_TMP;
 }
 
 function basic(user: string, password: string): string {

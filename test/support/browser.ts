@@ -1,8 +1,9 @@
 // Debian's chromium driven by playwright-core, for the tests that need a real browser (the dashboard, CORS).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { track } from './resources.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -41,4 +42,22 @@ export async function launchChromium(
     rmSync(profile, { recursive: true, force: true });
   });
   return { context, release };
+}
+
+const DOCS_IMAGES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'docs', 'images');
+const SCREENS_TMP = join(tmpdir(), `mcpt-screens-${process.pid}`);
+
+/**
+ * Takes a screenshot: into docs/images when UPDATE_SCREENSHOTS=1 (the pictures in the docs), else into a temporary
+ * directory (the page must still render).
+ */
+export async function shoot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
+  const dir = process.env['UPDATE_SCREENSHOTS'] === '1' ? DOCS_IMAGES : SCREENS_TMP;
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, name), fullPage: options.fullPage ?? true });
+}
+
+/** Removes the temporary screenshots of this process (none are kept unless UPDATE_SCREENSHOTS=1). */
+export function removeScreenshots(): void {
+  rmSync(SCREENS_TMP, { recursive: true, force: true });
 }

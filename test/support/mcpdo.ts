@@ -28,15 +28,42 @@ export interface Mcpdo {
   close(): Promise<void>;
 }
 
-/** Installs (first run: downloads) Node 22 and the Inspector, and prepares a private daemon. */
-export async function startMcpdo(): Promise<Mcpdo> {
+export interface InspectorBins {
+  /** Node 22 (the Inspector needs >= 22.19). */
+  node: string;
+  /** The terminal client. */
+  mcpdo: string;
+  /** The launcher: `mcp-inspector --web` serves the web UI. */
+  launcher: string;
+}
+
+/** Installs (first run: downloads) Node 22 and the Inspector through npx and says where their programs are. */
+export async function locateInspector(): Promise<InspectorBins> {
   const located = await run(
     'npx',
-    ['-y', '-p', NODE_PACKAGE, '-p', INSPECTOR_PACKAGE, '--', 'sh', '-c', 'command -v node; command -v mcpdo'],
+    [
+      '-y',
+      '-p',
+      NODE_PACKAGE,
+      '-p',
+      INSPECTOR_PACKAGE,
+      '--',
+      'sh',
+      '-c',
+      'command -v node; command -v mcpdo; command -v mcp-inspector',
+    ],
     { timeout: 240_000, maxBuffer: 1 << 20 },
   );
-  const [node, bin] = located.stdout.trim().split('\n');
-  if (!node || !bin) throw new Error(`mcpdo not found after npx:\n${located.stdout}\n${located.stderr}`);
+  const [node, mcpdo, launcher] = located.stdout.trim().split('\n');
+  if (!node || !mcpdo || !launcher) {
+    throw new Error(`the Inspector's programs not found after npx:\n${located.stdout}\n${located.stderr}`);
+  }
+  return { node, mcpdo, launcher };
+}
+
+/** Installs (first run: downloads) Node 22 and the Inspector, and prepares a private daemon. */
+export async function startMcpdo(): Promise<Mcpdo> {
+  const { node, mcpdo: bin } = await locateInspector();
   const home = mkdtempSync(join(tmpdir(), 'mcpt-mcpdo-'));
   const env = {
     ...process.env,
