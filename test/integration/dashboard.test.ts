@@ -123,13 +123,19 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(await page.isHidden('#retry')).to.equal(true);
     });
 
-    it('task page, live: progress, a pending input request, and an operator cancel (audited)', async () => {
+    it('task page, live: progress, the job (attempts, worker), a pending input request, and an operator cancel (audited)', async () => {
       const client = new McpTestClient(system.apiUrl);
       await client.initialize('2025-11-25', { elicitation: { form: {} } });
       const primes = await client.createTask('count_primes', { below: 1_000_000_000 });
       await page.goto(`${base}/admin/tasks/${String(primes['taskId'])}`);
       await page.waitForSelector('#progress-text', { timeout: 20_000 });
       expect(await page.textContent('#progress-text')).to.match(/\d+ \/ \d+/);
+      // The job behind the task: its attempts and the worker running it (a finished job is removed, so only here).
+      await page.waitForSelector('#job tr');
+      const job = await page.locator('#job tr').allTextContents();
+      expect(job).to.include('stateactive (running)');
+      expect(job.find((line) => line.startsWith('attempts'))).to.match(/^attempts1 started, 0 made, at most \d+$/);
+      expect(job.find((line) => line.startsWith('worker'))).to.match(/^worker.+/);
       await page.click('#cancel');
       await page.waitForSelector('#status[data-status="cancelled"]');
       expect(await page.textContent('#message')).to.equal('Cancelled.');
@@ -186,7 +192,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       );
     });
 
-    it('charts of the last hour: figures from Redis drawn with uPlot, per tool and per principal', async () => {
+    it('charts of the last hour: figures from Redis drawn with uPlot, queue depth, per tool and per principal', async () => {
       const a = await McpTestClient.connect(system.apiUrl);
       const b = await McpTestClient.connect(system.apiUrl);
       const tasks = [
@@ -217,6 +223,11 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(sum(report.created)).to.be.at.least(tasks.length);
       expect(report.runTimeMs.p95.some((value) => value !== null)).to.equal(true);
       expect(report.queueWaitMs.p50.some((value) => value !== null)).to.equal(true);
+      // Queue depth: a sample is taken when the figures are read, so the hour has at least one.
+      for (const state of ['waiting', 'active', 'delayed'] as const) {
+        expect(report.depth[state]).to.have.length(60);
+        expect(report.depth[state].some((value) => typeof value === 'number')).to.equal(true);
+      }
       expect(report.owners.map((owner) => owner.owner)).to.include.members([
         `session:${String(a.sessionId)}`,
         `session:${String(b.sessionId)}`,
@@ -270,6 +281,7 @@ interface ActivityJson {
   finished: { completed: number[]; failed: number[]; cancelled: number[] };
   queueWaitMs: { p50: (number | null)[] };
   runTimeMs: { p95: (number | null)[] };
+  depth: Record<'waiting' | 'active' | 'delayed', (number | null)[]>;
   tools: { tool: string; finished: { completed: number } }[];
   owners: { owner: string }[];
 }
