@@ -13,6 +13,7 @@ const AUTH = `Authorization: Bearer ${KEY}`;
 interface WireTask {
   taskId: string;
   status: string;
+  statusMessage?: string;
 }
 
 describe('MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extension)', function () {
@@ -58,14 +59,16 @@ describe('MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extens
     expect(got).to.include({ taskId: created[0], status: 'completed' });
   });
 
-  it('X-CAN-2, X-CAN-3: a running task seen by tasks/get and cancelled with tasks/cancel from a second connection ends cancelled', async () => {
+  it('X-CAN-2, X-CAN-3, X-NTF-3: a running task seen by tasks/get with its progress and cancelled with tasks/cancel from a second connection ends cancelled', async () => {
     const before = new Set(await tasksOfAlice());
     const call = mcpdo.run(['@runner', 'tools/call', 'wait', 'seconds:=60', '--task'], 90_000);
     const taskId = await eventually(async () => (await tasksOfAlice()).find((id) => !before.has(id)), 30_000);
-    await eventually(async () => {
+    // Progress on this wire is the task's statusMessage (there are no progress notifications to a polling client).
+    const running = await eventually(async () => {
       const got = taskOf(ok(await mcpdo.run(['@ops', 'tasks/get', '--task-id', taskId])));
-      return got.status === 'working' ? got : undefined;
+      return got.status === 'working' && /^waited \d+s of 60s$/.test(got.statusMessage ?? '') ? got : undefined;
     }, 30_000);
+    expect(running.statusMessage).to.match(/^waited \d+s of 60s$/);
     ok(await mcpdo.run(['@ops', 'tasks/cancel', '--task-id', taskId]));
     const ended = await call;
     expect(ended.code, 'the followed call does not succeed').to.not.equal(0);
