@@ -1,12 +1,13 @@
 // OpenTelemetry traces across real api and worker processes (docs/observability.md): the client's W3C trace
 // context (SEP-414 `_meta` keys, or the traceparent/tracestate headers) parents the api request span; the job
 // carries it to the worker, whose queue wait, tool run, input wait and final transition join the same trace, all
-// received by a local OTLP/HTTP endpoint. Without OTEL_EXPORTER_OTLP_ENDPOINT nothing is carried or sent.
+// received by a local OTLP/HTTP endpoint, on both eras. Without OTEL_EXPORTER_OTLP_ENDPOINT nothing is carried or sent.
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { MODERN, modernPost, WITH_TASKS } from '../support/modern-client.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { openTaskResultStream } from '../support/sse-client.ts';
@@ -83,6 +84,8 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
       'mcp.task.id': taskId,
     });
     for (const span of [wait, run, input, settle]) expect(span.service).to.equal('mcp-task-runner-worker');
+    // The client's tracestate travels with the context, through the job, to the worker's spans.
+    for (const span of [api, wait, run, input, settle]) expect(span.traceState).to.equal('vendor=abc');
     expect(wait.parentSpanId).to.equal(api.spanId);
     expect(run.parentSpanId).to.equal(api.spanId);
     expect(run.attributes).to.include({ 'mcp.task.id': taskId, 'mcp.task.attempt': 1, 'mcp.task.status': 'completed' });
@@ -117,6 +120,68 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
     const call = one(spans, 'tools/call wait');
     expect(call.parentSpanId).to.equal(parent);
     expect(one(spans, 'settle completed').attributes['mcp.task.status']).to.equal('completed');
+  });
+
+  it('2026-07-28: the _meta traceparent/tracestate of a stateless tools/call (tasks extension) and the traceparent header of its tasks/get join one trace', async () => {
+    const traceId = hex(16);
+    const clientSpan = hex(8);
+    const created = await modernPost(
+      system.apiUrl,
+      'tools/call',
+      { name: 'wait', arguments: { seconds: 0.1 } },
+      {
+        meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN,
+          'io.modelcontextprotocol/clientCapabilities': WITH_TASKS,
+          'io.modelcontextprotocol/clientInfo': { name: 'tracing-test', version: '1.0.0' },
+          traceparent: `00-${traceId}-${clientSpan}-01`,
+          tracestate: 'vendor=modern',
+        },
+      },
+    );
+    const taskId = String(created.body.result?.['taskId']);
+    expect(created.body.result?.['resultType']).to.equal('task');
+    const getParent = hex(8);
+    let last: unknown;
+    // Polled as a client would (a tight loop would meet the lookup rate limit).
+    await eventually(
+      async () => {
+        const got = await modernPost(
+          system.apiUrl,
+          'tasks/get',
+          { taskId },
+          { capabilities: WITH_TASKS, headers: { traceparent: `00-${traceId}-${getParent}-01` } },
+        );
+        last = got.body;
+        return got.body.result?.['status'] === 'completed' ? true : undefined;
+      },
+      20_000,
+      250,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; last tasks/get: ${JSON.stringify(last)}`);
+    });
+    const spans = await eventually(() => {
+      const found = spansOf(traceId);
+      return found.some((span) => span.name === 'settle completed') &&
+        found.some((span) => span.name === 'tasks/get' && span.parentSpanId === getParent)
+        ? found
+        : undefined;
+    }, 20_000);
+    const api = one(spans, 'tools/call wait');
+    expect(api.parentSpanId).to.equal(clientSpan);
+    expect(api.traceState).to.equal('vendor=modern');
+    expect(api.attributes).to.include({ 'mcp.protocol.version': MODERN, 'mcp.method.name': 'tools/call' });
+    const wait = one(spans, 'queue wait');
+    const run = one(spans, 'execute_tool wait');
+    const settle = one(spans, 'settle completed');
+    expect(wait.parentSpanId).to.equal(api.spanId);
+    expect(run.parentSpanId).to.equal(api.spanId);
+    expect(run.attributes).to.include({ 'mcp.task.id': taskId, 'mcp.task.attempt': 1 });
+    expect(settle.parentSpanId).to.equal(run.spanId);
+    for (const span of [wait, run, settle]) {
+      expect(span.service).to.equal('mcp-task-runner-worker');
+      expect(span.traceState).to.equal('vendor=modern');
+    }
   });
 });
 

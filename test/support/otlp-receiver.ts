@@ -10,6 +10,8 @@ export interface ReceivedSpan {
   traceId: string;
   spanId: string;
   parentSpanId: string;
+  /** The W3C tracestate of the span's context ('' when none). */
+  traceState: string;
   name: string;
   kind: number;
   startNs: bigint;
@@ -45,6 +47,7 @@ interface OtlpExport {
         traceId: string;
         spanId: string;
         parentSpanId?: string;
+        traceState?: string;
         name: string;
         kind: number;
         startTimeUnixNano: string;
@@ -93,6 +96,7 @@ function collect(body: OtlpExport, into: ReceivedSpan[]): void {
           traceId: span.traceId,
           spanId: span.spanId,
           parentSpanId: span.parentSpanId ?? '',
+          traceState: span.traceState ?? '',
           name: span.name,
           kind: span.kind,
           startNs: BigInt(span.startTimeUnixNano),

@@ -1,7 +1,7 @@
 // What a 2026-07-28 method handler gets: no session, only what this one request says (C26-SES-2) — its caller
 // (principal or address), its declared capabilities, its id — and the shared services.
 import type { Response } from 'express';
-import type { Logger, RateVerdict } from '@mcp-tasks/engine';
+import type { Logger, RateVerdict, TraceContext } from '@mcp-tasks/engine';
 import { TASKS_EXTENSION, type JsonRpcId } from '@mcp-tasks/protocol';
 import type { ApiServices } from '../context.ts';
 import type { ModernRequest } from './classify.ts';
@@ -27,6 +27,8 @@ export interface ModernContext {
   log: Logger;
   /** The HTTP response, for the handlers that answer with a stream of their own (subscriptions/listen). */
   res: Response;
+  /** The request span's context while tracing is on: a task created here carries it to its job. */
+  trace?: TraceContext;
   /**
    * Sends the progress notifications of a synchronous call found in its event stream after `cursor` (only when
    * the request asked for progress and takes SSE; the answer then ends that stream), and returns the new cursor.

@@ -12,6 +12,7 @@ import {
   type JsonRpcErrorObject,
 } from '@mcp-tasks/protocol';
 import { principalOwner } from '../auth.ts';
+import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-span.ts';
 import type { ApiServices } from '../context.ts';
 import { acceptsEventStream, sendJson } from '../responses.ts';
 import { SseWriter } from '../sse.ts';
@@ -70,6 +71,23 @@ export async function serveModern(
     });
     return;
   }
+  // The request's span, parented by the trace context of its `_meta` (SEP-414) or headers; none while tracing is off.
+  const traced = startRequestSpan(request, req, request.protocolVersion);
+  try {
+    await answerModern(services, request, handler, req, res, traced);
+  } finally {
+    traced?.span.end();
+  }
+}
+
+async function answerModern(
+  services: ApiServices,
+  request: ModernRequest,
+  handler: ModernHandler,
+  req: Request,
+  res: Response,
+  traced: RequestSpan | undefined,
+): Promise<void> {
   const caller = callerOf(req, res);
   const controller = new AbortController();
   res.on('close', () => {
@@ -93,6 +111,7 @@ export async function serveModern(
     admission,
     log,
     res,
+    ...(traced ? { trace: traced.context } : {}),
     forwardProgress: async (sessionId, cursor) => {
       if (progressToken === undefined || !streams) return cursor;
       for (const event of await services.events.after(sessionId, cursor)) {
@@ -142,6 +161,7 @@ export async function serveModern(
       outcome = { error: { code: ErrorCode.InternalError, message: 'Internal error; the server log has the details' } };
     }
   }
+  if ('error' in outcome) failRequestSpan(traced, outcome.error);
   const message =
     'result' in outcome ? successResponse(request.id, outcome.result) : errorResponse(request.id, outcome.error);
   if (sse) {

@@ -3,7 +3,7 @@
 // only when this request declared the extension), or synchronously, where a tool's input request becomes an MRTR
 // InputRequiredResult whose signed requestState lets the retry resume the same waiting tool on any replica.
 import { randomUUID } from 'node:crypto';
-import type { Session } from '@mcp-tasks/engine';
+import { carrierFor, type Session } from '@mcp-tasks/engine';
 import {
   CallToolParamsSchema,
   ErrorCode,
@@ -118,6 +118,7 @@ export const callTool: ModernHandler = async (params, context) => {
   // A tool that asks first is a task whose first questions go back as MRTR rounds, not yet as a task (X-COMP-1).
   const gatherFirst = asTask && tool.inputFirst === true;
   const progressToken = call._meta?.progressToken;
+  const trace = context.trace ? carrierFor(context.trace) : undefined;
   // The worker reads the request's capabilities where it reads a session's: stored before the job can start.
   await services.sessions.putRequestContext(legacy.session, services.tasks.grantTtl(undefined));
   const record = await createRecord(legacy, tool.name, {
@@ -129,6 +130,7 @@ export const callTool: ModernHandler = async (params, context) => {
     retrySafe: tool.retrySafe,
     ...(tool.external ? { queue: tool.queue } : {}),
     ...(progressToken !== undefined && !asTask ? { progressToken } : {}),
+    ...(trace ? { trace } : {}),
   });
   if (!asTask || gatherFirst) return answerSynchronously(context, record, expected, { handOver: false });
   context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner });
