@@ -185,6 +185,60 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
   });
 });
 
+describe('tracing: a task run twice (a worker lost its job lock; 1 s locks)', function () {
+  this.timeout(90_000);
+  let receiver: OtlpReceiver;
+  let system: System;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    system = await startSystem({
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        WORKER_LOCK_DURATION_MS: '1000',
+        WORKER_STALLED_INTERVAL_MS: '1000',
+      },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+    await receiver?.close();
+  });
+
+  it("each attempt is its own execute_tool span in the task's trace (attempt 1 stopped, attempt 2 settles)", async () => {
+    const traceId = hex(16);
+    const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
+    client.headers = { traceparent: `00-${traceId}-${hex(8)}-01` };
+    const task = await client.createTask('wait', { seconds: 3 });
+    const taskId = String(task['taskId']);
+    // Someone else takes the job's lock (as after a stall longer than the lock): the worker stops its tool, and
+    // stalled-job recovery hands the job to a second attempt (attempts.test.ts has the details).
+    const lock = `${system.prefix}:tool-wait:${taskId}:lock`;
+    await eventually(async () => ((await system.redis.exists(lock)) === 1 ? true : undefined));
+    await system.redis.set(lock, 'another-holder', 'PX', 2500);
+    const spans = await eventually(() => {
+      const found = receiver.spans.filter((span) => span.traceId === traceId);
+      return found.filter((span) => span.name === 'execute_tool wait').length === 2 &&
+        found.some((span) => span.name === 'settle completed')
+        ? found
+        : undefined;
+    }, 30_000);
+    const api = spans.find((span) => span.name === 'tools/call wait') as ReceivedSpan;
+    const runs = spans
+      .filter((span) => span.name === 'execute_tool wait')
+      .sort((a, b) => Number(a.attributes['mcp.task.attempt']) - Number(b.attributes['mcp.task.attempt']));
+    expect(runs.map((run) => run.attributes['mcp.task.attempt'])).to.deep.equal([1, 2]);
+    for (const run of runs) expect(run.parentSpanId).to.equal(api.spanId);
+    expect(runs[0]?.attributes).to.have.property('mcp.task.stopped');
+    expect(runs[1]?.attributes).to.include({ 'mcp.task.status': 'completed' });
+    const settles = spans.filter((span) => span.name.startsWith('settle '));
+    expect(settles.map((span) => span.name)).to.deep.equal(['settle completed']);
+    expect(settles[0]?.parentSpanId).to.equal(runs[1]?.spanId);
+    expect(spans.filter((span) => span.name === 'queue wait')).to.have.length(1);
+  });
+});
+
 describe('tracing off: nothing carried, nothing sent', function () {
   this.timeout(60_000);
   let system: System;
