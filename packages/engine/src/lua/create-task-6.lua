@@ -16,7 +16,8 @@
   KEYS[5] the owner's task index (tasks/list); used when ARGV[6] is '1'
   KEYS[6] the owner's unfinished tasks, scored by expiry; used when ARGV[4] is not ''
   KEYS[7...] first, when ARGV[8] is not '' (a job in the tool's fair order): the tool's fair-order hash (principal
-          -> priority of its last job queued for the tool; "\0v" -> the virtual time), then the tool queue's waiting
+          -> priority of its last job queued for the tool; "\0v" -> the virtual time; "\0x" -> the expiry this
+          script last gave the hash, epoch ms), then the tool queue's waiting
           prioritized jobs (BullMQ's sorted set, score = priority * 2^32 + counter); then, when ARGV[11] is "1":
           the request's session hash, its four rate buckets and the security counters (KEYS[1 .. 6] of
           touch-session-6.lua)
@@ -90,9 +91,13 @@ local priority = 0
 if fair then
   -- Start-time fair queueing: the job's priority is max(last[principal], V) + step, V the tool's virtual time.
   local VTIME = '\0v'
+  local EXPIRY = '\0x'
+  -- The hash's expiry is set this much past the task's, so that the next creates, whose tasks expire a little
+  -- later, find it long enough already (read with the state below) and move it only about once per this period.
+  local EXPIRY_AHEAD_MS = 60000
   local maxPriority = tonumber(ARGV[10])
   local head = redis.call('ZRANGE', KEYS[6 + 2], 0, 0, 'WITHSCORES')
-  local state = redis.call('HMGET', KEYS[6 + 1], VTIME, ARGV[8])
+  local state = redis.call('HMGET', KEYS[6 + 1], VTIME, ARGV[8], EXPIRY)
   -- Every write below sets the virtual time: without it the hash does not exist (and has no expiry yet).
   local fresh = not state[1]
   local vtime = tonumber(state[1] or '0')
@@ -119,12 +124,20 @@ if fair then
   if priority > maxPriority then
     priority = maxPriority
   end
-  redis.call('HSET', KEYS[6 + 1], ARGV[8], priority, VTIME, vtime)
-  -- The hash lives as long as the longest-lived task queued for the tool.
-  if fresh then
-    redis.call('PEXPIREAT', KEYS[6 + 1], expiresAt)
+  -- The hash lives at least as long as the longest-lived task queued for the tool. Its expiry moves only when this
+  -- task would outlive the one recorded (a hash written without the record, by an older runner, counts as 0).
+  local expiry = fresh and 0 or tonumber(state[3] or '0')
+  if tonumber(expiresAt) > expiry then
+    expiry = tonumber(expiresAt) + EXPIRY_AHEAD_MS
+    redis.call('HSET', KEYS[6 + 1], ARGV[8], priority, VTIME, vtime, EXPIRY, expiry)
+    if fresh then
+      redis.call('PEXPIREAT', KEYS[6 + 1], expiry)
+    else
+      -- GT: another runner may have set a later expiry without recording it here.
+      redis.call('PEXPIREAT', KEYS[6 + 1], expiry, 'GT')
+    end
   else
-    redis.call('PEXPIREAT', KEYS[6 + 1], expiresAt, 'GT')
+    redis.call('HSET', KEYS[6 + 1], ARGV[8], priority, VTIME, vtime)
   end
 end
 return {1, count, priority}
