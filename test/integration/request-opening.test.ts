@@ -83,6 +83,28 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(result['hgetall'], JSON.stringify(result)).to.equal(1);
   });
 
+  it('T-RES-2: a waiting tasks/result reads the task again with one HGETALL when woken, not with the owner-checking script', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask(TOOL, {}))['taskId']);
+    const record = new TaskKeys(engine.keys).record(taskId);
+    // JSON only: the request blocks until the task ends (no worker runs it: the test ends it).
+    const answer = client.rpc('tasks/result', { taskId }, { headers: { accept: 'application/json' } });
+    // Waiting once its read has named this replica among the task's waiters.
+    for (let i = 0; !(await inspect.hget(record, 'waiters')); i++) {
+      if (i > 600) throw new Error('tasks/result never registered as a waiter');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const calls = await commandsOf(async () => {
+      await engine.store.settle((await engine.store.get(taskId))!, cancelledSettlement());
+      await answer;
+    });
+    // The test's own read (HGETALL) and transition (one script), then the woken request's read: one more
+    // HGETALL (or more, should the periodic re-check also fire), and no get-owned-1.lua (its HGET of the owner).
+    expect(calls['hget'] ?? 0, JSON.stringify(calls)).to.equal(0);
+    expect(calls['hgetall'] ?? 0, JSON.stringify(calls)).to.be.at.least(2);
+    expect(scripts(calls), JSON.stringify(calls)).to.equal(1);
+  });
+
   it('T-SEC-3: a session gone since the replica last saw it gets 404 from tools/call and tasks/result, and nothing is created', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const task = await client.createTask(TOOL, {});

@@ -26,7 +26,8 @@ export const getTaskResult: MethodHandler = async (params, context) => {
   // One script checks the owner, reads the record and, when the task is unfinished, registers this replica as its
   // waiter: its changes then come on the replica's one subscription. The waiter is opened first, so that no change
   // slips between the read and the wait.
-  const read = () => services.tasks.getOwned(taskId, session.owner, { watch: true });
+  // The waits' later reads: the first read below has checked the owner and registered this replica.
+  const read = () => services.tasks.reread(taskId, session.owner);
   const waiter = await services.tasks.watch(taskId);
   let record: TaskRecord;
   try {

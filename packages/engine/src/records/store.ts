@@ -242,6 +242,22 @@ export class TaskStore {
     return (await this.getOwnedOpening(taskId, owner, watcher)).record;
   }
 
+  /**
+   * A record read again by a waiter whose request has read it through getOwned already (owner checked, replica
+   * registered): one HGETALL instead of getOwned's script. The owner cannot change, so a mismatch can only be a
+   * missing record. Only an unfinished task that no longer names `watcher` among its waiters (a record keeps the
+   * last few: get-owned-1.lua) goes through getOwned again, which names it again.
+   */
+  async reread(taskId: string, owner: string, watcher: string): Promise<TaskRecord | undefined> {
+    const hash = await this.#redis.hgetall(this.#tasks.record(taskId));
+    if (hash['owner'] !== owner) return undefined;
+    const record = decodeRecord(hash);
+    if (record && !isTerminal(record.status) && !(hash['waiters'] ?? '').includes(`,${watcher},`)) {
+      return this.getOwned(taskId, owner, watcher);
+    }
+    return record;
+  }
+
   /** getOwned that also opens the request in its step (RequestOpening): no record is read when that refuses it. */
   async getOwnedOpening(
     taskId: string,
