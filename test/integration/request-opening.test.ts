@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createEngine, type Engine, TaskKeys } from '@mcp-tasks/engine';
 import { cancelledSettlement, toolQueueName } from '@mcp-tasks/protocol';
-import { McpTestClient } from '../support/mcp-client.ts';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
@@ -103,6 +103,24 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(calls['hget'] ?? 0, JSON.stringify(calls)).to.equal(0);
     expect(calls['hgetall'] ?? 0, JSON.stringify(calls)).to.be.at.least(2);
     expect(scripts(calls), JSON.stringify(calls)).to.equal(1);
+  });
+
+  it('T-RES-2, T-INPUT-3: an answer stream reads its task again with one HGETALL, not with the owner-checking script', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const created = await client.createTask(TOOL, {});
+    const taskId = String(created['taskId']);
+    const sessionId = String(client.sessionId);
+    // SSE accepted: a task still running after RESULT_STREAM_AFTER_MS is answered on a stream, which holds a lease.
+    const answer = client.rpc('tasks/result', { taskId });
+    await eventually(async () => (await inspect.zcard(engine.keys.answerStreamLeases(sessionId))) || undefined, 30_000);
+    const calls = await commandsOf(async () => {
+      await engine.store.settle((await engine.store.get(taskId))!, cancelledSettlement());
+      const reply = await answer;
+      expect(reply.error?.code, JSON.stringify(reply)).to.equal(-32800);
+    });
+    // The stream's reads of the task (its first one, the woken one, any re-check) are HGETALLs: no HGET of the owner.
+    expect(calls['hget'] ?? 0, JSON.stringify(calls)).to.equal(0);
+    expect(calls['hgetall'] ?? 0, JSON.stringify(calls)).to.be.at.least(2);
   });
 
   it('T-SEC-3: a session gone since the replica last saw it gets 404 from tools/call and tasks/result, and nothing is created', async () => {

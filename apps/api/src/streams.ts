@@ -40,7 +40,15 @@ export async function streamAnswer(
   sse: SseWriter,
   signal: AbortSignal,
 ): Promise<void> {
-  const read = () => readTask(services, session, spec);
+  // A task read through getOwned (owner checked, this replica named a waiter), by the caller before a new stream or
+  // by the first read here for a resumed one, is read again with one HGETALL (TaskService.reread).
+  let checked = spec.sessionId !== undefined && spec.taskKind === TaskKind.Task;
+  const read = async () => {
+    if (checked) return services.tasks.reread(spec.taskId, session.owner);
+    const record = await readTask(services, session, spec);
+    checked = spec.taskKind === TaskKind.Task;
+    return record;
+  };
   const sessionId = spec.sessionId ?? (await read()).sessionId;
   const lease = services.events.leaseAnswerStream(sessionId, spec.taskId, randomUUID());
   await lease.renew();
