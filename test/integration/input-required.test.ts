@@ -208,19 +208,6 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
       expect(steps.filter((step) => step > 0)).to.deep.equal([1, 2]);
       expect(stream.events.at(-1)?.message['id']).to.equal('slow');
 
-      // A task that needs its client streams at once, with the request, however long the wait would be.
-      const asking = await a.createTask('ask_user', { question: 'Now?' });
-      const started = Date.now();
-      const withRequest = await openResultStream(client, asking['taskId']);
-      const request = await withRequest.next(isRequest('elicitation/create'));
-      expect(Date.now() - started).to.be.below(1500);
-      await b.post({
-        jsonrpc: '2.0',
-        id: request.message['id'],
-        result: { action: 'accept', content: { answer: 'y' } },
-      });
-      await withRequest.finished();
-
       // A plain tools/call waits the same way: JSON when it ends in time, else a stream from the call on.
       const plain = await client.post({
         jsonrpc: '2.0',
@@ -253,6 +240,27 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
     }
   });
 
+  it('T-RES-2, T-INPUT-3: a task that needs its client streams its request at once, however long RESULT_STREAM_AFTER_MS is', async () => {
+    const { spawnApi } = await import('../support/processes.ts');
+    // The longest wait the api accepts: a reply that waited for it would miss the request's 10 s window below,
+    // so the test needs no clock of its own.
+    const patient = await spawnApi({ ...system.env, RESULT_STREAM_AFTER_MS: '60000' });
+    try {
+      const client = new McpTestClient(patient.url);
+      client.sessionId = a.sessionId;
+      const asking = await a.createTask('ask_user', { question: 'Now?' });
+      const withRequest = await openResultStream(client, asking['taskId']);
+      const request = await withRequest.next(isRequest('elicitation/create'), 10_000);
+      await b.post({
+        jsonrpc: '2.0',
+        id: request.message['id'],
+        result: { action: 'accept', content: { answer: 'y' } },
+      });
+      await withRequest.finished();
+    } finally {
+      await patient.stop();
+    }
+  });
   it('T-META-1: messages related to a task carry the related-task _meta: its requests, its progress and the tasks/result answer', async () => {
     const created = await a.call('tools/call', {
       name: 'ask_user',

@@ -31,9 +31,9 @@ describe('tool registry and demo tools', () => {
 
   it('wait stops promptly when its signal aborts', async () => {
     const controller = new AbortController();
-    const started = Date.now();
+    // An hour's wait, far beyond the test's timeout: only a run that stops on the signal lets the test pass.
     const running = toolRegistry.get('wait').run(
-      { seconds: 10 },
+      { seconds: 3600 },
       {
         taskId: 't',
         attempt: 1,
@@ -53,6 +53,5 @@ describe('tool registry and demo tools', () => {
       thrown = error;
     }
     expect(thrown).to.equal('cancelled');
-    expect(Date.now() - started).to.be.below(1000);
   });
 });
