@@ -13,6 +13,7 @@ import {
   CleanupStack,
   closeRedis,
   createEngine,
+  coalesceWrites,
   createLogger,
   createRedis,
   ExternalQueueListener,
@@ -79,6 +80,10 @@ export async function startWorker(
     for (const connection of [redis, workerRedis, subscriberRedis]) {
       connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
     }
+    // The commands of one event-loop turn leave in one socket write (redis.ts): jobs settling together send their
+    // record reads, transitions and BullMQ's moves as one write per connection instead of a system call each.
+    coalesceWrites(redis);
+    coalesceWrites(workerRedis);
     await redis.ping();
     // BullMQ objects share the BullMQ worker's connection, so that pipelines on `redis` stay cheap (see api app.ts).
     const engine = cleanup.add(
