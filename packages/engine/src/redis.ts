@@ -38,11 +38,13 @@ function createCluster(nodesValue: string, connectionName: string): Cluster {
 }
 
 /**
- * Lets the commands that one turn of the event loop sends on `redis` leave in one write. ioredis writes each
- * command to its socket at once, a system call each: a tenth of the api's CPU under load (docs/benchmarks.md).
- * Corked at the turn's first command, the socket sends everything written meanwhile together once the turn's
- * callbacks and promise continuations have run (process.nextTick): nothing waits for a later turn. A Cluster keeps
- * its per-node connections to itself and is left as it is.
+ * Lets the commands that one pass of the event loop sends on `redis` leave in one write. ioredis writes each
+ * command to its socket at once, a system call each: a tenth of the api's CPU and a quarter of a worker's under load
+ * (docs/benchmarks.md). Corked at the first command, the socket sends everything written meanwhile together once
+ * the pass has handled the I/O that was ready (setImmediate: the check phase, right after the poll phase): the
+ * commands that concurrent requests and replies arriving together send share one write. The poll phase does not
+ * block while the uncork is pending, so no command waits for new I/O or a timer. A Cluster keeps its per-node
+ * connections to itself and is left as it is.
  */
 export function coalesceWrites(redis: RedisClient): void {
   if (!(redis instanceof Redis)) return;
@@ -61,7 +63,7 @@ export function coalesceWrites(redis: RedisClient): void {
       if (!corked) {
         corked = true;
         stream.cork();
-        process.nextTick(uncork);
+        setImmediate(uncork);
       }
       return write(...args);
     };
