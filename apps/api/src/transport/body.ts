@@ -61,6 +61,9 @@ function bodyError(message: string, type: string, status: number): Error {
   return Object.assign(new Error(message), { type, status, expose: true });
 }
 
+// One decoder for every body: a whole-buffer decode (never `stream`) keeps no state from one call to the next.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 export type ParsedBody = { value: unknown } | { problem: string; code: number };
 
 export function parseBody(raw: Buffer | undefined): ParsedBody {
@@ -68,7 +71,7 @@ export function parseBody(raw: Buffer | undefined): ParsedBody {
     return { problem: 'Parse error: the request body is empty', code: ErrorCode.ParseError };
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+    text = utf8.decode(raw);
   } catch {
     return { problem: 'Parse error: the request body is not valid UTF-8', code: ErrorCode.ParseError };
   }
