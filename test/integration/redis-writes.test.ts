@@ -1,6 +1,6 @@
-// coalesceWrites (engine redis.ts): the api's connections send the commands of one event-loop turn in one socket
-// write. Replies must still match their commands, in order, for plain commands, scripts, pipelines and MULTI, and
-// after a reconnection (a new socket).
+// coalesceWrites (engine redis.ts): the api's and the worker's command connections send the commands of one pass of
+// the event loop in one socket write. Replies must still match their commands, in order, for plain commands,
+// scripts, pipelines and MULTI, and after a reconnection (a new socket).
 import { once } from 'node:events';
 import { expect } from 'chai';
 import { closeRedis, coalesceWrites, createRedis } from '@mcp-tasks/engine';
