@@ -2,8 +2,14 @@
 // turned off (RESULT_RECHECK_MS, INPUT_RECHECK_MS at ten minutes): a change a waiter missed would hang the test
 // instead of arriving seconds late. Also the keep-alive comments of an idle SSE stream (SSE_KEEPALIVE_MS short).
 import { expect } from 'chai';
-import { eventually } from '../support/mcp-client.ts';
-import { modernPost, modernRequest, modernResult, openStream, WITH_TASKS } from '../support/modern-client.ts';
+import {
+  modernPost,
+  modernRequest,
+  modernResult,
+  openStream,
+  pollModernTask,
+  WITH_TASKS,
+} from '../support/modern-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 
 const NO_RECHECK = '600000';
@@ -32,12 +38,8 @@ describe('2026-07-28 streams and wake-ups without periodic re-reads (two api rep
     await system?.stop();
   });
 
-  function poll(url: string, taskId: string, done: (task: Record<string, unknown>) => boolean) {
-    return eventually(async () => {
-      const task = await modernResult(url, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
-      return done(task) ? task : undefined;
-    }, 40_000);
-  }
+  const poll = (url: string, taskId: string, done: (task: Record<string, unknown>) => boolean) =>
+    pollModernTask(url, taskId, done, 40_000);
 
   const keysOf = (task: Record<string, unknown>) => Object.keys((task['inputRequests'] as object | undefined) ?? {});
 

@@ -13,6 +13,7 @@ import {
   TASKS_EXT,
   WITH_TASKS,
   type ModernReply,
+  pollModernTask,
 } from '../support/modern-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 
@@ -38,13 +39,8 @@ describe('C26-COEX-1: MCP 2026-07-28 beside 2025-11-25 on one endpoint (two api 
     await system?.stop();
   });
 
-  /** tasks/get on `url` until `done` holds for the task (the harness polls likewise). */
-  function poll(url: string, taskId: string, done: (task: Record<string, unknown>) => boolean) {
-    return eventually(async () => {
-      const task = await modernResult(url, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
-      return done(task) ? task : undefined;
-    }, 20_000);
-  }
+  const poll = (url: string, taskId: string, done: (task: Record<string, unknown>) => boolean) =>
+    pollModernTask(url, taskId, done);
 
   describe('classification of each POST (C26-COEX-2)', () => {
     it('C26-COEX-4, C26-COEX-7, X-NEG-9, C26-SES-4: a legacy initialize still gets 2025-11-25 with the core tasks capability and a session, which DELETE ends', async () => {

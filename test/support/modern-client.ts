@@ -1,6 +1,7 @@
 // A bare 2026-07-28 requester for tests: every request carries the `_meta` envelope and the routing headers, and
 // the reply comes back raw (HTTP status, body, SSE messages), so tests see exactly what the wire says.
 import { parseSse } from '@mcp-tasks/client';
+import { eventually } from './mcp-client.ts';
 
 export const MODERN = '2026-07-28';
 export const TASKS_EXT = 'io.modelcontextprotocol/tasks';
@@ -129,4 +130,17 @@ export async function openStream(
       controller.abort();
     },
   };
+}
+
+/** tasks/get on `url` until `done` holds for the task (the conformance harness polls likewise). */
+export function pollModernTask(
+  url: string,
+  taskId: string,
+  done: (task: Record<string, unknown>) => boolean,
+  timeoutMs = 20_000,
+): Promise<Record<string, unknown>> {
+  return eventually(async () => {
+    const task = await modernResult(url, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
+    return done(task) ? task : undefined;
+  }, timeoutMs);
 }
