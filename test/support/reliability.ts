@@ -836,6 +836,13 @@ export async function flood(
   // minute, whatever the number of tasks.
   const figures = keys.filter((key) => key.startsWith(`${prefix}:activity:`));
   const minutes = new Set(figures.map((key) => key.split(':')[2]));
+  // A tool's fair-order hash (docs/scheduling.md) is one per tool, not per task: its expiry is set a minute past
+  // the tasks it orders and moved only when a later task would outlive it, so it may outlast them by that minute.
+  const fairOrders = keys.filter((key) => key.startsWith(`${prefix}:sched:fair:`));
+  for (const key of fairOrders) {
+    const left = await redis.pttl(key);
+    if (left < 0 || left > 60_000) report.fail(`${key} expires in ${left} ms, not within a minute of its tasks`);
+  }
   if (figures.length > 3 * minutes.size) report.fail(`more than 3 figure keys per minute: ${figures.length}`);
   const extra = keys.filter(
     (key) =>
@@ -847,6 +854,7 @@ export async function flood(
       !sessionScoped.includes(key) &&
       !limiterWindows.includes(key) &&
       !figures.includes(key) &&
+      !fairOrders.includes(key) &&
       !BULLMQ_QUEUE_KEY.test(key.slice(prefix.length + 1)),
   );
   report.figures['session-scoped keys left'] = sessionScoped.length;
