@@ -212,7 +212,7 @@ async function runTool(
   // A stalled job is one whose worker died or lost its lock mid-run: running it again is what retrySafe allows.
   // (A retry after an error the tool threw is its retry policy's business; a job held back by a cap never ran.)
   // A job that left an upstream task to follow is not run again but resumed (docs/gateway.md): the tool decides.
-  if (job.stalledCounter > 0 && tool.retrySafe === false && !resumableUpstreamTask(job)) {
+  if (job.stalledCounter > 0 && !mayRunAgain(tool, job)) {
     await settle(deps, record, interruptedSettlement(tool.name), log, attempt, traced);
     return false;
   }
@@ -262,7 +262,7 @@ async function runTool(
   } else if (failure) {
     if (reason === AbortReason.Shutdown && token) {
       // An upstream task stored on the job runs on without us: the next attempt follows it.
-      if (tool.retrySafe === false && !resumableUpstreamTask(job)) {
+      if (!mayRunAgain(tool, job)) {
         await settle(deps, record, interruptedSettlement(tool.name), log, attempt, traced);
         return false;
       }
@@ -353,4 +353,12 @@ async function settle(
       ...(moved.reason === 'missing' ? {} : { current: moved.current }),
       ...(moved.reason === 'stale' ? { latestAttempt: moved.attempt } : {}),
     });
+}
+
+/**
+ * Whether a job cut off mid-run (its worker died, lost the lock or shut down) may start its tool again: retrySafe
+ * allows it, and a job that left an upstream task to follow is resumed rather than run again (docs/gateway.md).
+ */
+function mayRunAgain(tool: ToolDefinition, job: Job<ToolJobData>): boolean {
+  return tool.retrySafe !== false || resumableUpstreamTask(job) !== undefined;
 }

@@ -187,10 +187,7 @@ export class TaskService {
       if (read.opened !== 0) throw new RequestRefusedError(read.opened);
       record = read.record;
     } else record = await this.store.getOwned(taskId, owner, watcher);
-    if (!record || record.kind !== 'task') {
-      throw new TaskNotFoundError();
-    }
-    return record;
+    return taskOrNotFound(record);
   }
 
   /**
@@ -198,11 +195,7 @@ export class TaskService {
    * not-found, for one Redis command instead of a script in the usual case (RecordStore.reread).
    */
   async reread(taskId: string, owner: string): Promise<TaskRecord> {
-    const record = await this.store.reread(taskId, owner, this.watcherId);
-    if (!record || record.kind !== 'task') {
-      throw new TaskNotFoundError();
-    }
-    return record;
+    return taskOrNotFound(await this.store.reread(taskId, owner, this.watcherId));
   }
 
   /**
@@ -314,4 +307,10 @@ export class TaskService {
   isTerminal(record: TaskRecord): boolean {
     return isTerminal(record.status);
   }
+}
+
+/** A plain call's record read by a task method answers as a missing task does: the caller cannot tell them apart. */
+function taskOrNotFound(record: TaskRecord | undefined): TaskRecord {
+  if (!record || record.kind !== 'task') throw new TaskNotFoundError();
+  return record;
 }
