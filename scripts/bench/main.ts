@@ -40,6 +40,18 @@ async function main(): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // An error no workload catches (a client library throwing from a socket event, say) would end the bench and
+  // leave its redis-server, api and workers running: they are stopped first.
+  let crashed = false;
+  const onCrash = (error: unknown) => {
+    if (crashed) return;
+    crashed = true;
+    progress.done();
+    console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    void system.stop().finally(() => process.exit(1));
+  };
+  process.on('uncaughtException', onCrash);
+  process.on('unhandledRejection', onCrash);
   try {
     await system.start();
     const workloads = new Workloads(system);
@@ -69,7 +81,8 @@ async function main(): Promise<number> {
     return 0;
   } catch (error) {
     progress.done();
-    if (!interrupted) {
+    // After a signal or a crash, a workload failing because its processes are being stopped is no news.
+    if (!interrupted && !crashed) {
       console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       console.error(system.logTails());
     }

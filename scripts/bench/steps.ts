@@ -4,6 +4,7 @@
 // trip is what one connection sends before it needs an answer: a command, a MULTI ... EXEC block, or a pipeline
 // (commands of one connection that Redis read together, within PIPELINE_GAP_US of each other).
 import type { Redis } from 'ioredis';
+import { monitorRedis } from './monitor.ts';
 
 /** Commands of one connection closer together than this were sent together (a pipeline or a MULTI). */
 const PIPELINE_GAP_US = 30;
@@ -55,11 +56,17 @@ export async function profileSteps(
   roleOf: (connectionName: string) => Role | undefined,
   run: () => Promise<{ tasks: number; windows: Window[] }>,
 ): Promise<StepProfile> {
-  const monitor = await redis.monitor();
   const seen: Monitored[] = [];
   let lastClient = '';
-  monitor.on('monitor', (time: string, args: string[], source: string) => {
-    const name = String(args[0]).toLowerCase();
+  const { host, port, username, password } = redis.options;
+  const where = {
+    host: host ?? '127.0.0.1',
+    port: port ?? 6379,
+    ...(username ? { username } : {}),
+    ...(password ? { password } : {}),
+  };
+  const monitor = await monitorRedis(where, (time, source, command) => {
+    const name = command.toLowerCase();
     // A script's commands come right after its EVALSHA, from "lua": they belong to the connection that sent it.
     const from = source === 'lua' ? `lua:${lastClient}` : source;
     if (source !== 'lua') lastClient = source;
@@ -71,7 +78,7 @@ export async function profileSteps(
   } finally {
     // Let the last commands of the run reach the monitor before it closes.
     await new Promise((resolve) => setTimeout(resolve, 200));
-    monitor.disconnect();
+    monitor.close();
   }
   const names = await connectionNames(redis);
   const stepOf = (entry: Monitored): string | undefined => {

@@ -2,7 +2,7 @@
 // workers and raw BullMQ workers, runs every workload, prints its tables and writes its JSON.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -85,6 +85,62 @@ describe('scripts/bench', function () {
     } finally {
       await release();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops its redis-server, api and workers when an error nothing catches ends it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcpt-bench-crash-'));
+    const pidsFile = join(dir, 'children.json');
+    const args = [
+      '--import',
+      'tsx',
+      '--import',
+      './test/fixtures/bench/crash-once-started.mjs',
+      'scripts/bench/main.ts',
+      ...['--only', 'throughput', '--reps', '1', '--tasks', '40', '--clients', '2'],
+    ];
+    const child = spawn(process.execPath, args, {
+      cwd: repoRoot,
+      env: { ...process.env, BENCH_CRASH_PIDS_FILE: pidsFile },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    /** The bench's children as the fixture saw them just before it threw, those still running. */
+    const running = (): number[] => {
+      let pids: number[] = [];
+      try {
+        pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
+      } catch {
+        return [];
+      }
+      return pids.filter((pid) => existsSync(`/proc/${pid}`));
+    };
+    const release = track(`crashing bench (pid ${child.pid})`, () => {
+      for (const pid of [child.pid, ...running()]) {
+        try {
+          if (pid) process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+      rmSync(dir, { recursive: true, force: true });
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(stderr).to.include('an error nothing catches (test fixture)');
+      expect(code).to.equal(1);
+      expect(JSON.parse(readFileSync(pidsFile, 'utf8'))).to.have.length.of.at.least(5);
+      const left = running().map((pid) => {
+        try {
+          return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`;
+        } catch {
+          return `${pid} (gone since)`;
+        }
+      });
+      expect(left, 'processes the bench left running').to.deep.equal([]);
+    } finally {
+      await release();
     }
   });
 });

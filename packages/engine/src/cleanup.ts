@@ -9,8 +9,22 @@ export class CleanupStack {
     return resource;
   }
 
-  /** Releases everything, newest first; a failing step is reported and the rest still run. */
-  async releaseAll(onError: (name: string, error: unknown) => void = () => undefined): Promise<void> {
+  #releasing: Promise<void> | undefined;
+
+  /**
+   * Releases everything, newest first; a failing step is reported and the rest still run. A call while a release
+   * runs joins it rather than starting a second loop: two loops would share out the steps, and the one that ran
+   * out first would resolve while the other's steps were still being released (the bench's crash handler and its
+   * failed start both release, and the first to finish exits the process).
+   */
+  releaseAll(onError: (name: string, error: unknown) => void = () => undefined): Promise<void> {
+    this.#releasing ??= this.#releaseSteps(onError).finally(() => {
+      this.#releasing = undefined;
+    });
+    return this.#releasing;
+  }
+
+  async #releaseSteps(onError: (name: string, error: unknown) => void): Promise<void> {
     while (this.#steps.length > 0) {
       const step = this.#steps.pop();
       if (!step) break;
