@@ -64,15 +64,19 @@ describe('opening a request in the method’s own script (own redis-server, no w
   const scripts = (calls: Record<string, number>) => (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
 
   const tasksCreated = () => inspect.zcard(new TaskKeys(engine.keys).allTasks());
+  /** The tool's queued jobs (no worker takes them): the create script adds each task's job in its step. */
+  const jobsQueued = () => engine.externalQueues.get(toolQueueName(TOOL)).count();
 
-  it('T-CREATE-1, T-RES-2: a task-augmented tools/call is one script of ours and BullMQ add; tasks/result one script', async () => {
+  it('T-CREATE-1, T-RES-2: a task-augmented tools/call is one script of ours, which adds the job too; tasks/result one script', async () => {
     // initialize, then notifications/initialized: the replica knows the session from then on.
     const client = await McpTestClient.connect(system.apiUrl);
     await client.createTask(TOOL, {});
     let taskId = '';
     const create = await commandsOf(async () => (taskId = String((await client.createTask(TOOL, {}))['taskId'])));
-    // The gate's work (PEXPIRE of the session, INCR of the rate buckets) ran inside create-task-6.lua.
-    expect(scripts(create), JSON.stringify(create)).to.equal(2);
+    // The gate's work (PEXPIRE of the session, INCR of the rate buckets) and the job's add (invariant 2) ran inside
+    // create-task-6.lua.
+    expect(scripts(create), JSON.stringify(create)).to.equal(1);
+    expect(await engine.externalQueues.get(toolQueueName(TOOL)).getJobState(taskId)).to.equal('prioritized');
     const record = await engine.store.get(taskId);
     await engine.store.settle(record!, cancelledSettlement());
     const result = await commandsOf(() =>
@@ -123,10 +127,11 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(calls['hgetall'] ?? 0, JSON.stringify(calls)).to.be.at.least(2);
   });
 
-  it('T-SEC-3: a session gone since the replica last saw it gets 404 from tools/call and tasks/result, and nothing is created', async () => {
+  it('T-SEC-3, invariant 2: a session gone since the replica last saw it gets 404 from tools/call and tasks/result, and nothing is created, no job either', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const task = await client.createTask(TOOL, {});
     const before = await tasksCreated();
+    const jobs = await jobsQueued();
     // As if it expired (or was deleted through another replica): the replica still holds its fields.
     await inspect.del(engine.keys.session(String(client.sessionId)));
     const created = await client.post({
@@ -137,6 +142,7 @@ describe('opening a request in the method’s own script (own redis-server, no w
     });
     expect(created.status).to.equal(404);
     expect(await tasksCreated()).to.equal(before);
+    expect(await jobsQueued()).to.equal(jobs);
     const read = await client.post({
       jsonrpc: '2.0',
       id: 2,
@@ -160,11 +166,12 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(codes.at(-1)).to.equal(-32029);
   });
 
-  it('T-SEC-3: over RATE_LIMIT_PER_ADDRESS a task-augmented tools/call is refused with -32029 and creates nothing', async () => {
+  it('T-SEC-3, invariant 2: over RATE_LIMIT_PER_ADDRESS a task-augmented tools/call is refused with -32029 and creates nothing, no job either', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     let refused: { code: number; message: string } | undefined;
     let admitted = 0;
     const before = await tasksCreated();
+    const jobs = await jobsQueued();
     for (let i = 0; i < 2 * 40 + 5 && !refused; i++) {
       const reply = await client.rpc('tools/call', { name: TOOL, arguments: {}, task: {} });
       if (reply.error) refused = reply.error;
@@ -173,6 +180,7 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(refused?.code).to.equal(-32029);
     expect(refused?.message).to.match(/task operations from this address .*RATE_LIMIT_PER_ADDRESS/);
     expect(await tasksCreated()).to.equal(before + admitted);
+    expect(await jobsQueued()).to.equal(jobs + admitted);
     // The refusal is counted where operators look.
     const counters = await inspect.hgetall(`${system.prefix}:security-counters`);
     expect(Number(counters['throttled_requests'] ?? 0)).to.be.greaterThan(0);

@@ -20,6 +20,7 @@ const KEY_FIRST = new Set([
   'HSET',
   'HSETNX',
   'INCR',
+  'LLEN',
   // MGET: every key it reads is one of KEYS too (checked below for the first).
   'MGET',
   'PEXPIRE',

@@ -9,6 +9,7 @@ const ENGINE_EXPORTS = [
   'ActivityRecorder',
   'AdminError',
   'AuditEvent',
+  'BULLMQ_JOB_LAYOUT_VERSION',
   'CallbackEnvSchema',
   'CatalogConflictError',
   'CatalogEnvSchema',

@@ -46,7 +46,14 @@ export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
 export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
-export { createToolQueue, TOOL_QUEUE_NAME, type ToolJobData, toolJobOptions, type UpstreamTaskRef } from './queue.ts';
+export {
+  BULLMQ_JOB_LAYOUT_VERSION,
+  createToolQueue,
+  TOOL_QUEUE_NAME,
+  type ToolJobData,
+  toolJobOptions,
+  type UpstreamTaskRef,
+} from './queue.ts';
 export {
   type RateCharge,
   RateLimiter,

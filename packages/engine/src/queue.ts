@@ -2,6 +2,7 @@
 import { retryPolicyOf, toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis.ts';
+import type { ScriptedJob } from './scripts.ts';
 import type { TraceCarrier } from './tracing.ts';
 
 /**
@@ -72,7 +73,7 @@ export function toolJobOptions(
   retrySafe: boolean,
   scheduling?: Scheduling,
   priority?: number,
-): JobsOptions {
+): JobsOptions & { jobId: string } {
   return {
     jobId: taskId,
     attempts: Math.max(retryPolicyOf(scheduling).attempts, retrySafe ? INFRASTRUCTURE_ATTEMPTS : 1),
@@ -80,6 +81,72 @@ export function toolJobOptions(
     ...(priority !== undefined ? { priority } : {}),
     removeOnComplete: true,
     removeOnFail: true,
+  };
+}
+
+/**
+ * The BullMQ version whose job layout create-task-6.lua writes (job hash fields, prioritized score, marker, events),
+ * checked field by field against `queue.add` by test/integration/job-layout.test.ts. A test fails as soon as another
+ * version is installed: review the layout (BullMQ's addPrioritizedJob and its includes) before changing this.
+ */
+export const BULLMQ_JOB_LAYOUT_VERSION = '6.7.0';
+
+/** The options BullMQ 6.7.0 stores unchanged (no short key, no effect on which add script runs). */
+const SCRIPTABLE_OPTIONS: ReadonlySet<string> = new Set([
+  'jobId',
+  'attempts',
+  'backoff',
+  'removeOnComplete',
+  'removeOnFail',
+]);
+
+/**
+ * The job `queue.add(name, data, opts)` would add with `opts.priority` set, for create-task-6.lua to add in the step
+ * that writes its task: the queue's default options merged as `Queue.addJob` does, `attempts` defaulted to 0 and a
+ * numeric backoff normalized as `Job`'s constructor does. Options BullMQ would store under another name or add with
+ * another script (delay, lifo, parent, deduplication, telemetry, ...) are refused: such a job goes through
+ * `queue.add`.
+ */
+export function scriptedJob(
+  queue: Queue,
+  name: string,
+  data: unknown,
+  opts: JobsOptions & { jobId: string },
+  timestamp: number,
+): ScriptedJob {
+  // The checks Job.validateOptions makes of a custom id (a task id, a UUID, passes them).
+  if (opts.jobId.includes(':') || `${parseInt(opts.jobId, 10)}` === opts.jobId) {
+    throw new Error(`Job id '${opts.jobId}' must not contain ':' nor be an integer`);
+  }
+  // Always an object with jobId and attempts: the script appends the priority to it as one more member.
+  const merged: Record<string, unknown> = { attempts: 0, ...queue.defaultJobOptions, ...opts, jobId: opts.jobId };
+  const stored: Record<string, unknown> = {};
+  for (const [option, value] of Object.entries(merged)) {
+    if (value === undefined) continue;
+    if (!SCRIPTABLE_OPTIONS.has(option)) {
+      throw new Error(`Job option '${option}' cannot be written by create-task-6.lua: add such a job with queue.add`);
+    }
+    stored[option] = option === 'backoff' && typeof value === 'number' ? { type: 'fixed', delay: value } : value;
+  }
+  const keys = queue.keys as Record<string, string>;
+  const key = (type: string): string => {
+    const found = keys[type];
+    if (found === undefined) throw new Error(`BullMQ queue '${queue.name}' has no '${type}' key`);
+    return found;
+  };
+  return {
+    keys: {
+      job: queue.toKey(opts.jobId),
+      marker: key('marker'),
+      meta: key('meta'),
+      active: key('active'),
+      events: key('events'),
+      priorityCounter: key('pc'),
+    },
+    name,
+    data: JSON.stringify(data ?? {}),
+    opts: JSON.stringify(stored),
+    timestamp,
   };
 }
 

@@ -67,7 +67,33 @@ export interface CreateTaskCall {
   fair?: FairOrderCall;
   /** Opens the request in the same step (a session whose fields the caller holds): see OpenRequestCall. */
   open?: OpenRequestCall;
+  /** The task's BullMQ job, added in the same step with the priority of `fair` (required with it). */
+  job?: ScriptedJob;
   fields: Record<string, string>;
+}
+
+/**
+ * A job of one of our tool queues as create-task-6.lua adds it: what BullMQ's `queue.add` would write for the same
+ * name, data and options, but for the priority, which the script computes (the fair order) and adds itself.
+ */
+export interface ScriptedJob {
+  keys: {
+    /** The job hash (BullMQ: `<prefix>:<queue>:<jobId>`). */
+    job: string;
+    marker: string;
+    meta: string;
+    active: string;
+    events: string;
+    /** The priority counter: the second part of a prioritized job's score. */
+    priorityCounter: string;
+  };
+  name: string;
+  /** JSON of the job data, as BullMQ stores it. */
+  data: string;
+  /** JSON of the stored (encoded) options without `priority`: the script adds it. */
+  opts: string;
+  /** The job's timestamp, epoch ms. */
+  timestamp: number;
 }
 
 /** What the fair priority of a principal's new job for a tool needs (docs/scheduling.md, "Fairness"). */
@@ -225,13 +251,14 @@ export class RedisScripts {
 
   /**
    * create-task-6.lua: the record and its index entries, after the owner's cap admits it, and with `fair` the
-   * job's priority (0 without). With `open`, the request is opened first: `opened` is not 0 when that refused it
-   * (then nothing was written).
+   * job's priority (0 without), and with `job` the job itself (with that priority). With `open`, the request is
+   * opened first: `opened` is not 0 when that refused it (then nothing was written).
    */
   async createTask(
     call: CreateTaskCall,
   ): Promise<{ opened: Opened; admitted: boolean; count: number; priority: number }> {
-    const { keys, fair, open } = call;
+    const { keys, fair, open, job } = call;
+    if (job && !fair) throw new Error('createTask: a job is added only with its fair priority');
     const [admitted, count, priority] = (await this.#run(
       'createTask',
       [
@@ -242,6 +269,9 @@ export class RedisScripts {
         keys.ownerIndex,
         keys.ownerLive,
         ...(fair ? [fair.keys.fairQueue, fair.keys.prioritized] : []),
+        ...(job
+          ? [job.keys.job, job.keys.marker, job.keys.meta, job.keys.active, job.keys.events, job.keys.priorityCounter]
+          : []),
         ...(open ? openRequestKeys(open) : []),
       ],
       [
@@ -257,6 +287,11 @@ export class RedisScripts {
         fair?.maxPriority ?? '',
         open ? '1' : '0',
         ...(open ? openRequestArgs(open) : NO_OPENING),
+        job ? '1' : '0',
+        job?.name ?? '',
+        job?.data ?? '',
+        job?.opts ?? '',
+        job?.timestamp ?? '',
         ...Object.entries(call.fields).flat(),
       ],
     )) as [number, number, number?];

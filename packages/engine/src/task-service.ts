@@ -20,7 +20,7 @@ import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { FairQueue } from './fair-queue.ts';
 import type { ToolJobData } from './queue.ts';
-import { externalJobOptions, jobQueueOf, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
+import { externalJobOptions, jobQueueOf, scriptedJob, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import { type RequestOpening, RequestRefusedError } from './sessions.ts';
 import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
@@ -97,8 +97,10 @@ export class TaskService {
   }
 
   /**
-   * Writes the record, then the job; answers only when both are in Redis (invariant 2). If the job cannot be
-   * added, the record is removed again and the caller gets an internal error, so no task is left without work.
+   * Writes the record and its job; answers only when both are in Redis (invariant 2). A job of one of our tool
+   * queues in a fair order is added by the script that writes the record, in the same atomic step. Any other job
+   * (an external consumer's queue, or no fair order) is added with `queue.add` after the record: if that fails,
+   * the record is removed again and the caller gets an internal error, so no task is left without work.
    */
   async create(input: CreateTaskInput, opening?: RequestOpening): Promise<TaskRecord> {
     const now = Date.now();
@@ -117,10 +119,22 @@ export class TaskService {
       ...(input.progressToken !== undefined ? { progressToken: input.progressToken } : {}),
       ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
     };
-    // A job of a tool queue gets its fair priority in the script that writes the record (one round trip).
+    // A job of a tool queue gets its fair priority, and is added, in the script that writes the record (one round
+    // trip, one atomic step).
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;
-    let priority: number | undefined;
+    const data: ToolJobData = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
+    if (input.trace) data.trace = input.trace;
+    // A job of our own tool queues: with a fair order (always in a runner), added by the script with its record;
+    // without, by queue.add after it (arrival order, BullMQ's plain wait list).
+    const toolJob =
+      input.queue === undefined
+        ? {
+            data: { ...data, owner: record.owner },
+            opts: toolJobOptions(record.taskId, input.retrySafe, input.scheduling),
+          }
+        : undefined;
+    const job = fair && toolJob ? scriptedJob(queue, input.tool, toolJob.data, toolJob.opts, now) : undefined;
     // The request is opened in the same step when its session allows it (RequestOpening).
     const open = opening?.take();
     try {
@@ -131,15 +145,21 @@ export class TaskService {
           ? { maxLiveTasksPerOwner: this.limits.maxLiveTasksPerOwner }
           : {}),
         ...(fair ? { fair } : {}),
+        ...(job ? { job } : {}),
         ...(open ? { open: open.call } : {}),
       });
       open?.done(created.opened);
       if (created.opened !== 0) throw new RequestRefusedError(created.opened);
-      priority = created.priority;
     } catch (error) {
       // An owner at its cap: the request was admitted (opened) all the same.
       if (error instanceof OwnerTaskLimitError) open?.done(0);
       else open?.done(undefined);
+      if (job && !(error instanceof OwnerTaskLimitError) && !(error instanceof RequestRefusedError)) {
+        // The step failed, or its answer was lost: a script that fails keeps what it wrote before, so the record
+        // may be there without its job. Removed, as when queue.add fails below; a job left without its record is
+        // skipped by the worker that takes it.
+        await this.store.delete(record).catch(() => undefined);
+      }
       if (!(error instanceof OwnerTaskLimitError)) throw error;
       throw new ProtocolError(
         ErrorCode.LimitExceeded,
@@ -148,16 +168,11 @@ export class TaskService {
         { limit: 'tasks_per_owner', max: this.limits.maxLiveTasksPerOwner },
       );
     }
+    // The job was added with the record.
+    if (job) return record;
     try {
-      const data: ToolJobData = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
-      if (input.trace) data.trace = input.trace;
-      if (input.queue === undefined) {
-        await queue.add(
-          input.tool,
-          { ...data, owner: record.owner },
-          toolJobOptions(record.taskId, input.retrySafe, input.scheduling, priority),
-        );
-      } else await queue.add(input.tool, data, externalJobOptions(record.taskId, input.retrySafe));
+      if (toolJob) await queue.add(input.tool, toolJob.data, toolJob.opts);
+      else await queue.add(input.tool, data, externalJobOptions(record.taskId, input.retrySafe));
     } catch (error) {
       await this.store.delete(record).catch(() => undefined);
       throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);

@@ -17,7 +17,7 @@ import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
 import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
-import { type FairOrderCall, type Opened, type OpenRequestCall, RedisScripts } from '../scripts.ts';
+import { type FairOrderCall, type Opened, type OpenRequestCall, RedisScripts, type ScriptedJob } from '../scripts.ts';
 import {
   decodeExternal,
   decodeHistory,
@@ -78,6 +78,11 @@ export interface NewTask {
   fair?: FairOrderCall;
   /** Opens the creating request in the same step (RequestOpening): nothing is written when that refuses it. */
   open?: OpenRequestCall;
+  /**
+   * The task's job in one of our tool queues (queue.ts scriptedJob), added in the same step with the fair priority
+   * (requires `fair`): no record without its job. A task created without one has its job added by the caller.
+   */
+  job?: ScriptedJob;
 }
 
 /** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
@@ -146,9 +151,9 @@ export class TaskStore {
 
   /**
    * Writes the record, its owner-index entry and its expiry in one script, after admitting the task under the
-   * owner's cap when there is one (a refused task leaves no trace). Invariant 2 starts here. With `fair`, answers
-   * the priority of the task's job (undefined without); with `open`, how opening the request went (`opened`, 0
-   * when it may proceed; otherwise nothing was written).
+   * owner's cap when there is one (a refused task leaves no trace, its job included). Invariant 2: with `job`, the
+   * task's job is added in the same step. With `fair`, answers the priority of the task's job (undefined without);
+   * with `open`, how opening the request went (`opened`, 0 when it may proceed; otherwise nothing was written).
    */
   async create({
     record,
@@ -156,6 +161,7 @@ export class TaskStore {
     maxLiveTasksPerOwner,
     fair,
     open,
+    job,
   }: NewTask): Promise<{ opened: Opened; priority?: number }> {
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -177,6 +183,7 @@ export class TaskStore {
       expiryEntry: encodeExpiryEntry({ ...record, queue: jobQueueOf(record) }, member),
       ...(fair ? { fair } : {}),
       ...(open ? { open } : {}),
+      ...(job ? { job } : {}),
       fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
     });
     if (opened !== 0) return { opened };

@@ -1,0 +1,381 @@
+// create-task-6.lua writes the job of a task in one of our tool queues itself (issue 16), as BullMQ's `queue.add`
+// would write it. These tests tie that to the installed BullMQ: the version the script was checked against, the
+// job hash, prioritized score, marker and events written by each side for the same options, and a real BullMQ
+// Worker and Queue reading and running a job the script added. Shared redis-server, a prefix of this file's own.
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { Redis } from 'ioredis';
+import { type Job, type Queue, Worker } from 'bullmq';
+import {
+  BULLMQ_JOB_LAYOUT_VERSION,
+  closeRedis,
+  createEngine,
+  createRedis,
+  type Engine,
+  TaskKeys,
+  TaskService,
+  toolJobOptions,
+} from '@mcp-tasks/engine';
+import { toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
+import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
+import { track } from '../support/resources.ts';
+
+const TOOL = 'layout';
+const SCHEDULING: Scheduling = { retry: { attempts: 4, backoff: { type: 'fixed', delayMs: 10 } } };
+const TWO_32 = 2 ** 32;
+
+describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shared redis-server)', function () {
+  this.timeout(30_000);
+  let url: string;
+  let redis: Redis;
+  let inspect: Redis;
+  let engine: Engine;
+  let queue: Queue;
+  let prefix: string;
+  const releases: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    url = await sharedRedisUrl();
+    prefix = `{${uniquePrefix()}}`;
+    redis = createRedis(url, 'job-layout');
+    releases.push(track('job-layout redis', () => closeRedis(redis)));
+    inspect = new Redis(url, { maxRetriesPerRequest: null });
+    releases.push(track('job-layout inspect', () => inspect.disconnect()));
+    engine = createEngine({ redis }, { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000 });
+    releases.push(() => engine.close());
+    queue = engine.externalQueues.get(toolQueueName(TOOL));
+    // The meta BullMQ's Queue writes once it is ready (its version, opts.maxLenEvents) is there before the adds.
+    await queue.getVersion();
+  });
+  after(async () => {
+    await queue?.obliterate({ force: true });
+    await inspect?.del(engine.keys.fairQueue(TOOL));
+    for (const release of releases.reverse()) await release();
+  });
+
+  let sequence = 0;
+  const create = (args: Record<string, unknown> = {}, retrySafe = true, owner = 'alice'): Promise<TaskRecord> =>
+    engine.tasks.create({
+      kind: 'task',
+      owner,
+      sessionId: `session-${owner}`,
+      tool: TOOL,
+      arguments: { n: ++sequence, ...args },
+      retrySafe,
+      requestedTtl: 60_000,
+      scheduling: SCHEDULING,
+    });
+
+  /** What TaskService gives the job as data: the same for the reference job added with queue.add. */
+  const dataOf = (record: TaskRecord, args: unknown) => ({
+    taskId: record.taskId,
+    tool: TOOL,
+    arguments: args,
+    owner: record.owner,
+  });
+
+  /** The same job added by BullMQ itself: same name, data (but for its id) and options, same priority. */
+  async function reference(ours: TaskRecord, referenceId: string, retrySafe = true): Promise<void> {
+    const hash = await inspect.hgetall(queue.toKey(ours.taskId));
+    const data = { ...(JSON.parse(hash['data'] ?? '') as Record<string, unknown>), taskId: referenceId };
+    await queue.add(TOOL, data, toolJobOptions(referenceId, retrySafe, SCHEDULING, Number(hash['priority'])));
+  }
+
+  it(`the installed BullMQ is the version whose job layout create-task-6.lua writes (${BULLMQ_JOB_LAYOUT_VERSION})`, () => {
+    // Resolved as the engine resolves it: the version its Queue and Worker come from.
+    const fromEngine = createRequire(new URL('../../packages/engine/package.json', import.meta.url));
+    const { version } = fromEngine('bullmq/package.json') as { version: string };
+    expect(
+      version,
+      `BullMQ ${version} is installed, but create-task-6.lua writes the job layout of BullMQ ` +
+        `${BULLMQ_JOB_LAYOUT_VERSION}. Compare BullMQ's addPrioritizedJob-9.lua and its includes (storeJob, ` +
+        'getOrSetMaxEvents, isQueuePausedOrMaxed, addJobWithPriority) and the options Queue.add stores with what ' +
+        'create-task-6.lua and queue.ts scriptedJob write, run this file, then change BULLMQ_JOB_LAYOUT_VERSION ' +
+        '(packages/engine/src/queue.ts).',
+    ).to.equal(BULLMQ_JOB_LAYOUT_VERSION);
+  });
+
+  it('invariant 2: the job hash has the fields, data, options and priority queue.add writes for the same options', async () => {
+    const ours = await create({ text: 'a/b "quoted" é' });
+    const referenceId = randomUUID();
+    await reference(ours, referenceId);
+    const mine = await inspect.hgetall(queue.toKey(ours.taskId));
+    const theirs = await inspect.hgetall(queue.toKey(referenceId));
+    expect(Object.keys(mine).sort()).to.deep.equal(Object.keys(theirs).sort());
+    expect(Object.keys(mine).sort()).to.deep.equal(['data', 'delay', 'name', 'opts', 'priority', 'timestamp']);
+    expect(mine['name']).to.equal(theirs['name']).and.to.equal(TOOL);
+    expect(mine['delay']).to.equal(theirs['delay']).and.to.equal('0');
+    expect(mine['priority']).to.equal(theirs['priority']);
+    expect(Number(mine['priority'])).to.be.at.least(1);
+    expect(mine['timestamp']).to.equal(String(ours.createdAt));
+    expect(theirs['timestamp']).to.match(/^\d+$/);
+    const data = JSON.parse(mine['data'] ?? '') as Record<string, unknown>;
+    expect(data).to.deep.equal(dataOf(ours, { n: sequence, text: 'a/b "quoted" é' }));
+    expect({ ...data, taskId: referenceId }).to.deep.equal(JSON.parse(theirs['data'] ?? ''));
+    const opts = JSON.parse(mine['opts'] ?? '') as Record<string, unknown>;
+    expect({ ...opts, jobId: referenceId }).to.deep.equal(JSON.parse(theirs['opts'] ?? ''));
+    expect(opts).to.deep.equal({
+      jobId: ours.taskId,
+      attempts: 4,
+      backoff: { type: 'mcpt-retry' },
+      priority: Number(mine['priority']),
+      removeOnComplete: true,
+      removeOnFail: true,
+    });
+  });
+
+  it('invariant 2: the prioritized scores share BullMQ’s priority counter; the marker and the "added"/"waiting" events are BullMQ’s', async () => {
+    const marker = queue.keys['marker'] as string;
+    const events = queue.keys['events'] as string;
+    const prioritized = queue.keys['prioritized'] as string;
+    await inspect.del(marker);
+    const since = (await inspect.xrevrange(events, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0';
+    const counter = queue.keys['pc'] as string;
+    const counted = Number(await inspect.get(counter));
+    const ours = await create();
+    expect(Number(await inspect.get(counter))).to.equal(counted + 1);
+    expect(await inspect.zrange(marker, '0', '-1', 'WITHSCORES')).to.deep.equal(['0', '0']);
+    await inspect.del(marker);
+    const referenceId = randomUUID();
+    await reference(ours, referenceId);
+    expect(await inspect.zrange(marker, '0', '-1', 'WITHSCORES')).to.deep.equal(['0', '0']);
+    // Same priority, consecutive counter values: ours first, BullMQ's next.
+    const mine = Number(await inspect.zscore(prioritized, ours.taskId));
+    const theirs = Number(await inspect.zscore(prioritized, referenceId));
+    const priority = Number(await inspect.hget(queue.toKey(ours.taskId), 'priority'));
+    expect(Math.floor(mine / TWO_32)).to.equal(priority);
+    expect(Math.floor(theirs / TWO_32)).to.equal(priority);
+    expect(theirs - mine).to.equal(1);
+    expect(mine % TWO_32).to.equal(counted + 1);
+    // The events since: "added" then "waiting" for each, with the same fields.
+    const added = (await inspect.xrange(events, `(${since}`, '+')).map(([, fields]) => fields);
+    const asId = (fields: string[], id: string) => fields.map((value) => (value === id ? '<id>' : value));
+    expect(added.slice(0, 2).map((fields) => asId(fields, ours.taskId))).to.deep.equal(
+      added.slice(2, 4).map((fields) => asId(fields, referenceId)),
+    );
+    expect(added.slice(0, 2)).to.deep.equal([
+      ['event', 'added', 'jobId', ours.taskId, 'name', TOOL],
+      ['event', 'waiting', 'jobId', ours.taskId],
+    ]);
+  });
+
+  it('invariant 2: a paused queue, or one at its global concurrency, gets no marker, as from queue.add', async () => {
+    const marker = queue.keys['marker'] as string;
+    const active = queue.keys['active'] as string;
+    /** Whether an add left the marker that wakes workers (pause() and resume() may write one themselves). */
+    const markedBy = async (add: () => Promise<unknown>) => {
+      await inspect.del(marker);
+      await add();
+      return inspect.zcard(marker);
+    };
+    const markers = async () => {
+      const mine = await markedBy(() => create());
+      // The model of the reference job (its data and priority), added before the marker is cleared.
+      const model = await create();
+      const theirs = await markedBy(() => reference(model, randomUUID()));
+      return { mine, theirs };
+    };
+    await queue.pause();
+    try {
+      expect(await markers()).to.deep.equal({ mine: 0, theirs: 0 });
+    } finally {
+      await queue.resume();
+    }
+    expect(await markers()).to.deep.equal({ mine: 1, theirs: 1 });
+    await queue.setGlobalConcurrency(1);
+    try {
+      await inspect.rpush(active, 'held-by-this-test');
+      try {
+        expect(await markers()).to.deep.equal({ mine: 0, theirs: 0 });
+      } finally {
+        await inspect.lrem(active, 0, 'held-by-this-test');
+      }
+      // Below the concurrency: marked again.
+      expect(await markers()).to.deep.equal({ mine: 1, theirs: 1 });
+    } finally {
+      await queue.removeGlobalConcurrency();
+    }
+  });
+
+  it('invariant 2: the events stream is trimmed to the meta’s opts.maxLenEvents, which is set to 10000 when missing, as by BullMQ', async () => {
+    const meta = queue.keys['meta'] as string;
+    const events = queue.keys['events'] as string;
+    await inspect.hdel(meta, 'opts.maxLenEvents');
+    await create();
+    expect(await inspect.hget(meta, 'opts.maxLenEvents')).to.equal('10000');
+    // An approximate MAXLEN trims whole stream nodes (100 entries each by default): 300 events, 10 kept, is well
+    // below 300 once trimmed.
+    await inspect.hset(meta, 'opts.maxLenEvents', 10);
+    for (let i = 0; i < 150; i++) await create();
+    expect(await inspect.xlen(events)).to.be.below(200);
+    await inspect.hset(meta, 'opts.maxLenEvents', 10000);
+  });
+
+  describe('a real BullMQ Worker and Queue', () => {
+    let worker: Worker | undefined;
+    const runs = new Map<string, number>();
+
+    before(async () => {
+      // Start from an empty queue: only the jobs of these tests run.
+      await queue.obliterate({ force: true });
+    });
+    after(async () => {
+      await worker?.close();
+    });
+
+    function startWorker(): Worker {
+      const connection = new Redis(url, { maxRetriesPerRequest: null });
+      const release = track('job-layout worker connection', () => connection.disconnect());
+      const started = new Worker(
+        toolQueueName(TOOL),
+        (job: Job) => {
+          const { taskId, arguments: args } = job.data as { taskId: string; arguments: { mode?: string } };
+          runs.set(taskId, (runs.get(taskId) ?? 0) + 1);
+          if (args.mode === 'fail' || (args.mode === 'fail-once' && job.attemptsMade === 0)) {
+            return Promise.reject(new Error(`${args.mode} on run ${job.attemptsMade + 1}`));
+          }
+          return Promise.resolve('done');
+        },
+        { connection, prefix, concurrency: 1, settings: { backoffStrategy: () => 0 } },
+      );
+      const close = started.close.bind(started);
+      started.close = async (force?: boolean) => {
+        await close(force);
+        await release();
+      };
+      return started;
+    }
+
+    const finished = (w: Worker, taskId: string, event: 'completed' | 'failed') =>
+      new Promise<Job>((resolve) => {
+        const listener = (job: Job | undefined) => {
+          if (job?.id !== taskId) return;
+          if (event === 'failed' && (job.attemptsMade ?? 0) < (job.opts.attempts ?? 1)) return;
+          w.off(event, listener);
+          resolve(job);
+        };
+        w.on(event, listener);
+      });
+
+    it('Queue.getJob reads a job the script added as it reads the one queue.add added', async () => {
+      const ours = await create({ mode: 'ok' });
+      const referenceId = randomUUID();
+      await reference(ours, referenceId);
+      const mine = await queue.getJob(ours.taskId);
+      const theirs = await queue.getJob(referenceId);
+      expect(mine && theirs).to.not.equal(undefined);
+      const view = (job: Job, id: string) => ({
+        name: job.name,
+        data: { ...(job.data as object), taskId: id },
+        opts: { ...job.opts, jobId: id },
+        priority: job.priority,
+        delay: job.delay,
+        attemptsMade: job.attemptsMade,
+        attemptsStarted: job.attemptsStarted,
+        stalledCounter: job.stalledCounter,
+        progress: job.progress,
+        returnvalue: job.returnvalue as unknown,
+        parentKey: job.parentKey,
+      });
+      expect(view(mine as Job, '<id>')).to.deep.equal(view(theirs as Job, '<id>'));
+      expect(mine?.timestamp).to.equal(ours.createdAt);
+      expect(await mine?.getState()).to.equal('prioritized');
+      expect(await queue.getJobCounts('prioritized')).to.deep.equal({ prioritized: 2 });
+    });
+
+    it('runs it: retried after a failure while attempts are left, removed on completion and on final failure', async () => {
+      const flaky = await create({ mode: 'fail-once' });
+      const failing = await create({ mode: 'fail' }, false);
+      expect(JSON.parse((await inspect.hget(queue.toKey(failing.taskId), 'opts')) ?? '')).to.include({ attempts: 4 });
+      worker = startWorker();
+      const [completed, failed] = await Promise.all([
+        finished(worker, flaky.taskId, 'completed'),
+        finished(worker, failing.taskId, 'failed'),
+      ]);
+      expect(runs.get(flaky.taskId)).to.equal(2);
+      expect(completed.attemptsMade).to.equal(2);
+      // The tool's retry policy: four runs in all, then it stays failed (and is removed).
+      expect(runs.get(failing.taskId)).to.equal(4);
+      expect(failed.attemptsMade).to.equal(4);
+      expect(await queue.getJob(flaky.taskId)).to.equal(undefined);
+      expect(await queue.getJob(failing.taskId)).to.equal(undefined);
+      expect(await inspect.exists(queue.toKey(flaky.taskId), queue.toKey(failing.taskId))).to.equal(0);
+      expect(await queue.getJobCounts('completed', 'failed')).to.deep.equal({ completed: 0, failed: 0 });
+    });
+  });
+
+  it('invariant 2: without a fair order, the job is added by queue.add after the record, in arrival order', async () => {
+    // A TaskService the engine did not compose: no FairQueue (the engine always gives its services one).
+    const plain = new TaskService(engine.store, redis, engine.subscriber, engine.tasks.timing).useExternalQueues(
+      engine.externalQueues,
+    );
+    const record = await plain.create({
+      kind: 'task',
+      owner: 'plain',
+      sessionId: 'plain',
+      tool: TOOL,
+      arguments: {},
+      retrySafe: true,
+    });
+    const job = await queue.getJob(record.taskId);
+    expect(job?.priority).to.equal(0);
+    expect(await job?.getState()).to.equal('waiting');
+    expect(await engine.store.get(record.taskId)).to.deep.include({ taskId: record.taskId, status: 'working' });
+    await job?.remove();
+  });
+
+  it('T-RSRC-1, invariant 2: a create refused by the owner cap writes no job either', async () => {
+    const capped = createEngine(
+      { redis },
+      { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000, MAX_TASKS_PER_OWNER: 1 },
+    );
+    try {
+      const owner = `capped-${randomUUID().slice(0, 8)}`;
+      const input = {
+        kind: 'task' as const,
+        owner,
+        sessionId: 'capped',
+        tool: TOOL,
+        arguments: {},
+        retrySafe: true,
+        scheduling: SCHEDULING,
+      };
+      await capped.tasks.create(input);
+      const jobs = await queue.count();
+      const tasks = await inspect.zcard(new TaskKeys(engine.keys).allTasks());
+      let refused: unknown;
+      await capped.tasks.create(input).catch((error: unknown) => (refused = error));
+      expect((refused as Error | undefined)?.message).to.match(/Too many unfinished tasks/);
+      expect(await queue.count()).to.equal(jobs);
+      expect(await inspect.zcard(new TaskKeys(engine.keys).allTasks())).to.equal(tasks);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('invariant 2: a create whose job cannot be written leaves no record behind (a failing script keeps its writes)', async () => {
+    // The events stream made a string: the script fails at the job's first XADD, after the record and its indexes.
+    // (BullMQ's next XADD makes it again.)
+    const events = queue.keys['events'] as string;
+    await inspect.del(events);
+    await inspect.set(events, 'not a stream');
+    const taskKeys = new TaskKeys(engine.keys);
+    const owner = `broken-${randomUUID().slice(0, 8)}`;
+    const tasks = await inspect.zcard(taskKeys.allTasks());
+    const jobs = await queue.count();
+    let failure: unknown;
+    try {
+      await create({}, true, owner).catch((error: unknown) => (failure = error));
+    } finally {
+      await inspect.del(events);
+    }
+    expect(String(failure)).to.match(/WRONGTYPE/);
+    expect(await inspect.zcard(taskKeys.allTasks()), 'no task in the all-tasks index').to.equal(tasks);
+    expect(await inspect.zcard(taskKeys.ownerIndex(owner)), 'nor in its owner’s').to.equal(0);
+    expect(await inspect.zcard(taskKeys.ownerLive(owner)), 'nor counted against its owner’s cap').to.equal(0);
+    expect(await queue.count()).to.equal(jobs);
+    const records = await inspect.keys(`${taskKeys.record('*')}`);
+    for (const key of records) expect(await inspect.hget(key, 'owner')).to.not.equal(owner);
+  });
+});
