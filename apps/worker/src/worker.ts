@@ -1,6 +1,6 @@
 // Builds one worker process: the BullMQ Worker running tools, the cancel listener, and maintenance.
 import { hostname } from 'node:os';
-import { Worker } from 'bullmq';
+import type { Worker } from 'bullmq';
 import {
   auditLogger,
   applyQueueLimits,
@@ -32,6 +32,7 @@ import { PARK_MS, toolProcessor } from './process-job.ts';
 import { AbortReason, RunningTasks } from './running-tasks.ts';
 import { backoffStrategy, HeldRuns } from './scheduling.ts';
 import { ServedTools } from './served-tools.ts';
+import { ToolQueueWorker } from './tool-queue-worker.ts';
 import type { UpstreamConfig } from './upstream/config.ts';
 import { UpstreamTools } from './upstream/upstream-tools.ts';
 import { WaitBudget } from './wait-budget.ts';
@@ -203,20 +204,36 @@ export async function startWorker(
         () => undefined,
       ),
     );
+    // Queues whose tool has had a global concurrency here: a limit removed at runtime stays in BullMQ's meta until
+    // the next applyLimits, and while it does, only a settling job's try starts the next job (ToolQueueWorker).
+    const concurrencyLimited = new Set<string>();
+    const hasHadConcurrency = (queueName: string): boolean => {
+      if (concurrencyLimited.has(queueName)) return true;
+      const limited = served
+        .entries()
+        .some((entry) => entry.queue === queueName && entry.scheduling?.concurrency !== undefined);
+      if (limited) concurrencyLimited.add(queueName);
+      return limited;
+    };
     const startQueueWorker = async (queueName: string) => {
       if (queueWorkers.has(queueName)) return;
       const lender = waitBudget.lender();
-      const worker = new Worker<ToolJobData>(queueName, processorOf(lender), {
-        connection: workerRedis,
-        prefix: config.REDIS_PREFIX,
-        concurrency: config.WORKER_CONCURRENCY,
-        lockDuration: config.WORKER_LOCK_DURATION_MS,
-        stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
-        maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
-        name,
-        // Waits between runs of a job (RETRY_BACKOFF_TYPE): the tool's retry policy, through RetryLater.
-        settings: { backoffStrategy },
-      });
+      const worker = new ToolQueueWorker<ToolJobData>(
+        queueName,
+        processorOf(lender),
+        {
+          connection: workerRedis,
+          prefix: config.REDIS_PREFIX,
+          concurrency: config.WORKER_CONCURRENCY,
+          lockDuration: config.WORKER_LOCK_DURATION_MS,
+          stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
+          maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
+          name,
+          // Waits between runs of a job (RETRY_BACKOFF_TYPE): the tool's retry policy, through RetryLater.
+          settings: { backoffStrategy },
+        },
+        () => hasHadConcurrency(queueName),
+      );
       lender.attach(worker);
       // BullMQ renews job locks but does not stop a processor whose lock it lost: the job may run elsewhere already
       // (stalled-job recovery), so the tool stops here; the attempt fence refuses whatever it would still settle.

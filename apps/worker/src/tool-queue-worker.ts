@@ -1,0 +1,54 @@
+// The BullMQ Worker of a tool queue, which asks for a next job as it settles one only while the queue has had more.
+import { Worker, type Job } from 'bullmq';
+
+/**
+ * BullMQ's Worker settles a job and, in the same script, tries to take the next one whenever a slot is free. On a
+ * queue that was found empty that try fails, and a failed try costs about nine Redis commands (the wait list, the
+ * prioritized set, the delayed set, the queue's meta and its counts): a tool queue's jobs mostly start as soon as
+ * they are added, so its workers find it empty often (docs/benchmarks.md, "Fourth round").
+ *
+ * This Worker skips the try while its last look at the queue found it empty ('drained', until a job becomes
+ * 'active' again). Nothing waits longer for it. A worker whose last look found nothing has a free slot, and its
+ * blocking read waits on the queue's marker, which every added job sets and every job taken sets again (so that one
+ * marker wakes the blocked workers one after the other while jobs are there). A worker without a free slot took its
+ * last job with a look that found one, so it keeps the try. A queue with jobs waiting keeps it too.
+ *
+ * A queue with a global concurrency (a tool's `concurrency`) keeps it as well: a look at a queue at its limit finds
+ * nothing either, and there the try as a job settles is what starts the next job (no marker is set for it).
+ */
+export class ToolQueueWorker<DataType = unknown, ResultType = unknown> extends Worker<DataType, ResultType> {
+  #foundEmpty = false;
+  readonly #limited: () => boolean;
+
+  /** `limited`: whether the queue has (or may still have) a global concurrency, asked as each job settles. */
+  constructor(
+    name: string,
+    processor: ConstructorParameters<typeof Worker<DataType, ResultType>>[1],
+    options: ConstructorParameters<typeof Worker<DataType, ResultType>>[2],
+    limited: () => boolean,
+  ) {
+    super(name, processor, options);
+    this.#limited = limited;
+    // Both events follow BullMQ's own (private) drained flag: 'drained' where it is set, 'active' for the job whose
+    // look cleared it (a turn later, after a job scheduler's step; a try made in between is only one more try).
+    this.on('drained', () => {
+      this.#foundEmpty = true;
+    });
+    this.on('active', () => {
+      this.#foundEmpty = false;
+    });
+  }
+
+  /** Whether settling a job now would also try to take the next one (given a free slot). */
+  get fetchesNextOnSettle(): boolean {
+    return !this.#foundEmpty || this.#limited();
+  }
+
+  override processJob(
+    job: Job<DataType, ResultType, string>,
+    token: string,
+    fetchNextCallback: () => boolean = () => true,
+  ): ReturnType<Worker<DataType, ResultType>['processJob']> {
+    return super.processJob(job, token, () => fetchNextCallback() && this.fetchesNextOnSettle);
+  }
+}
