@@ -1,7 +1,7 @@
 // The Origin rule of the DNS-rebinding guard (C26-SEC-1) and how ALLOWED_ORIGINS is read.
 import { expect } from 'chai';
 import { loadApiConfig } from '@mcp-tasks/api/config';
-import { originAllowed } from '@mcp-tasks/api/http-guards';
+import { originAllowed, rebindingGuard } from '@mcp-tasks/api/http-guards';
 
 describe('Origin allowlist', () => {
   const rule = (bindHost: string, allowedOrigins: string[] = []) => ({ bindHost, allowedOrigins });
@@ -33,5 +33,39 @@ describe('Origin allowlist', () => {
       /ALLOWED_ORIGINS=.*'https:\/\/app\.example\.com\/path' is not an origin: write scheme:\/\/host\[:port\]/,
     );
     expect(() => loadApiConfig({ ALLOWED_ORIGINS: 'app.example.com' })).to.throw(/is not an origin/);
+  });
+
+  it('DNS rebinding: on a loopback bind the allowed Host kept from the last request lets no other Host pass, nor none', () => {
+    const guard = rebindingGuard({ bindHost: '127.0.0.1', allowedOrigins: [] });
+    const verdict = (host: string | undefined): number => {
+      let status = 0;
+      const res = {
+        locals: {},
+        headersSent: false,
+        hasHeader: () => false,
+        writeHead: (code: number) => {
+          status = code;
+        },
+        end: () => undefined,
+        req: { method: 'POST' },
+      };
+      guard({ headers: host === undefined ? {} : { host } } as never, res as never, () => {
+        status = 200;
+      });
+      return status;
+    };
+    for (const host of [
+      undefined,
+      'localhost:3000',
+      undefined,
+      'localhost:3000',
+      'evil.example.com',
+      'LOCALHOST:3000',
+      '',
+      '[::1]',
+    ]) {
+      const allowed = host !== undefined && host !== '' && host !== 'evil.example.com';
+      expect(verdict(host), String(host)).to.equal(allowed ? 200 : 403);
+    }
   });
 });

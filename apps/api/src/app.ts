@@ -156,7 +156,7 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     }
     app.use(mcp.router);
     // POST /mcp, every JSON-RPC message, is served first: it needs none of the routers above.
-    const server: Server = createServer(mcp.listener(app)).listen(config.PORT, config.HOST);
+    const server: Server = createServer(mcp.serverOptions(app), mcp.listener(app)).listen(config.PORT, config.HOST);
     await once(server, 'listening');
     cleanup.add('http-server', server, (open) => {
       stopping.abort();

@@ -40,8 +40,10 @@ export interface CorsOptions {
 export function corsForMcp(options: CorsOptions) {
   const exposed = CORS_EXPOSED_HEADERS.join(', ');
   return (req: Request, res: Response, next: NextFunction) => {
-    // Answers differ by Origin (with or without CORS headers): caches must keep them apart.
-    res.vary('Origin');
+    // Answers differ by Origin (with or without CORS headers): caches must keep them apart. res.vary parses and
+    // merges what is there; usually nothing is, and its answer is then this one header.
+    if (res.hasHeader('vary')) res.vary('Origin');
+    else res.setHeader('Vary', 'Origin');
     const origin = req.headers.origin;
     if (origin === undefined) {
       next();

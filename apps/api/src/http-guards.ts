@@ -27,11 +27,16 @@ export interface GuardOptions {
 /** Rejects requests a browser could have been tricked into sending to a local server (403). */
 export function rebindingGuard(options: GuardOptions) {
   const loopbackOnly = isLoopbackHost(options.bindHost);
+  // A client names the same Host in each of its requests: the last allowed one is kept.
+  let allowedHost: string | undefined;
   return (req: Request, res: Response, next: NextFunction) => {
     const host = req.headers.host;
-    if (loopbackOnly && (!host || !isLoopbackHost(hostnameOf(host)))) {
-      sendHttpError(res, 403, ErrorCode.InvalidRequest, `Forbidden: Host '${host ?? ''}' is not allowed`);
-      return;
+    if (loopbackOnly && (host === undefined || host !== allowedHost)) {
+      if (!host || !isLoopbackHost(hostnameOf(host))) {
+        sendHttpError(res, 403, ErrorCode.InvalidRequest, `Forbidden: Host '${host ?? ''}' is not allowed`);
+        return;
+      }
+      allowedHost = host;
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !originAllowed(origin, options)) {

@@ -12,16 +12,33 @@ import {
 export type ReplyFormat = 'json' | 'sse';
 
 export function acceptsEventStream(accept: string | undefined): boolean {
-  return (accept ?? '').split(',').some((part) => part.split(';')[0]?.trim().toLowerCase() === 'text/event-stream');
+  return accept !== undefined && judgeAccept(accept).streams;
 }
 
 /** Which body format the client can take (JSON preferred); undefined means 406. */
 export function replyFormat(accept: string | undefined): ReplyFormat | undefined {
-  if (accept === undefined || accept.trim() === '') return 'json';
+  return accept === undefined ? 'json' : judgeAccept(accept).format;
+}
+
+interface AcceptVerdict {
+  format: ReplyFormat | undefined;
+  streams: boolean;
+}
+
+// A client sends the same Accept header with each of its requests, and every POST asks both questions of it: the
+// last header's verdict is kept.
+let lastAccept: { accept: string; verdict: AcceptVerdict } | undefined;
+
+function judgeAccept(accept: string): AcceptVerdict {
+  if (lastAccept?.accept === accept) return lastAccept.verdict;
   const types = accept.split(',').map((part) => part.split(';')[0]?.trim().toLowerCase());
-  if (types.some((type) => type === 'application/json' || type === 'application/*' || type === '*/*')) return 'json';
-  if (types.includes('text/event-stream')) return 'sse';
-  return undefined;
+  const streams = types.includes('text/event-stream');
+  const json =
+    accept.trim() === '' ||
+    types.some((type) => type === 'application/json' || type === 'application/*' || type === '*/*');
+  const verdict: AcceptVerdict = { format: json ? 'json' : streams ? 'sse' : undefined, streams };
+  lastAccept = { accept, verdict };
+  return verdict;
 }
 
 /** A transport-level failure: an HTTP status with a JSON-RPC error body (id null). */

@@ -101,6 +101,47 @@ export const TaskIdParamsSchema = z.looseObject({
   taskId: z.string().min(1).max(256),
 });
 
+/**
+ * tools/call's params (CallToolParamsSchema). The usual call is judged by hand and handed on as it arrived: zod
+ * would copy it, its arguments, task and `_meta` once per request, for a result equal to the original (no own
+ * `__proto__` key, which zod leaves out, and a ttl that is a safe integer). Anything else goes to zod, which has
+ * the last word and says what is wrong.
+ */
+export function parseCallToolParams(params: unknown): CallToolParams {
+  if (isPlainParams(params)) {
+    const { name, arguments: args, task, _meta: meta } = params as Record<string, unknown>;
+    if (
+      typeof name === 'string' &&
+      name.length >= 1 &&
+      name.length <= 256 &&
+      (args === undefined || isPlainParams(args)) &&
+      (task === undefined || (isPlainParams(task) && isTtl((task as Record<string, unknown>)['ttl']))) &&
+      (meta === undefined ||
+        (isPlainParams(meta) && isProgressToken((meta as Record<string, unknown>)['progressToken'])))
+    ) {
+      return params as CallToolParams;
+    }
+  }
+  return parseParams(CallToolParamsSchema, params, 'tools/call');
+}
+
+/** The `taskId` of tasks/get, tasks/result or tasks/cancel (TaskIdParamsSchema): by hand when it is a usual one. */
+export function parseTaskId(params: unknown, method: string): string {
+  if (typeof params === 'object' && params !== null && !Array.isArray(params)) {
+    const taskId = (params as Record<string, unknown>)['taskId'];
+    if (typeof taskId === 'string' && taskId.length >= 1 && taskId.length <= 256) return taskId;
+  }
+  return parseParams(TaskIdParamsSchema, params, method).taskId;
+}
+
+function isTtl(value: unknown): boolean {
+  return value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0);
+}
+
+function isProgressToken(value: unknown): boolean {
+  return value === undefined || typeof value === 'string' || Number.isFinite(value);
+}
+
 export const ListParamsSchema = z.looseObject({
   cursor: z.string().max(1024).optional(),
 });

@@ -1,20 +1,13 @@
 // tasks/get, tasks/result, tasks/list, tasks/cancel. The `taskId` param is the only source of truth for which
 // task is meant; a related-task `_meta` on these requests is ignored (T-META-2).
 import { audit, AuditEvent } from '@mcp-tasks/engine';
-import {
-  ListParamsSchema,
-  parseParams,
-  resultOf,
-  TaskIdParamsSchema,
-  toWireTask,
-  type TaskRecord,
-} from '@mcp-tasks/protocol';
+import { ListParamsSchema, parseParams, resultOf, parseTaskId, toWireTask, type TaskRecord } from '@mcp-tasks/protocol';
 import type { MethodHandler } from '../context.ts';
 import { holdingSlot } from '../stream-limit.ts';
 import { StreamReply } from '../stream-reply.ts';
 
 export const getTask: MethodHandler = async (params, { services, session }) => {
-  const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/get');
+  const taskId = parseTaskId(params, 'tasks/get');
   const record = await services.tasks.getOwned(taskId, session.owner);
   return { ...toWireTask(record) };
 };
@@ -22,7 +15,7 @@ export const getTask: MethodHandler = async (params, { services, session }) => {
 export const getTaskResult: MethodHandler = async (params, context) => {
   // `signal` and `log` are read only where needed: the context makes them on first use (transport/post.ts).
   const { services, session, canStream, requestId, opening } = context;
-  const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/result');
+  const taskId = parseTaskId(params, 'tasks/result');
   // One script checks the owner, reads the record and, when the task is unfinished, registers this replica as its
   // waiter: its changes then come on the replica's one subscription. The waiter is opened first, so that no change
   // slips between the read and the wait.
@@ -97,7 +90,7 @@ export const listTasks: MethodHandler = async (params, { services, session }) =>
 };
 
 export const cancelTask: MethodHandler = async (params, { services, session, log }) => {
-  const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/cancel');
+  const taskId = parseTaskId(params, 'tasks/cancel');
   const record = await services.tasks.getOwned(taskId, session.owner);
   const cancelled = await services.tasks.cancel(record);
   log.info('task cancelled', { taskId, tool: record.tool, owner: session.owner });

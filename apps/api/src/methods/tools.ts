@@ -9,10 +9,9 @@ import {
   type RequestOpening,
 } from '@mcp-tasks/engine';
 import {
-  CallToolParamsSchema,
+  parseCallToolParams,
   ErrorCode,
   MODEL_IMMEDIATE_RESPONSE_META_KEY,
-  parseParams,
   ProtocolError,
   supportsTasks,
   TaskKind,
@@ -28,7 +27,7 @@ export const listTools: MethodHandler = (_params, { services }) => Promise.resol
 
 export const callTool: MethodHandler = async (params, context) => {
   const { services, session } = context;
-  const call = parseParams(CallToolParamsSchema, params, 'tools/call');
+  const call = parseCallToolParams(params);
   const tool = await services.tools.get(call.name);
   // A session on a revision without Tasks never saw our tasks capability: its `task` field is ignored (T-TOOL-5).
   const asTask = call.task !== undefined && supportsTasks(session.protocolVersion);
@@ -50,7 +49,8 @@ export const callTool: MethodHandler = async (params, context) => {
       `Tool '${tool.name}' must be called as a task (execution.taskSupport is 'required'); ${remedy}`,
     );
   }
-  await checkArgumentsSize(call.arguments, context);
+  const tooLarge = checkArgumentsSize(call.arguments, context);
+  if (tooLarge) await tooLarge;
   const args = services.tools.parseArguments(tool, call.arguments);
   const progressToken = call._meta?.progressToken;
   const trace = context.trace ? carrierFor(context.trace) : undefined;
@@ -130,12 +130,18 @@ export async function createRecord(
   return record;
 }
 
-/** Arguments are stored with the task and sent to a worker: they get their own cap, below the body's. */
-export async function checkArgumentsSize(args: unknown, context: RequestContext): Promise<void> {
-  const { services, session, requestId, address } = context;
-  const max = services.config.MAX_ARGUMENTS_BYTES;
+/**
+ * Arguments are stored with the task and sent to a worker: they get their own cap, below the body's. Within it,
+ * nothing to wait for (undefined, not an async function's promise).
+ */
+export function checkArgumentsSize(args: unknown, context: RequestContext): Promise<void> | undefined {
+  const max = context.services.config.MAX_ARGUMENTS_BYTES;
   const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
-  if (size <= max) return;
+  return size <= max ? undefined : refuseArguments(size, max, context);
+}
+
+async function refuseArguments(size: number, max: number, context: RequestContext): Promise<void> {
+  const { services, session, requestId, address } = context;
   // Audited and counted only for a request that is admitted (its opening may not have run yet).
   await ensureOpened(context);
   audit(services.security.audit, AuditEvent.AccessRejected, {

@@ -10,7 +10,7 @@ import {
   parseParams,
   ProtocolError,
   TASKS_EXTENSION,
-  TaskIdParamsSchema,
+  parseTaskId,
   TaskKind,
   TaskNotFoundError,
   type InputRequest,
@@ -32,7 +32,7 @@ const UpdateParamsSchema = z.looseObject({
 
 export const getTask: ModernHandler = async (params, context) => {
   requireExtension(context, 'tasks/get');
-  const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/get');
+  const taskId = parseTaskId(params, 'tasks/get');
   const record = await readTask(context.services, taskId, context.caller);
   return modernDetailedTask(record, await outstandingInputs(context.services, record));
 };
@@ -54,7 +54,7 @@ export const updateTask: ModernHandler = async (params, context) => {
 
 export const cancelTask: ModernHandler = async (params, context) => {
   requireExtension(context, 'tasks/cancel');
-  const { taskId } = parseParams(TaskIdParamsSchema, params, 'tasks/cancel');
+  const taskId = parseTaskId(params, 'tasks/cancel');
   const { services, log } = context;
   const record = await readTask(services, taskId, context.caller);
   // A task that already ended gets the same ack (X-CAN-2): cancellation is a wish, not a command.

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { carrierFor, type Session } from '@mcp-tasks/engine';
 import {
-  CallToolParamsSchema,
+  parseCallToolParams,
   ErrorCode,
   isTerminal,
   modernCreateTaskResult,
@@ -13,7 +13,6 @@ import {
   ModernMeta,
   MODERN_PROTOCOL_VERSION,
   MODERN_PROTOCOL_VERSIONS,
-  parseParams,
   plainResultOf,
   ProtocolError,
   TASKS_EXTENSION,
@@ -81,7 +80,7 @@ export const listTools: ModernHandler = (_params, { services }) =>
 
 export const callTool: ModernHandler = async (params, context) => {
   const { services, request } = context;
-  const call = parseParams(CallToolParamsSchema, params, 'tools/call');
+  const call = parseCallToolParams(params);
   const tool = await services.tools.get(call.name);
   // Mcp-Param-* mirror the arguments the tool declares with x-mcp-header (C26-HDR-4), checked before anything runs.
   checkParamHeaders(paramHeadersOf(tool.inputSchema), call.arguments, context.res.req.headers);
@@ -94,7 +93,8 @@ export const callTool: ModernHandler = async (params, context) => {
     );
   }
   const legacy = stateContext(context);
-  await checkArgumentsSize(call.arguments, legacy);
+  const tooLarge = checkArgumentsSize(call.arguments, legacy);
+  if (tooLarge) await tooLarge;
   const args = services.tools.parseArguments(tool, call.arguments);
   const expected = { owner: context.caller.owner, tool: tool.name, args: argumentsDigest(call.arguments) };
   const retry = params['requestState'];

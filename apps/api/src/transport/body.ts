@@ -45,7 +45,8 @@ export function rawBody(maxBytes: number): RequestHandler {
       chunk.copy(body, received);
       received += chunk.length;
     });
-    req.once('end', () => {
+    // `on`, not `once`: each of these events comes at most once, and a once-wrapper is one more closure per request.
+    req.on('end', () => {
       if (received !== length) {
         next(bodyError('request size did not match content length', 'request.size.invalid', 400));
         return;
@@ -53,7 +54,7 @@ export function rawBody(maxBytes: number): RequestHandler {
       req.body = body;
       next();
     });
-    req.once('aborted', () => next(bodyError('request aborted', 'request.aborted', 400)));
+    req.on('aborted', () => next(bodyError('request aborted', 'request.aborted', 400)));
   };
 }
 
@@ -99,14 +100,22 @@ export function parseBody(raw: Buffer | undefined): ParsedBody {
 
 /** Depth of a parsed JSON value, without recursion; stops counting past the limit. */
 function nestingDepth(root: unknown): number {
+  if (typeof root !== 'object' || root === null) return 0;
   let deepest = 0;
-  const stack: [unknown, number][] = [[root, 1]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop() as [unknown, number];
-    if (typeof value !== 'object' || value === null) continue;
-    deepest = Math.max(deepest, depth);
-    if (deepest > MAX_JSON_DEPTH) return deepest;
-    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  // Two stacks side by side, objects and their depths: no pair allocated per value of the message.
+  const values: object[] = [root];
+  const depths: number[] = [1];
+  for (let value = values.pop(); value !== undefined; value = values.pop()) {
+    const depth = depths.pop() as number;
+    if (depth > deepest) {
+      deepest = depth;
+      if (deepest > MAX_JSON_DEPTH) return deepest;
+    }
+    for (const child of Object.values(value)) {
+      if (typeof child !== 'object' || child === null) continue;
+      values.push(child as object);
+      depths.push(depth + 1);
+    }
   }
   return deepest;
 }

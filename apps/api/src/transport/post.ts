@@ -86,18 +86,21 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
     return;
   }
 
+  // req.ip runs express's proxy-address check each time it is read: once per request here.
+  const address = addressOf(req);
   const opened = await openSession(
     services,
     req,
     res,
     request?.method,
     request !== undefined && opensInItsScript(request),
+    address,
   );
   if (!opened) return;
   const { session } = opened;
 
   if (request) {
-    await answerRequest(services, opened, request, format, req, res);
+    await answerRequest(services, opened, request, format, address, req, res);
     return;
   }
   const response = JsonRpcResponseSchema.safeParse(body);
@@ -114,20 +117,19 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
   sendHttpError(res, 400, ErrorCode.InvalidRequest, describeInvalidMessage(body));
 }
 
-async function answerRequest(
+function answerRequest(
   services: ApiServices,
   opened: OpenedSession,
   request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
   format: ReplyFormat,
+  address: string,
   req: Request,
   res: Response,
 ): Promise<void> {
   const traced = startRequestSpan(request, req, opened.session.protocolVersion);
-  try {
-    await dispatchAndAnswer(services, opened, request, format, req, res, traced);
-  } finally {
-    traced?.span.end();
-  }
+  const answered = dispatchAndAnswer(services, opened, request, format, address, req, res, traced);
+  // Without tracing there is no span to end: no callback waits for the answer.
+  return traced ? answered.finally(() => traced.span.end()) : answered;
 }
 
 async function dispatchAndAnswer(
@@ -135,6 +137,7 @@ async function dispatchAndAnswer(
   { session, admission, opening }: OpenedSession,
   request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
   format: ReplyFormat,
+  address: string,
   req: Request,
   res: Response,
   traced: RequestSpan | undefined,
@@ -142,29 +145,16 @@ async function dispatchAndAnswer(
   // The signal and the request's logger are made when a handler first asks for them: most requests (tools/call as
   // a task, tasks/result of a finished task) never do, and an AbortSignal is dear to make.
   let controller: AbortController | undefined;
-  let gone = false;
-  res.on('close', () => {
-    if (res.writableFinished) return;
-    gone = true;
-    controller?.abort();
-  });
-  const signal = (): AbortSignal => {
-    if (!controller) {
-      controller = new AbortController();
-      if (gone) controller.abort();
-    }
-    return controller.signal;
-  };
   let log: Logger | undefined;
   const outcome = await dispatch(request.method, request.params, {
     services,
     session,
     requestId: request.id,
     get signal() {
-      return signal();
+      return (controller ??= abortedOnClose(res)).signal;
     },
     canStream: acceptsEventStream(req.headers.accept),
-    address: addressOf(req),
+    address,
     admission,
     ...(opening ? { opening } : {}),
     get log() {
@@ -205,10 +195,28 @@ async function dispatchAndAnswer(
       sessionId: task.sessionId,
       ...(since !== undefined ? { since } : {}),
     };
-    await streamAnswer(services, session, stream, sse, signal()).catch((error: unknown) => {
-      sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
-    });
+    await streamAnswer(services, session, stream, sse, (controller ??= abortedOnClose(res)).signal).catch(
+      (error: unknown) => {
+        sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
+      },
+    );
   });
+}
+
+/**
+ * The controller of a request's signal: aborted when the client goes away before its answer, or at once if it has.
+ * Made on demand, with its listener: until then, `closed` says whether that happened.
+ */
+function abortedOnClose(res: Response): AbortController {
+  const controller = new AbortController();
+  if (res.closed) {
+    if (!res.writableFinished) controller.abort();
+    return controller;
+  }
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller;
 }
 
 /**

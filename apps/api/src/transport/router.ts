@@ -1,7 +1,7 @@
 // The Streamable HTTP endpoint (2025-11-25 transport) on /mcp: refusals counted, guards (DNS rebinding,
 // authentication), then one handler per HTTP method. POST carries one JSON-RPC message; the session lives in Redis,
 // so any replica answers any request.
-import type { RequestListener } from 'node:http';
+import { IncomingMessage, ServerResponse, type RequestListener, type ServerOptions } from 'node:http';
 import express, {
   type ErrorRequestHandler,
   type Express,
@@ -33,6 +33,11 @@ export interface McpEndpoint {
    * matching of paths and layers; every other request goes to `app`.
    */
   listener(app: Express): RequestListener;
+  /**
+   * The HTTP server's options: requests and responses made with express's prototypes (app.request, app.response)
+   * from the start, which express and `listener` would otherwise set on each of them.
+   */
+  serverOptions(app: Express): ServerOptions;
 }
 
 export function mcpEndpoint(services: ApiServices): McpEndpoint {
@@ -81,8 +86,17 @@ export function mcpEndpoint(services: ApiServices): McpEndpoint {
       }
       // What express's app.handle does before its router.
       if (app.enabled('x-powered-by')) outgoing.setHeader('X-Powered-By', 'Express');
-      const req = Object.setPrototypeOf(incoming, app.request) as Request;
-      const res = Object.setPrototypeOf(outgoing, app.response) as Response;
+      // Made below these prototypes by serverOptions' classes; set here should the server have been made otherwise.
+      const req = (
+        Object.prototype.isPrototypeOf.call(app.request, incoming)
+          ? incoming
+          : Object.setPrototypeOf(incoming, app.request)
+      ) as Request;
+      const res = (
+        Object.prototype.isPrototypeOf.call(app.response, outgoing)
+          ? outgoing
+          : Object.setPrototypeOf(outgoing, app.response)
+      ) as Response;
       req.res = res;
       res.req = req;
       res.locals = Object.create(null) as Response['locals'];
@@ -93,7 +107,22 @@ export function mcpEndpoint(services: ApiServices): McpEndpoint {
         sendHttpError(res, 500, ErrorCode.InternalError, 'Internal error; the server log has the details');
       });
     },
+    serverOptions: (app) => expressMessages(app),
   };
+}
+
+/**
+ * Node's request and response classes, below express's prototypes (app.request, app.response): what the server makes
+ * is an express request and response from the start. Changing an object's prototype after it is made, as express
+ * does for each request, costs V8 several times the making of the object; a class that extends Node's keeps the
+ * layout V8 gives Node's own objects.
+ */
+function expressMessages(app: Express): ServerOptions {
+  class ExpressRequest extends IncomingMessage {}
+  Object.setPrototypeOf(ExpressRequest.prototype, app.request);
+  class ExpressResponse extends ServerResponse {}
+  Object.setPrototypeOf(ExpressResponse.prototype, app.response);
+  return { IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse as typeof ServerResponse };
 }
 
 /**
@@ -119,27 +148,47 @@ function countRefusals(metrics: RunnerMetrics): RequestHandler {
  */
 function inOrder(handlers: readonly RequestHandler[], onError: ErrorRequestHandler): RequestHandler {
   return (req: Request, res: Response, done: NextFunction) => {
-    let index = 0;
-    const next = (error?: unknown): void => {
-      if (error !== undefined && error !== null) {
-        try {
-          void onError(error, req, res, done);
-        } catch (failure) {
-          done(failure);
-        }
-        return;
-      }
-      const handler = handlers[index++];
-      if (!handler) {
-        done();
-        return;
-      }
-      try {
-        void handler(req, res, next);
-      } catch (failure) {
-        next(failure ?? new Error('handler threw'));
-      }
-    };
-    next();
+    new StepRun(handlers, onError, req, res, done).next();
   };
+}
+
+/**
+ * One request's way through inOrder's handlers. A class with a bound method rather than a closure per request: the
+ * api runs through tsx, whose transform names every function expression it makes (a property defined each time).
+ */
+class StepRun {
+  index = 0;
+  readonly next: (error?: unknown) => void;
+
+  constructor(
+    readonly handlers: readonly RequestHandler[],
+    readonly onError: ErrorRequestHandler,
+    readonly req: Request,
+    readonly res: Response,
+    readonly done: NextFunction,
+  ) {
+    this.next = this.step.bind(this);
+  }
+
+  step(error?: unknown): void {
+    const { req, res, done } = this;
+    if (error !== undefined && error !== null) {
+      try {
+        void this.onError(error, req, res, done);
+      } catch (failure) {
+        done(failure);
+      }
+      return;
+    }
+    const handler = this.handlers[this.index++];
+    if (!handler) {
+      done();
+      return;
+    }
+    try {
+      void handler(req, res, this.next);
+    } catch (failure) {
+      this.next(failure ?? new Error('handler threw'));
+    }
+  }
 }

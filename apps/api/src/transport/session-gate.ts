@@ -28,6 +28,7 @@ export interface OpenedSession {
  * request of `method` is counted against the rate limits in the same round trip (task-guards.ts decides which).
  * With `deferrable`, a session this replica knows is not touched here: the request's opening is left to the
  * method's own script (`opening`), and the dispatcher answers 404 or a rate-limit error if that refuses it.
+ * `address` is the caller's (addressOf), when the caller has it already.
  */
 export async function openSession(
   services: ApiServices,
@@ -35,6 +36,7 @@ export async function openSession(
   res: Response,
   method?: string,
   deferrable = false,
+  address = addressOf(req),
 ): Promise<OpenedSession | undefined> {
   const version = req.headers[VERSION_HEADER];
   if (typeof version === 'string' && !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
@@ -60,7 +62,7 @@ export async function openSession(
   // The owner the session must have: with authentication, the caller's; without, the session is its own owner.
   const owner = principal !== undefined ? principalOwner(principal) : `session:${sessionId}`;
   const rates = services.security.rates;
-  const charge = rates.charge(owner, addressOf(req), method === undefined ? 'free' : rateChargeOf(method));
+  const charge = rates.charge(owner, address, method === undefined ? 'free' : rateChargeOf(method));
   const opening =
     deferrable && sessionId.length <= MAX_SESSION_ID_LENGTH
       ? services.sessions.deferOpening(sessionId, charge)
