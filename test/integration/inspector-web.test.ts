@@ -3,7 +3,7 @@
 // and real api and worker processes, on both eras. What is asserted is what the page shows, checked against the task
 // records in Redis. The web UI keeps one connection, so it sees its own tasks without an API key.
 import { expect } from 'chai';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
 import { startInspectorWeb, type InspectorWeb } from '../support/inspector-web.ts';
 import { eventually } from '../support/mcp-client.ts';
@@ -60,6 +60,14 @@ describe('MCP Inspector 2.12 web UI against our api (headless chromium; real pro
         page = context.pages()[0] ?? (await context.newPage());
         page.setDefaultTimeout(60_000);
       });
+      // What the page showed when a step failed, for a failure seen only in CI (no screenshot survives the run).
+      afterEach(async function () {
+        if (this.currentTest?.state !== 'failed' || !page) return;
+        const shown = await page.innerText('body', { timeout: 5_000 }).catch((error: unknown) => String(error));
+        console.log(
+          `      the page showed:\n${shown.slice(0, 3_000)}\n      the Inspector logged:\n${web.logs.slice(-20).join('\n')}`,
+        );
+      });
       after(async () => {
         await release?.();
         await web?.stop();
@@ -70,6 +78,15 @@ describe('MCP Inspector 2.12 web UI against our api (headless chromium; real pro
       const badge = (label: string) =>
         page.locator('.mantine-Badge-label', { hasText: new RegExp(`^${label}$`) }).first();
       const status = async (taskId: string) => system.redis.hget(`${system.prefix}:task:${taskId}`, 'status');
+      /**
+       * Turns a Mantine switch on. Its track lies over the input and takes the pointer, so the input is checked with
+       * force, and force skips the wait for it to be visible: on a page still laying out (a freshly installed
+       * chromium in CI) it had no box yet and the check failed at once. The wait comes first.
+       */
+      const turnOn = async (toggle: Locator) => {
+        await toggle.waitFor({ state: 'visible' });
+        await toggle.check({ force: true });
+      };
       const tasksOnPage = async () => new Set([...(await text()).matchAll(TASK_ID)].map((match) => String(match[1])));
       /** Opens a tool's form, fills it and runs it; returns the id of the task the Tasks panel shows for it. */
       const runTool = async (tool: string, fill: (page: Page) => Promise<void>): Promise<string> => {
@@ -85,7 +102,7 @@ describe('MCP Inspector 2.12 web UI against our api (headless chromium; real pro
 
       it(`${rules.connect}: connects over Streamable HTTP on ${version} and lists our tools`, async () => {
         await page.goto(web.url);
-        await page.getByRole('switch').first().check({ force: true });
+        await turnOn(page.getByRole('switch').first());
         await page.getByText('Connected', { exact: true }).waitFor();
         await page.getByText(`MCP ${version}`, { exact: true }).waitFor();
         await page.getByText('Tools', { exact: true }).first().click();
@@ -118,7 +135,7 @@ describe('MCP Inspector 2.12 web UI against our api (headless chromium; real pro
           await page.getByRole('textbox', { name: 'seconds' }).fill('60');
           // On 2025-11-25 a tool with taskSupport "optional" runs as a task when asked; on 2026-07-28 the UI
           // declares the tasks extension and the server makes the call a task (there is no switch).
-          if (era === 'legacy') await page.getByRole('switch', { name: 'Run as task' }).check({ force: true });
+          if (era === 'legacy') await turnOn(page.getByRole('switch', { name: 'Run as task' }));
         });
         await badge('working').waitFor();
         await page
