@@ -47,7 +47,7 @@ async function main(): Promise<number> {
     if (crashed) return;
     crashed = true;
     progress.done();
-    console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    console.error(failureText(error));
     void system.stop().finally(() => process.exit(1));
   };
   process.on('uncaughtException', onCrash);
@@ -83,12 +83,16 @@ async function main(): Promise<number> {
     progress.done();
     // After a signal or a crash, a workload failing because its processes are being stopped is no news.
     if (!interrupted && !crashed) {
-      console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      console.error(failureText(error));
       console.error(system.logTails());
     }
     await system.stop();
     return 1;
   }
+}
+
+function failureText(error: unknown): string {
+  return `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
 }
 
 async function machine(system: BenchSystem): Promise<Machine> {

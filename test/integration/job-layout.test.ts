@@ -79,7 +79,10 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
   async function reference(ours: TaskRecord, referenceId: string, retrySafe = true): Promise<void> {
     const hash = await inspect.hgetall(queue.toKey(ours.taskId));
     const data = { ...(JSON.parse(hash['data'] ?? '') as Record<string, unknown>), taskId: referenceId };
-    await queue.add(TOOL, data, toolJobOptions(referenceId, retrySafe, SCHEDULING, Number(hash['priority'])));
+    await queue.add(TOOL, data, {
+      ...toolJobOptions(referenceId, retrySafe, SCHEDULING),
+      priority: Number(hash['priority']),
+    });
   }
 
   it(`the installed BullMQ is the version whose job layout create-task-6.lua writes (${BULLMQ_JOB_LAYOUT_VERSION})`, () => {

@@ -65,20 +65,19 @@ const INFRASTRUCTURE_ATTEMPTS = 3;
 /**
  * Options of a job in one of our tool queues. The job id is the task id (a UUID: no ':' and never an integer string,
  * as BullMQ requires). Jobs are removed as soon as they finish: the task record keeps the outcome, so the queue holds
- * only work still to do. `priority` orders the queue fairly between principals (FairQueue). The worker decides
- * whether an error the tool throws is retried (its retry policy); BullMQ's attempts only have to allow it.
+ * only work still to do. The fair priority between principals (FairQueue) is not among them: create-task-6.lua
+ * computes it and adds it to the job it writes (scriptedJob). The worker decides whether an error the tool throws is
+ * retried (its retry policy); BullMQ's attempts only have to allow it.
  */
 export function toolJobOptions(
   taskId: string,
   retrySafe: boolean,
   scheduling?: Scheduling,
-  priority?: number,
 ): JobsOptions & { jobId: string } {
   return {
     jobId: taskId,
     attempts: Math.max(retryPolicyOf(scheduling).attempts, retrySafe ? INFRASTRUCTURE_ATTEMPTS : 1),
     backoff: { type: RETRY_BACKOFF_TYPE },
-    ...(priority !== undefined ? { priority } : {}),
     removeOnComplete: true,
     removeOnFail: true,
   };

@@ -119,14 +119,13 @@ export class TaskService {
       ...(input.progressToken !== undefined ? { progressToken: input.progressToken } : {}),
       ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
     };
-    // A job of a tool queue gets its fair priority, and is added, in the script that writes the record (one round
-    // trip, one atomic step).
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;
     const data: ToolJobData = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
     if (input.trace) data.trace = input.trace;
-    // A job of our own tool queues: with a fair order (always in a runner), added by the script with its record;
-    // without, by queue.add after it (arrival order, BullMQ's plain wait list).
+    // A job of our own tool queues: with a fair order (always in a runner), given its priority and added by the script
+    // that writes its record (one round trip, one atomic step); without, by queue.add after it (arrival order,
+    // BullMQ's plain wait list).
     const toolJob =
       input.queue === undefined
         ? {

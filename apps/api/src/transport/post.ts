@@ -14,7 +14,7 @@ import {
   type JsonRpcErrorObject,
   type JsonRpcId,
 } from '@mcp-tasks/protocol';
-import type { ApiServices } from '../context.ts';
+import type { ApiServices, RequestContext } from '../context.ts';
 import { dispatch } from '../dispatcher.ts';
 import { initialize } from '../methods/lifecycle.ts';
 import { classifyPost } from '../modern/classify.ts';
@@ -146,7 +146,7 @@ async function dispatchAndAnswer(
   // a task, tasks/result of a finished task) never do, and an AbortSignal is dear to make.
   let controller: AbortController | undefined;
   let log: Logger | undefined;
-  const outcome = await dispatch(request.method, request.params, {
+  const context: RequestContext = {
     services,
     session,
     requestId: request.id,
@@ -162,7 +162,8 @@ async function dispatchAndAnswer(
       return log;
     },
     ...(traced ? { trace: traced.context, span: traced.span } : {}),
-  });
+  };
+  const outcome = await dispatch(request.method, request.params, context);
   if ('sessionGone' in outcome) {
     // The method's script found the session gone (deleted through any replica, or expired) as it opened the request.
     sessionNotFound(res);
@@ -195,11 +196,9 @@ async function dispatchAndAnswer(
       sessionId: task.sessionId,
       ...(since !== undefined ? { since } : {}),
     };
-    await streamAnswer(services, session, stream, sse, (controller ??= abortedOnClose(res)).signal).catch(
-      (error: unknown) => {
-        sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
-      },
-    );
+    await streamAnswer(services, session, stream, sse, context.signal).catch((error: unknown) => {
+      sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
+    });
   });
 }
 
