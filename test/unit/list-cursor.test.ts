@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { decodeCursor, encodeCursor, indexMember } from '@mcp-tasks/engine';
-import { ProtocolError } from '@mcp-tasks/protocol';
+import { InvalidInputError } from '@mcp-tasks/protocol';
+import { toWireError } from '@mcp-tasks/api/wire-errors';
 
 describe('tasks/list cursors', () => {
   it('index members sort by creation time, then id', () => {
@@ -13,7 +14,7 @@ describe('tasks/list cursors', () => {
     expect(decodeCursor(encodeCursor(member))).to.equal(member);
   });
 
-  it('T-LIST-2: an invalid cursor is -32602', () => {
+  it('T-LIST-2: an invalid cursor is an InvalidInputError, -32602 on both wires', () => {
     for (const bad of [
       '',
       'garbage',
@@ -22,9 +23,16 @@ describe('tasks/list cursors', () => {
       encodeCursor('no-time:abc'),
       encodeCursor(`${'0'.repeat(13)}:a:b`),
     ]) {
-      expect(() => decodeCursor(bad), bad)
-        .to.throw(ProtocolError)
-        .with.property('code', -32602);
+      expect(() => decodeCursor(bad), bad).to.throw(InvalidInputError);
+      const error = (() => {
+        try {
+          decodeCursor(bad);
+        } catch (thrown) {
+          return thrown;
+        }
+      })();
+      expect(toWireError(error, 'legacy').code).to.equal(-32602);
+      expect(toWireError(error, 'modern').code).to.equal(-32602);
     }
   });
 });

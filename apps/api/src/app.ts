@@ -29,7 +29,7 @@ import type { ApiConfig } from './config.ts';
 import type { ApiServices } from './context.ts';
 import { isLoopbackHost } from './http-guards.ts';
 import { operationsRouter } from './ops.ts';
-import { PlainCalls } from './plain-calls.ts';
+import { PlainCalls } from './calls/plain-calls.ts';
 import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
 import { ApiTools } from './tool-catalog.ts';

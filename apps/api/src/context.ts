@@ -22,7 +22,7 @@ import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { RequestStateSigner } from './modern/request-state.ts';
-import type { PlainCalls } from './plain-calls.ts';
+import type { PlainCalls } from './calls/plain-calls.ts';
 import type { StreamReply } from './stream-reply.ts';
 import type { ApiTools } from './tool-catalog.ts';
 
@@ -66,7 +66,7 @@ export interface RequestContext {
   /** The client's address (per-address rate limits, audit). */
   address: string;
   /**
-   * The request's rate-limit verdict, reached as its session was read (task-guards.ts); while `opening` is set, not
+   * The request's rate-limit verdict, reached as its session was read (calls/admission.ts); while `opening` is set, not
    * reached yet (ok).
    */
   admission: RateVerdict;
@@ -86,10 +86,6 @@ export interface RequestContext {
 /** A handler's answer: a result, or a task whose messages and final answer the transport streams. */
 export type HandlerReply = Record<string, unknown> | StreamReply;
 
-export type MethodHandler = (
-  params: Record<string, unknown> | undefined,
-  context: RequestContext,
-) => Promise<HandlerReply>;
 
 /** The opening of a request left to a method's script, and what it was charged (for the verdict). */
 export interface DeferredOpening {

@@ -1,13 +1,7 @@
 // Writing JSON-RPC messages onto HTTP responses, as JSON or as a one-message SSE stream, and which of the two the
 // client accepts.
 import type { Response } from 'express';
-import {
-  ErrorCode,
-  errorResponse,
-  ProtocolError,
-  type JsonRpcErrorObject,
-  type JsonRpcResponse,
-} from '@mcp-tasks/protocol';
+import { errorResponse, type JsonRpcResponse } from '@mcp-tasks/protocol';
 
 export type ReplyFormat = 'json' | 'sse';
 
@@ -78,10 +72,4 @@ export function sendMessage(res: Response, format: ReplyFormat, message: JsonRpc
   }
   res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
   res.end(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-}
-
-/** The error a failure is answered with: a ProtocolError as it is, anything else without internals. */
-export function toWireError(error: unknown): JsonRpcErrorObject {
-  if (error instanceof ProtocolError) return error.toJSON();
-  return { code: ErrorCode.InternalError, message: 'Internal error; the server log has the details' };
 }

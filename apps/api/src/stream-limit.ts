@@ -11,8 +11,9 @@ import {
   type Session,
   type ConnectionSlot,
 } from '@mcp-tasks/engine';
-import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
+import { LimitExceededError, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
 import type { ApiServices, RequestContext } from './context.ts';
+import { toWireError } from './wire-errors.ts';
 
 /**
  * A slot for one more stream or waiting request of the session, or undefined when all are taken: the refusal is
@@ -35,16 +36,20 @@ export async function acquireSlot(
   return undefined;
 }
 
+/** The refusal of a session at the cap. */
+export function tooManyStreamsError(services: ApiServices): LimitExceededError {
+  const max = services.config.MAX_STREAMS_PER_SESSION;
+  return new LimitExceededError(
+    'streams_per_session',
+    max,
+    `Too many open streams: this session already has ${max} SSE streams or waiting requests open ` +
+      '(MAX_STREAMS_PER_SESSION); close one, or poll tasks/get instead of waiting',
+  );
+}
+
 /** The -32029 of a session at the cap (POST: as the request's error; GET: with HTTP 429). */
 export function tooManyStreams(services: ApiServices): JsonRpcErrorObject {
-  const max = services.config.MAX_STREAMS_PER_SESSION;
-  return {
-    code: ErrorCode.LimitExceeded,
-    message:
-      `Too many open streams: this session already has ${max} SSE streams or waiting requests open ` +
-      '(MAX_STREAMS_PER_SESSION); close one, or poll tasks/get instead of waiting',
-    data: { limit: 'streams_per_session', max },
-  };
+  return toWireError(tooManyStreamsError(services), 'legacy');
 }
 
 /**
@@ -54,10 +59,7 @@ export function tooManyStreams(services: ApiServices): JsonRpcErrorObject {
 export async function holdingSlot<T>(context: RequestContext, wait: () => Promise<T>): Promise<T> {
   const { services, session, requestId, address } = context;
   const slot = await acquireSlot(services, session, { requestId, address });
-  if (!slot) {
-    const { code, message, data } = tooManyStreams(services);
-    throw new ProtocolError(code, message, data);
-  }
+  if (!slot) throw tooManyStreamsError(services);
   try {
     return await wait();
   } finally {

@@ -1,7 +1,13 @@
 // The api's tools: the live catalog the workers publish (docs/catalog.md), cached in this replica, listed by
 // tools/list and used to validate a call's arguments against the published JSON Schema. No tool code is loaded here.
 import type { CatalogView } from '@mcp-tasks/engine';
-import { canonicalJson, ErrorCode, listingOfEntry, ProtocolError, type CatalogEntry } from '@mcp-tasks/protocol';
+import {
+  canonicalJson,
+  InvalidInputError,
+  listingOfEntry,
+  UnavailableError,
+  type CatalogEntry,
+} from '@mcp-tasks/protocol';
 import { Ajv as AjvDraft07 } from 'ajv';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
@@ -38,22 +44,19 @@ export class ApiTools {
     return [...this.view.entries().keys()];
   }
 
-  /** The tool's entry, or -32602 naming the unknown tool (the MCP convention for tools/call of an unknown name). */
+  /** The tool's entry, or InvalidInputError naming the unknown tool (-32602 on the wire, the MCP convention). */
   async get(name: string): Promise<CatalogEntry> {
     const entry = await this.view.get(name);
-    if (!entry) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: '${name}'`);
+    if (!entry) throw new InvalidInputError(`Unknown tool: '${name}'`);
     return entry;
   }
 
-  /** Validated arguments with the schema's defaults applied, or -32602 saying which argument is wrong. */
+  /** Validated arguments with the schema's defaults applied, or InvalidInputError saying which argument is wrong. */
   parseArguments(entry: CatalogEntry, args: unknown): unknown {
     const value = structuredClone(args ?? {});
     const validate = this.#validatorOf(entry);
     if (validate(value)) return value;
-    throw new ProtocolError(
-      ErrorCode.InvalidParams,
-      `Invalid arguments for tool '${entry.name}': ${describeErrors(validate.errors ?? [])}`,
-    );
+    throw new InvalidInputError(`Invalid arguments for tool '${entry.name}': ${describeErrors(validate.errors ?? [])}`);
   }
 
   #validatorOf(entry: CatalogEntry): ValidateFunction {
@@ -70,8 +73,7 @@ export class ApiTools {
       const draft07 = typeof entry.inputSchema['$schema'] === 'string' && DRAFT_07.test(entry.inputSchema['$schema']);
       validate = (draft07 ? this.#ajvDraft07 : this.#ajv).compile(entry.inputSchema);
     } catch (error) {
-      throw new ProtocolError(
-        ErrorCode.InternalError,
+      throw new UnavailableError(
         `Tool '${entry.name}' has an input schema that cannot be used: ${(error as Error).message}`,
       );
     }

@@ -39,7 +39,7 @@ export { createEngine, type Engine } from './engine.ts';
 export { ExternalQueueListener, ExternalQueues } from './external-queues.ts';
 export { ExternalTasks, forwardCancel } from './external.ts';
 export { fairStep } from './fair-queue.ts';
-export { InputBroker } from './input-broker.ts';
+export { type AnswerVerdict, type InputAnswer, InputBroker } from './input-broker.ts';
 export { KeySpace } from './keys.ts';
 export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
 export { createLogger, type Logger } from './logger.ts';
@@ -63,7 +63,7 @@ export {
   SecurityEvent,
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
-export { DEFAULT_SESSION_STREAM, TaskStore } from './records/store.ts';
+export { DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
 export { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from './redact.ts';
 export {
   clusterOptions,
@@ -79,6 +79,7 @@ export { SessionEvents, type StreamEvent, type StreamMessage } from './session-e
 export {
   type RequestOpening,
   RequestRefusedError,
+  type RequestContextRecord,
   type Session,
   type SessionAdmission,
   SessionCap,
@@ -87,7 +88,7 @@ export {
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
-export { type CreateTaskInput, TaskService } from './task-service.ts';
+export { type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
 export {
   type Attributes,
   carrierFor,

@@ -1,5 +1,5 @@
 // Owner-index members and the opaque tasks/list cursors made from them (T-LIST-1, T-LIST-2).
-import { ErrorCode, ProtocolError } from '@mcp-tasks/protocol';
+import { InvalidInputError } from '@mcp-tasks/protocol';
 
 const MEMBER = /^\d{13}:[A-Za-z0-9-]{1,128}$/;
 const CURSOR_PREFIX = 'c1.';
@@ -24,5 +24,5 @@ export function decodeCursor(cursor: string): string {
     const member = Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8');
     if (MEMBER.test(member) && encodeCursor(member) === cursor) return member;
   }
-  throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor: pass back a nextCursor from tasks/list unchanged');
+  throw new InvalidInputError('Invalid cursor: pass back a nextCursor from tasks/list unchanged');
 }

@@ -17,6 +17,19 @@ export interface Session {
   owner: string;
 }
 
+/**
+ * The context of one 2026-07-28 request that starts work: what its worker reads of the client (its capabilities)
+ * where it reads a session's. It is not a session: no client can name it.
+ */
+export interface RequestContextRecord {
+  id: string;
+  owner: string;
+  protocolVersion: string;
+  clientCapabilities: Record<string, unknown>;
+  clientInfo: Record<string, unknown>;
+  createdAt: number;
+}
+
 export interface SessionLimits {
   /** The most live sessions of one principal (only with authentication); 0: no cap. */
   maxPerPrincipal: number;
@@ -176,12 +189,12 @@ export class SessionStore {
    * request's client capabilities here as it reads a session's (apps/worker/src/tool-context.ts). It is not a
    * session a client can name (its id is never sent), is counted under no session cap, and expires with the work.
    */
-  async putRequestContext(context: Session, ttlMs: number): Promise<void> {
-    const key = this.keys.session(context.sessionId);
+  async putRequestContext(context: RequestContextRecord, ttlMs: number): Promise<void> {
+    const key = this.keys.session(context.id);
     await this.redis
       .multi()
       .hset(key, {
-        sessionId: context.sessionId,
+        sessionId: context.id,
         protocolVersion: context.protocolVersion,
         clientCapabilities: JSON.stringify(context.clientCapabilities),
         clientInfo: JSON.stringify(context.clientInfo),

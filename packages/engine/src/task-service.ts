@@ -3,10 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import {
   cancelledSettlement,
-  ErrorCode,
+  InvalidStateError,
   isTerminal,
-  ProtocolError,
+  LimitExceededError,
+  RequestCancelledError,
   TaskNotFoundError,
+  UnavailableError,
   TaskStatus,
   toolQueueName,
   type ExternalRef,
@@ -53,6 +55,20 @@ export interface CreateTaskInput {
   trace?: TraceCarrier;
   /** The tool's scheduling settings as its catalog entry has them (docs/scheduling.md). */
   scheduling?: Scheduling;
+}
+
+/** How TaskService.waitFor waits (see there). */
+export interface WaitOptions {
+  signal: AbortSignal;
+  read: () => Promise<TaskRecord>;
+  /** Ends the wait early with the live record when it holds (a task that needs its client, say). */
+  until?: (record: TaskRecord) => boolean | Promise<boolean>;
+  /** Ends the wait with the live record after this long; default: no limit. */
+  withinMs?: number;
+  /** The record as the caller read it already through `read`'s script (saves the first read). */
+  first?: TaskRecord;
+  /** The caller's own waiter (it closes it); default: one on the task's wake-ups, closed here. */
+  waiter?: Waiter;
 }
 
 export interface TaskLimits {
@@ -160,11 +176,12 @@ export class TaskService {
         await this.store.delete(record).catch(() => undefined);
       }
       if (!(error instanceof OwnerTaskLimitError)) throw error;
-      throw new ProtocolError(
-        ErrorCode.LimitExceeded,
-        `Too many unfinished tasks: at most ${this.limits.maxLiveTasksPerOwner} may run or wait at once per ` +
-          'requestor (MAX_TASKS_PER_OWNER); wait for some to finish or cancel them',
-        { limit: 'tasks_per_owner', max: this.limits.maxLiveTasksPerOwner },
+      const max = this.limits.maxLiveTasksPerOwner ?? 0;
+      throw new LimitExceededError(
+        'tasks_per_owner',
+        max,
+        `Too many unfinished tasks: at most ${max} may run or wait at once per requestor (MAX_TASKS_PER_OWNER); ` +
+          'wait for some to finish or cancel them',
       );
     }
     // The job was added with the record.
@@ -174,7 +191,7 @@ export class TaskService {
       else await queue.add(input.tool, data, externalJobOptions(record.taskId, input.retrySafe));
     } catch (error) {
       await this.store.delete(record).catch(() => undefined);
-      throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);
+      throw new UnavailableError(`Could not queue the task: ${(error as Error).message}`);
     }
     return record;
   }
@@ -236,29 +253,46 @@ export class TaskService {
    * needs its client (`input_required`), so that the caller can turn to a stream that carries the request.
    * `first`: the record as the caller read it already through `watcher` (saves the first read).
    */
-  async waitForTerminal(
+  waitForTerminal(
     taskId: string,
     signal: AbortSignal,
     read: () => Promise<TaskRecord>,
     limit?: { withinMs: number },
     first?: { record: TaskRecord; waiter: Waiter },
   ): Promise<TaskRecord> {
-    const deadline = limit ? Date.now() + limit.withinMs : Infinity;
-    const waiter = first?.waiter ?? (await this.watch(taskId));
-    let given = first?.record;
+    return this.waitFor(taskId, {
+      signal,
+      read,
+      ...(first ? { first: first.record, waiter: first.waiter } : {}),
+      ...(limit
+        ? { withinMs: limit.withinMs, until: (record: TaskRecord) => record.status === TaskStatus.InputRequired }
+        : {}),
+    });
+  }
+
+  /**
+   * The one wait for a task of both wires: resolves with the record once it is terminal, once `until` holds for
+   * it, or once `withinMs` have passed (then with the live record). See waitForTerminal for `read` and `first`.
+   */
+  async waitFor(taskId: string, options: WaitOptions): Promise<TaskRecord> {
+    const { signal, read, until } = options;
+    const deadline = options.withinMs !== undefined ? Date.now() + options.withinMs : Infinity;
+    const waiter = options.waiter ?? (await this.watch(taskId));
+    let given = options.first;
     try {
       for (;;) {
         const record = given ?? (await read());
         given = undefined;
         if (isTerminal(record.status)) return record;
-        if (signal.aborted) throw new ProtocolError(ErrorCode.RequestCancelled, 'The request was cancelled');
+        if (signal.aborted) throw new RequestCancelledError();
+        if (until && (await until(record))) return record;
         const left = deadline - Date.now();
-        if (limit && (left <= 0 || record.status === TaskStatus.InputRequired)) return record;
+        if (left <= 0) return record;
         await waiter.next(Math.min(this.timing.recheckMs, left), signal);
       }
     } finally {
       // The caller's waiter is the caller's to close.
-      if (!first) await waiter.close();
+      if (!options.waiter) await waiter.close();
     }
   }
 
@@ -271,10 +305,7 @@ export class TaskService {
     const moved = await this.store.settle(record, settlement);
     if (!moved.ok) {
       if (moved.reason === 'missing') throw new TaskNotFoundError();
-      throw new ProtocolError(
-        ErrorCode.InvalidParams,
-        `Cannot cancel task: already in terminal status '${moved.current}'`,
-      );
+      throw new InvalidStateError(`Cannot cancel task: already in terminal status '${moved.current}'`, moved.current);
     }
     await stopTaskWork(
       [this.#externalQueue(jobQueueOf(record)), this.#externalQueue(TOOL_QUEUE_NAME)],
@@ -309,7 +340,7 @@ export class TaskService {
     try {
       return this.#externalQueue(name);
     } catch (error) {
-      throw new ProtocolError(ErrorCode.InternalError, `Could not queue the task: ${(error as Error).message}`);
+      throw new UnavailableError(`Could not queue the task: ${(error as Error).message}`);
     }
   }
 

@@ -12,6 +12,7 @@
  */
 export * from './capabilities.ts';
 export * from './catalog.ts';
+export * from './errors.ts';
 export * from './external.ts';
 export * from './job-state.ts';
 export * from './jsonrpc.ts';

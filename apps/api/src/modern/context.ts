@@ -3,6 +3,7 @@
 import type { Response } from 'express';
 import type { Logger, RateVerdict, TraceContext } from '@mcp-tasks/engine';
 import { TASKS_EXTENSION, type JsonRpcId } from '@mcp-tasks/protocol';
+import type { CallContext } from '../calls/request.ts';
 import type { ApiServices } from '../context.ts';
 import type { ModernRequest } from './classify.ts';
 
@@ -39,10 +40,29 @@ export interface ModernContext {
 /** A handler's answer: a result, or a stream it writes itself (a tools/call with progress, subscriptions/listen). */
 export type ModernReply = Record<string, unknown> | { streamed: true };
 
-export type ModernHandler = (params: Record<string, unknown>, context: ModernContext) => Promise<ModernReply>;
-
 /** Whether this request (and only this one, X-NEG-1/2) declared the tasks extension. */
 export function declaresTasks(capabilities: Record<string, unknown>): boolean {
   const extensions = capabilities['extensions'];
   return typeof extensions === 'object' && extensions !== null && Object.hasOwn(extensions, TASKS_EXTENSION);
+}
+
+const made = new WeakMap<ModernContext, CallContext>();
+
+/** The request as the use cases see it: no session; without authentication a task id is its capability (X-SEC-2). */
+export function callContextOf(context: ModernContext): CallContext {
+  let call = made.get(context);
+  if (call) return call;
+  const { caller } = context;
+  call = {
+    services: context.services,
+    caller: {
+      owner: caller.owner,
+      address: caller.address,
+      requestId: context.requestId,
+      readsByCapability: !caller.authenticated,
+    },
+    log: context.log,
+  };
+  made.set(context, call);
+  return call;
 }

@@ -13,15 +13,22 @@ import {
   TASKS_EXTENSION,
   ErrorCode,
 } from '@mcp-tasks/protocol';
+import { outstandingInputs } from '../calls/inputs.ts';
+import { findTask } from '../calls/tasks.ts';
 import { SseWriter } from '../sse.ts';
-import { declaresTasks, type ModernHandler } from './context.ts';
-import { outstandingInputs, readTask } from './tasks.ts';
+import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 import { SERVER_INFO_META } from './tools.ts';
 
 /** The most tasks one listen request may follow (each is a subscription and a read per change). */
 export const MAX_LISTEN_TASKS = 100;
 
-export const listen: ModernHandler = async (params, context) => {
+export const listen = {
+  method: 'subscriptions/listen',
+  handle: (params: Record<string, unknown> | undefined, context: ModernContext) => listenFor(params ?? {}, context),
+};
+
+/** The stream of a listen request: its acknowledgement, then every change of what it follows until it ends. */
+async function listenFor(params: Record<string, unknown>, context: ModernContext): Promise<ModernReply> {
   const { services, request, signal } = context;
   const wanted = params['notifications'];
   const notifications = typeof wanted === 'object' && wanted !== null ? (wanted as Record<string, unknown>) : {};
@@ -48,7 +55,7 @@ export const listen: ModernHandler = async (params, context) => {
   // Only tasks the caller may read are followed; others are silently left out of the ack (X-NTF-4).
   const followed: string[] = [];
   for (const taskId of taskIds ?? []) {
-    const known = await readTask(services, taskId, context.caller).then(
+    const known = await findTask(callContextOf(context), taskId).then(
       () => true,
       () => false,
     );
@@ -83,7 +90,7 @@ export const listen: ModernHandler = async (params, context) => {
     // The current state of each task is sent first, then every change; a terminal task is dropped after its last.
     while (!sse.closed && !ended.aborted) {
       for (const taskId of [...open]) {
-        const record = await readTask(services, taskId, context.caller, true).catch(() => undefined);
+        const record = await findTask(callContextOf(context), taskId, { watch: true }).catch(() => undefined);
         if (!record) {
           open.delete(taskId);
           continue;
@@ -112,4 +119,4 @@ export const listen: ModernHandler = async (params, context) => {
     sse.end();
   }
   return { streamed: true };
-};
+}

@@ -6,42 +6,27 @@ import { audit, AuditEvent, SecurityEvent, type ConnectionSlot } from '@mcp-task
 import {
   ErrorCode,
   errorResponse,
+  LimitExceededError,
   ModernErrorCode,
-  ProtocolError,
   successResponse,
   type JsonRpcErrorObject,
 } from '@mcp-tasks/protocol';
 import { principalOwner } from '../auth.ts';
+import { admit, isFailedLookup, noteFailedLookup, rateChargeOf } from '../calls/admission.ts';
+import { ANONYMOUS_OWNER_PREFIX } from '../calls/tasks.ts';
 import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-span.ts';
 import type { ApiServices } from '../context.ts';
 import { acceptsEventStream, sendJson } from '../responses.ts';
 import { SseWriter } from '../sse.ts';
-import { noteFailedLookup, rateChargeOf, rateLimitError } from '../task-guards.ts';
 import { addressOf, principalOf } from '../transport/session-gate.ts';
+import type { WireMethod } from '../wire-table.ts';
+import { INTERNAL_ERROR, wireErrorOf } from '../wire-errors.ts';
 import type { ModernRequest, ModernRefusal } from './classify.ts';
-import type { Caller, ModernContext, ModernHandler } from './context.ts';
-import { listen } from './listen.ts';
-import { cancelTask, getTask, updateTask, ANONYMOUS_OWNER_PREFIX } from './tasks.ts';
-import { callTool, discover, emptyList, listTools, notFound, SERVER_INFO_META } from './tools.ts';
+import { callContextOf, type Caller, type ModernContext, type ModernReply } from './context.ts';
+import { MODERN_METHODS } from './table.ts';
+import { SERVER_INFO_META } from './tools.ts';
 
-/**
- * The methods of the stateless core and the tasks extension. Everything else — `initialize`, `ping`,
- * `logging/setLevel`, `tasks/result`, `tasks/list`, unknown names — is -32601 with HTTP 404 (C26-MTH-1, X-ERR-4).
- */
-const methods: Record<string, ModernHandler> = {
-  'server/discover': discover,
-  'tools/list': listTools,
-  'prompts/list': emptyList('prompts'),
-  'resources/list': emptyList('resources'),
-  'resources/templates/list': emptyList('resourceTemplates'),
-  'prompts/get': notFound('prompt', 'name'),
-  'resources/read': notFound('resource', 'uri'),
-  'tools/call': callTool,
-  'tasks/get': getTask,
-  'tasks/update': updateTask,
-  'tasks/cancel': cancelTask,
-  'subscriptions/listen': listen,
-};
+type ModernMethod = WireMethod<ModernContext, ModernReply>;
 
 /** Errors the revision sends with HTTP 400 (C26-HDR-1, C26-META-4, C26-VER-2); -32601 goes with 404. */
 const BAD_REQUEST_CODES = new Set<number>([
@@ -61,7 +46,7 @@ export async function serveModern(
   req: Request,
   res: Response,
 ): Promise<void> {
-  const handler = Object.hasOwn(methods, request.method) ? methods[request.method] : undefined;
+  const handler = MODERN_METHODS.get(request.method);
   if (!handler) {
     services.metrics.reject(ErrorCode.MethodNotFound);
     sendRefusal(res, {
@@ -83,7 +68,7 @@ export async function serveModern(
 async function answerModern(
   services: ApiServices,
   request: ModernRequest,
-  handler: ModernHandler,
+  handler: ModernMethod,
   req: Request,
   res: Response,
   traced: RequestSpan | undefined,
@@ -95,9 +80,7 @@ async function answerModern(
   });
   const log = services.log.child({ requestId: request.id, method: request.method, era: 'modern' });
   const rates = services.security.rates;
-  // tasks/update names a task by id like tasks/get: it is charged as a lookup.
-  const charge = request.method === 'tasks/update' ? 'lookup' : rateChargeOf(request.method);
-  const admission = await rates.admit(rates.charge(caller.owner, caller.address, charge));
+  const admission = await rates.admit(rates.charge(caller.owner, caller.address, rateChargeOf(request.method)));
   const progressToken = (request.params['_meta'] as Record<string, unknown> | undefined)?.['progressToken'];
   const streams = acceptsEventStream(req.headers.accept);
   let sse: SseWriter | undefined;
@@ -125,40 +108,27 @@ async function answerModern(
   };
   let outcome: { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
   try {
-    if (!admission.ok) {
-      audit(services.security.audit, AuditEvent.AccessRejected, {
-        reason: 'rate_limited',
-        scope: admission.scope,
-        principal: caller.owner,
-        requestId: request.id,
-        address: caller.address,
-        method: request.method,
-      });
-      throw rateLimitError(admission, rates.limits.windowMs);
-    }
+    admit(services, callContextOf(context).caller, request.method, admission);
     const slot = HOLDING.has(request.method) ? await holdSlot(services, caller, request) : undefined;
     try {
-      const reply = await handler(request.params, context);
+      const reply = await handler.handle(request.params, context);
       if ('streamed' in reply) return;
       outcome = { result: withServerInfo(reply) };
     } finally {
       await slot?.release().catch(() => undefined);
     }
-  } catch (error) {
-    if (error instanceof ProtocolError) {
-      const guard = {
-        services,
-        session: { sessionId: '', owner: caller.owner } as never,
-        address: caller.address,
-        requestId: request.id,
-        log,
-      };
-      await noteFailedLookup(request.method, request.params, error, guard);
+  } catch (failure) {
+    const error = wireErrorOf(failure, 'modern');
+    if (error) {
+      if (isFailedLookup(request.method, failure))
+        await noteFailedLookup(services, callContextOf(context).caller, request.method, request.params['taskId']);
       services.metrics.reject(error.code);
-      outcome = { error: onModernWire(error.toJSON()) };
+      outcome = { error };
     } else {
-      log.error('request failed', { error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-      outcome = { error: { code: ErrorCode.InternalError, message: 'Internal error; the server log has the details' } };
+      log.error('request failed', {
+        error: failure instanceof Error ? (failure.stack ?? failure.message) : String(failure),
+      });
+      outcome = { error: INTERNAL_ERROR };
     }
   }
   if ('error' in outcome) failRequestSpan(traced, outcome.error);
@@ -199,11 +169,11 @@ async function holdSlot(services: ApiServices, caller: Caller, request: ModernRe
   });
   services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
   const max = services.config.MAX_STREAMS_PER_SESSION;
-  throw new ProtocolError(
-    ErrorCode.LimitExceeded,
+  throw new LimitExceededError(
+    'streams_per_caller',
+    max,
     `Too many open requests: this caller already has ${max} synchronous calls or listen streams open ` +
       '(MAX_STREAMS_PER_SESSION); wait for one to end, or call the tool as a task',
-    { limit: 'streams_per_caller', max },
   );
 }
 
@@ -213,11 +183,6 @@ function callerOf(req: Request, res: Response): Caller {
   const address = addressOf(req);
   if (principal !== undefined) return { owner: principalOwner(principal), authenticated: true, address };
   return { owner: `${ANONYMOUS_OWNER_PREFIX}${address}`, authenticated: false, address };
-}
-
-/** A limit's -32029 lies in the range 2026-07-28 reserves; its own code replaces it there (C26-ERR-2). */
-function onModernWire(error: JsonRpcErrorObject): JsonRpcErrorObject {
-  return error.code === ErrorCode.LimitExceeded ? { ...error, code: ModernErrorCode.LimitExceeded } : error;
 }
 
 function withServerInfo(result: Record<string, unknown>): Record<string, unknown> {

@@ -1,35 +1,35 @@
 // server/discover, tools/list and tools/call on the 2026-07-28 wire. A call runs on a worker exactly as a legacy
-// one does (same records, jobs, limits and audit); what differs is how it is answered: a task (CreateTaskResult,
-// only when this request declared the extension), or synchronously, where a tool's input request becomes an MRTR
-// InputRequiredResult whose signed requestState lets the retry resume the same waiting tool on any replica.
-import { randomUUID } from 'node:crypto';
-import { carrierFor, type Session } from '@mcp-tasks/engine';
+// one does (calls/start-call.ts: the same records, jobs, scheduling, limits and audit); what differs is how it is
+// answered: a task (CreateTaskResult, only when this request declared the extension), or synchronously, where a
+// tool's input request becomes an MRTR InputRequiredResult whose signed requestState lets the retry resume the same
+// waiting tool on any replica.
+import { carrierFor } from '@mcp-tasks/engine';
 import {
   parseCallToolParams,
-  ErrorCode,
   isTerminal,
   modernCreateTaskResult,
-  ModernErrorCode,
-  ModernMeta,
   MODERN_PROTOCOL_VERSION,
   MODERN_PROTOCOL_VERSIONS,
+  ModernMeta,
   plainResultOf,
-  ProtocolError,
   TASKS_EXTENSION,
   TaskKind,
   TaskStatus,
-  TaskSupport,
   usedClientCapabilities,
   boundedClientInfo,
+  CallGoneError,
+  InvalidInputError,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import type { RequestContext } from '../context.ts';
-import { SERVER_INFO } from '../methods/lifecycle.ts';
-import { checkArgumentsSize, createRecord } from '../methods/tools.ts';
-import { declaresTasks, type ModernContext, type ModernHandler } from './context.ts';
+import { randomUUID } from 'node:crypto';
+import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
+import type { CallRequest } from '../calls/request.ts';
+import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
+import { SERVER_INFO } from '../legacy/lifecycle.ts';
+import { constantMethod, wireMethod } from '../wire-table.ts';
+import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 import { checkParamHeaders, paramHeadersOf } from './param-headers.ts';
 import { argumentsDigest } from './request-state.ts';
-import { answerInputs, outstandingInputs } from './tasks.ts';
 
 /** How long a client may cache discover and tools/list (ms): the catalog changes as workers come and go. */
 const LIST_TTL_MS = 0;
@@ -45,175 +45,169 @@ export function serverCapabilities(): Record<string, unknown> {
 }
 
 /** prompts/get and resources/read: nothing is found (-32602, the 2026 code for a missing resource too). */
-export function notFound(what: string, param: string): ModernHandler {
-  return (params) =>
-    Promise.reject(
-      new ProtocolError(ErrorCode.InvalidParams, `Unknown ${what}: '${String(params[param]).slice(0, 256)}'`),
-    );
+export function notFound(method: string, what: string, param: string) {
+  return wireMethod<ModernContext, unknown, never, ModernReply>(method, {
+    parse: (params) => params?.[param],
+    run: (name) => Promise.reject(new InvalidInputError(`Unknown ${what}: '${String(name).slice(0, 256)}'`)),
+    render: (never) => never,
+  });
 }
 
 /** prompts/list, resources/list, resources/templates/list: always empty here. */
-export function emptyList(field: string): ModernHandler {
-  return () => Promise.resolve({ resultType: 'complete', [field]: [], ttlMs: LIST_TTL_MS, cacheScope: 'public' });
+export function emptyList(method: string, field: string) {
+  return constantMethod<ModernContext, ModernReply>(method, () => ({
+    resultType: 'complete',
+    [field]: [],
+    ttlMs: LIST_TTL_MS,
+    cacheScope: 'public',
+  }));
 }
 
-export const discover: ModernHandler = () =>
-  Promise.resolve({
-    resultType: 'complete',
-    supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
-    capabilities: serverCapabilities(),
-    instructions:
-      'Long-running tools run as tasks on background workers. Declare the io.modelcontextprotocol/tasks ' +
-      'extension to receive them as tasks, then poll tasks/get.',
-    ttlMs: LIST_TTL_MS,
-    cacheScope: 'public',
-  });
+export const discover = constantMethod<ModernContext, ModernReply>('server/discover', () => ({
+  resultType: 'complete',
+  supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
+  capabilities: serverCapabilities(),
+  instructions:
+    'Long-running tools run as tasks on background workers. Declare the io.modelcontextprotocol/tasks ' +
+    'extension to receive them as tasks, then poll tasks/get.',
+  ttlMs: LIST_TTL_MS,
+  cacheScope: 'public',
+}));
 
-export const listTools: ModernHandler = (_params, { services }) =>
-  Promise.resolve({
-    resultType: 'complete',
-    // No `execution`: 2026-07-28 has no per-tool task flag; the server decides per request (C26-MTH-3, X-NEG-11).
-    tools: services.tools.list().map(({ execution: _execution, ...tool }) => tool),
-    ttlMs: LIST_TTL_MS,
-    cacheScope: 'public',
-  });
+export const listTools = constantMethod<ModernContext, ModernReply>('tools/list', ({ services }) => ({
+  resultType: 'complete',
+  // No `execution`: 2026-07-28 has no per-tool task flag; the server decides per request (C26-MTH-3, X-NEG-11).
+  tools: services.tools.list().map(({ execution: _execution, ...tool }) => tool),
+  ttlMs: LIST_TTL_MS,
+  cacheScope: 'public',
+}));
 
-export const callTool: ModernHandler = async (params, context) => {
-  const { services, request } = context;
-  const call = parseCallToolParams(params);
-  const tool = await services.tools.get(call.name);
-  // Mcp-Param-* mirror the arguments the tool declares with x-mcp-header (C26-HDR-4), checked before anything runs.
-  checkParamHeaders(paramHeadersOf(tool.inputSchema), call.arguments, context.res.req.headers);
-  const withTasks = declaresTasks(request.clientCapabilities);
-  if (tool.taskSupport === TaskSupport.Required && !withTasks) {
-    throw new ProtocolError(
-      ModernErrorCode.MissingRequiredClientCapability,
-      `Tool '${tool.name}' runs only as a task: declare the '${TASKS_EXTENSION}' extension in this request`,
-      { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-    );
+/** A tools/call as parsed: the call, and the MRTR round it answers when it is a retry (C26-MRTR-2). */
+interface ModernCall {
+  call: CallRequest;
+  retry?: { requestState: unknown; inputResponses: unknown };
+}
+
+export const callTool = wireMethod<ModernContext, ModernCall, ModernReply, ModernReply>('tools/call', {
+  parse: (params, context) => {
+    const call = parseCallToolParams(params);
+    const { request } = context;
+    const progressToken = call._meta?.progressToken;
+    const requestState = params?.['requestState'];
+    return {
+      call: {
+        client: {
+          kind: 'request',
+          id: `m-${randomUUID()}`,
+          protocolVersion: MODERN_PROTOCOL_VERSION,
+          clientCapabilities: usedClientCapabilities(request.clientCapabilities),
+          clientInfo: boundedClientInfo(clientInfoOf(request.clientInfo)),
+        },
+        tool: call.name,
+        arguments: call.arguments,
+        // Tasks only for a request that declared the extension (X-NEG-1/2); the legacy `task` param means
+        // nothing here (X-NEG-10).
+        execution: declaresTasks(request.clientCapabilities) ? 'task-if-allowed' : 'plain',
+        ...(progressToken !== undefined ? { progressToken } : {}),
+        ...(context.trace ? { trace: carrierFor(context.trace) } : {}),
+        // Mcp-Param-* mirror the arguments the tool declares with x-mcp-header (C26-HDR-4), checked before anything
+        // runs.
+        admitTool: (tool) =>
+          checkParamHeaders(paramHeadersOf(tool.inputSchema), call.arguments, context.res.req.headers),
+      },
+      ...(requestState !== undefined ? { retry: { requestState, inputResponses: params?.['inputResponses'] } } : {}),
+    };
+  },
+  run: async ({ call, retry }, context) => {
+    const prepared = await prepareCall(callContextOf(context), call);
+    if (retry) return resumeCall(context, prepared, retry);
+    const { record, asTask } = await startCall(callContextOf(context), prepared);
+    // A tool that asks first is a task whose first questions go back as MRTR rounds, not yet as a task (X-COMP-1).
+    if (!asTask || prepared.tool.inputFirst === true) return answerSynchronously(context, record, prepared, false);
+    context.log.debug('task created', { taskId: record.taskId, tool: record.tool, owner: record.owner });
+    return modernCreateTaskResult(record);
+  },
+  render: (reply) => reply,
+});
+
+/** An MRTR retry: the call its state names resumes, after this round's answers are routed to it. */
+async function resumeCall(
+  context: ModernContext,
+  prepared: PreparedCall,
+  retry: NonNullable<ModernCall['retry']>,
+): Promise<ModernReply> {
+  const { services, caller } = context;
+  const state = await services.requestStates.verify(retry.requestState, expectedState(context, prepared));
+  const record = await services.store.get(state.call);
+  if (!record || record.owner !== caller.owner || isTerminal(record.status)) {
+    throw new InvalidInputError('Invalid requestState: the call it resumes has ended');
   }
-  const legacy = stateContext(context);
-  const tooLarge = checkArgumentsSize(call.arguments, legacy);
-  if (tooLarge) await tooLarge;
-  const args = services.tools.parseArguments(tool, call.arguments);
-  const expected = { owner: context.caller.owner, tool: tool.name, args: argumentsDigest(call.arguments) };
-  const retry = params['requestState'];
-  if (retry !== undefined) {
-    // An MRTR retry (C26-MRTR-2): resume the call the state names, after routing this round's answers to it.
-    const state = await services.requestStates.verify(retry, expected);
-    const record = await services.store.get(state.call);
-    if (!record || record.owner !== context.caller.owner || isTerminal(record.status)) {
-      throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid requestState: the call it resumes has ended');
-    }
-    const responses = params['inputResponses'];
-    if (typeof responses === 'object' && responses !== null && !Array.isArray(responses)) {
-      await answerInputs(context, record, Object.entries(responses as Record<string, unknown>));
-    }
-    // A task gathering its first answers (inputFirst) is handed over once its tool runs on without the client.
-    return answerSynchronously(context, record, expected, { handOver: record.kind === TaskKind.Task && withTasks });
+  const responses = retry.inputResponses;
+  if (typeof responses === 'object' && responses !== null && !Array.isArray(responses)) {
+    await answerTaskInputs(context, record, Object.entries(responses as Record<string, unknown>));
   }
-  // Tasks: only for a request that declared the extension (X-NEG-1/2), for a tool that may run as one. The
-  // legacy `task` param means nothing here (X-NEG-10).
-  const asTask = withTasks && tool.taskSupport !== TaskSupport.Forbidden;
-  // A tool that asks first is a task whose first questions go back as MRTR rounds, not yet as a task (X-COMP-1).
-  const gatherFirst = asTask && tool.inputFirst === true;
-  const progressToken = call._meta?.progressToken;
-  const trace = context.trace ? carrierFor(context.trace) : undefined;
-  // The worker reads the request's capabilities where it reads a session's: stored before the job can start.
-  await services.sessions.putRequestContext(legacy.session, services.tasks.grantTtl(undefined));
-  const record = await createRecord(legacy, tool.name, {
-    kind: asTask ? TaskKind.Task : TaskKind.PlainToolCall,
-    owner: legacy.session.owner,
-    sessionId: legacy.session.sessionId,
-    tool: tool.name,
-    arguments: args,
-    retrySafe: tool.retrySafe,
-    ...(tool.external ? { queue: tool.queue } : {}),
-    ...(progressToken !== undefined && !asTask ? { progressToken } : {}),
-    ...(trace ? { trace } : {}),
-  });
-  if (!asTask || gatherFirst) return answerSynchronously(context, record, expected, { handOver: false });
-  context.log.debug('task created', { taskId: record.taskId, tool: tool.name, owner: record.owner });
-  return modernCreateTaskResult(record);
-};
+  // A task gathering its first answers (inputFirst) is handed over once its tool runs on without the client.
+  const handOver = record.kind === TaskKind.Task && declaresTasks(context.request.clientCapabilities);
+  return answerSynchronously(context, record, prepared, handOver);
+}
+
+/** What a requestState binds: the caller, the tool and the call's arguments (C26-MRTR-5). */
+function expectedState(context: ModernContext, prepared: PreparedCall) {
+  return { owner: context.caller.owner, tool: prepared.tool.name, args: argumentsDigest(prepared.request.arguments) };
+}
 
 /**
  * Waits for a synchronous call: its result once it ends, or an InputRequiredResult while its tool waits for the
- * client (MRTR). A client that closes the request cancels the call (C26-SSE-4).
+ * client (MRTR); with `handOver`, the CreateTaskResult once the tool runs on without its client (the composition's
+ * end, X-COMP-1). A client that closes the request cancels the call (C26-SSE-4).
  */
 async function answerSynchronously(
   context: ModernContext,
   record: TaskRecord,
-  expected: { owner: string; tool: string; args: string },
-  /** Answer CreateTaskResult once the tool runs on (its questions answered, none new): the composition's end. */
-  { handOver }: { handOver: boolean },
-): Promise<Record<string, unknown>> {
+  prepared: PreparedCall,
+  handOver: boolean,
+): Promise<ModernReply> {
   const { services, signal, requestId } = context;
-  const keys = services.store.keys;
-  // The call's changes come on this replica's channel once a read registered it (getOwned with the watcher id).
+  // The call's changes come on this replica's channel once a read registered it (getOwned with the watcher id);
+  // its progress on its context's channel.
   const waiter = await services.subscriber.waiter(
     await services.tasks.wakeOn(record.taskId),
-    keys.sessionChannel(record.sessionId),
+    services.store.keys.sessionChannel(record.sessionId),
   );
   let cursor = '0-0';
+  const read = async () => {
+    cursor = await context.forwardProgress(record.sessionId, cursor);
+    const current = await services.store.getOwned(record.taskId, record.owner, services.tasks.watcherId);
+    if (!current) throw new CallGoneError('The call expired before it finished');
+    return current;
+  };
+  let inputs: Awaited<ReturnType<typeof outstandingInputs>> = {};
+  const until = async (current: TaskRecord) => {
+    if (handOver && current.status === TaskStatus.Working) return true;
+    if (current.status !== TaskStatus.InputRequired) return false;
+    inputs = await outstandingInputs(services, current);
+    return Object.keys(inputs).length > 0;
+  };
   try {
-    for (;;) {
-      cursor = await context.forwardProgress(record.sessionId, cursor);
-      const current = await services.store.getOwned(record.taskId, record.owner, services.tasks.watcherId);
-      if (!current) throw new ProtocolError(ErrorCode.InternalError, 'The call expired before it finished');
-      if (isTerminal(current.status)) {
-        await context.forwardProgress(record.sessionId, cursor);
-        await services.plainCalls.delete(current, requestId);
-        return { resultType: 'complete', ...plainResultOf(current) };
-      }
-      if (handOver && current.status === TaskStatus.Working) return modernCreateTaskResult(current);
-      if (current.status === TaskStatus.InputRequired) {
-        const inputRequests = await outstandingInputs(services, current);
-        if (Object.keys(inputRequests).length > 0) {
-          const requestState = await services.requestStates.sign({
-            call: current.taskId,
-            ...expected,
-            exp: Date.now() + REQUEST_STATE_TTL_MS,
-          });
-          return { resultType: 'input_required', inputRequests, requestState };
-        }
-      }
-      if (signal.aborted) throw new ProtocolError(ErrorCode.RequestCancelled, 'The request was cancelled');
-      await waiter.next(services.config.RESULT_RECHECK_MS, signal).catch(() => undefined);
+    const current = await services.tasks.waitFor(record.taskId, { signal, read, until, waiter });
+    if (isTerminal(current.status)) {
+      await context.forwardProgress(record.sessionId, cursor);
+      await services.plainCalls.delete(current, requestId);
+      return { resultType: 'complete', ...plainResultOf(current) };
     }
+    if (current.status === TaskStatus.Working) return modernCreateTaskResult(current);
+    const requestState = await services.requestStates.sign({
+      call: current.taskId,
+      ...expectedState(context, prepared),
+      exp: Date.now() + REQUEST_STATE_TTL_MS,
+    });
+    return { resultType: 'input_required', inputRequests: inputs, requestState };
   } catch (error) {
     if (signal.aborted) await services.plainCalls.abandon(record, requestId, 'The client closed the request.');
     throw error;
   } finally {
     await waiter.close();
   }
-}
-
-/**
- * The request as the shared task code sees it: a context of its own in Redis, shaped as a session, holding only
- * this request's capabilities (the worker reads them there before sending an input request) and the caller as the
- * owner. Its id is never sent to the client.
- */
-function stateContext(context: ModernContext): RequestContext & { session: Session } {
-  const { services, caller, request } = context;
-  const session: Session = {
-    sessionId: `m-${randomUUID()}`,
-    protocolVersion: MODERN_PROTOCOL_VERSION,
-    clientCapabilities: usedClientCapabilities(request.clientCapabilities),
-    clientInfo: boundedClientInfo(clientInfoOf(request.clientInfo)),
-    createdAt: Date.now(),
-    owner: caller.owner,
-  };
-  return {
-    services,
-    session,
-    requestId: context.requestId,
-    signal: context.signal,
-    canStream: context.canStream,
-    address: caller.address,
-    admission: context.admission,
-    log: context.log,
-  };
 }
 
 function clientInfoOf(info: Record<string, unknown>): { name: string; version: string } {

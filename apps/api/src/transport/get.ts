@@ -1,13 +1,15 @@
 // GET /mcp: the session's event stream, or the resumption of an interrupted stream after Last-Event-ID (on any
 // replica: the events are in Redis).
 import type { Request, Response } from 'express';
-import { ErrorCode, errorResponse, ProtocolError } from '@mcp-tasks/protocol';
+import { ErrorCode, errorResponse } from '@mcp-tasks/protocol';
+import { admit, isFailedLookup, noteFailedLookup } from '../calls/admission.ts';
+import type { Caller } from '../calls/request.ts';
 import type { ApiServices } from '../context.ts';
-import { acceptsEventStream, sendHttpError, toWireError } from '../responses.ts';
+import { acceptsEventStream, sendHttpError } from '../responses.ts';
 import { parseEventId } from '../sse.ts';
 import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer, streamSession } from '../streams.ts';
-import { admitTaskOperation, noteFailedLookup, type GuardContext } from '../task-guards.ts';
+import { toWireError } from '../wire-errors.ts';
 import { addressOf, openSession } from './session-gate.ts';
 import { acquireStreamSlot, serveStream } from './sse-slots.ts';
 
@@ -30,21 +32,21 @@ export async function handleGet(services: ApiServices, req: Request, res: Respon
     sendHttpError(res, 400, ErrorCode.InvalidRequest, `Bad Request: Last-Event-ID '${given}' is not one of ours`);
     return;
   }
-  const lookup: GuardContext | undefined =
+  const lookup: Caller | undefined =
     position?.kind === 'task'
       ? {
-          services,
-          session,
+          owner: session.owner,
           address: addressOf(req),
           requestId: position.requestId,
-          log: services.log.child({ sessionId: session.sessionId, method: 'GET', requestId: position.requestId }),
+          sessionId: session.sessionId,
+          readsByCapability: false,
         }
       : undefined;
   if (lookup) {
     try {
-      admitTaskOperation(RESUMED_LOOKUP, { ...lookup, admission: opened.admission });
+      admit(services, lookup, RESUMED_LOOKUP, opened.admission);
     } catch (error) {
-      const { code, message } = (error as ProtocolError).toJSON();
+      const { code, message } = toWireError(error, 'legacy');
       sendHttpError(res, 429, code, message);
       return;
     }
@@ -60,9 +62,9 @@ export async function handleGet(services: ApiServices, req: Request, res: Respon
   await serveStream(services, res, slot, async (sse) => {
     if (position?.kind === 'task' && lookup) {
       await streamAnswer(services, session, position, sse, controller.signal).catch(async (error: unknown) => {
-        if (error instanceof ProtocolError)
-          await noteFailedLookup(RESUMED_LOOKUP, { taskId: position.taskId }, error, lookup);
-        sse.send(errorResponse(position.requestId, toWireError(error)) as unknown as Record<string, unknown>);
+        if (isFailedLookup(RESUMED_LOOKUP, error))
+          await noteFailedLookup(services, lookup, RESUMED_LOOKUP, position.taskId);
+        sse.send(errorResponse(position.requestId, toWireError(error, 'legacy')) as unknown as Record<string, unknown>);
       });
     } else {
       await streamSession(services, session, position?.after, sse, controller.signal);

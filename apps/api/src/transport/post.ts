@@ -8,26 +8,20 @@ import {
   errorResponse,
   JsonRpcNotificationSchema,
   JsonRpcResponseSchema,
-  ProtocolError,
   successResponse,
   TaskKind,
   type JsonRpcErrorObject,
   type JsonRpcId,
 } from '@mcp-tasks/protocol';
+import { answerInputById } from '../calls/inputs.ts';
+import { cancelledRequestOf } from '../calls/plain-calls.ts';
 import type { ApiServices, RequestContext } from '../context.ts';
-import { dispatch } from '../dispatcher.ts';
-import { initialize } from '../methods/lifecycle.ts';
+import { dispatch } from '../legacy/dispatch.ts';
+import { initialize } from '../legacy/lifecycle.ts';
 import { classifyPost } from '../modern/classify.ts';
 import { sendRefusal, serveModern } from '../modern/serve.ts';
-import { cancelledRequestOf } from '../plain-calls.ts';
-import {
-  acceptsEventStream,
-  replyFormat,
-  sendHttpError,
-  sendMessage,
-  toWireError,
-  type ReplyFormat,
-} from '../responses.ts';
+import { acceptsEventStream, replyFormat, sendHttpError, sendMessage, type ReplyFormat } from '../responses.ts';
+import { toWireError, wireErrorOf } from '../wire-errors.ts';
 import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-span.ts';
 import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer } from '../streams.ts';
@@ -79,9 +73,9 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
       services.log.info('session created', { sessionId: session.sessionId, protocolVersion: session.protocolVersion });
       sendMessage(res, format, successResponse(id, result));
     } catch (error) {
-      if (!(error instanceof ProtocolError))
+      if (!wireErrorOf(error, 'legacy'))
         services.log.error('initialize failed', { error: error instanceof Error ? error.stack : String(error) });
-      sendMessage(res, format, errorResponse(id, toWireError(error)));
+      sendMessage(res, format, errorResponse(id, toWireError(error, 'legacy')));
     }
     return;
   }
@@ -197,7 +191,7 @@ async function dispatchAndAnswer(
       ...(since !== undefined ? { since } : {}),
     };
     await streamAnswer(services, session, stream, sse, context.signal).catch((error: unknown) => {
-      sse.send(errorResponse(request.id, toWireError(error)) as unknown as Record<string, unknown>);
+      sse.send(errorResponse(request.id, toWireError(error, 'legacy')) as unknown as Record<string, unknown>);
     });
   });
 }
@@ -251,7 +245,7 @@ async function acceptClientResponse(
   res: Response,
 ): Promise<void> {
   const answer = response.error ? { error: response.error } : { result: response.result ?? {} };
-  const verdict = response.id === null ? 'unknown' : await services.inputs.answer(session, response.id, answer);
+  const verdict = response.id === null ? 'unknown' : await answerInputById(services, session, response.id, answer);
   if (verdict === 'accepted') {
     res.status(202).end();
     return;

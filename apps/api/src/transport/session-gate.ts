@@ -8,7 +8,7 @@ import { ErrorCode, SUPPORTED_PROTOCOL_VERSIONS } from '@mcp-tasks/protocol';
 import { principalOwner } from '../auth.ts';
 import type { ApiServices } from '../context.ts';
 import { sendHttpError } from '../responses.ts';
-import { rateChargeOf } from '../task-guards.ts';
+import { rateChargeOf } from '../calls/admission.ts';
 
 export const SESSION_HEADER = 'mcp-session-id';
 const VERSION_HEADER = 'mcp-protocol-version';
@@ -25,7 +25,7 @@ export interface OpenedSession {
 
 /**
  * The request's session, or an HTTP error already sent: 400 without the header, 404 for an unknown session. A
- * request of `method` is counted against the rate limits in the same round trip (task-guards.ts decides which).
+ * request of `method` is counted against the rate limits in the same round trip (calls/admission.ts decides which).
  * With `deferrable`, a session this replica knows is not touched here: the request's opening is left to the
  * method's own script (`opening`), and the dispatcher answers 404 or a rate-limit error if that refuses it.
  * `address` is the caller's (addressOf), when the caller has it already.

@@ -1,19 +1,18 @@
-// initialize and ping.
+// initialize: the one 2025-11-25 method that opens a session (transport/post.ts calls it before any session exists).
 import { randomUUID } from 'node:crypto';
 import { audit, AuditEvent, SessionCap, type RateCharge, type Session, type SessionAdmission } from '@mcp-tasks/engine';
 import {
   boundedClientInfo,
-  ErrorCode,
   InitializeParamsSchema,
+  LimitExceededError,
   negotiateProtocolVersion,
   parseParams,
-  ProtocolError,
   serverCapabilities,
   usedClientCapabilities,
 } from '@mcp-tasks/protocol';
 import { principalOwner } from '../auth.ts';
-import type { ApiServices, MethodHandler } from '../context.ts';
-import { rateLimitError } from '../task-guards.ts';
+import { rateLimitError } from '../calls/admission.ts';
+import type { ApiServices } from '../context.ts';
 
 export const SERVER_INFO = { name: 'mcp-task-runner', version: '0.1.0' };
 
@@ -76,11 +75,11 @@ function refuse(
   if ('cap' in admission) {
     const { who: holder, variable } = CAP_TEXT[admission.cap];
     audit(services.security.audit, AuditEvent.AccessRejected, { reason: 'too_many_sessions', ...fields });
-    throw new ProtocolError(
-      ErrorCode.LimitExceeded,
+    throw new LimitExceededError(
+      admission.cap,
+      admission.max,
       `Too many sessions: ${holder} already holds ${admission.max} live sessions (${variable}); end unused ones ` +
         `with DELETE, or wait until they expire (SESSION_IDLE_TTL_MS after their last request)`,
-      { limit: admission.cap, max: admission.max },
     );
   }
   const verdict = services.security.rates.verdictOf(charge, admission.refusedBucket);
@@ -92,5 +91,3 @@ function refuse(
   });
   throw rateLimitError(verdict, services.security.rates.limits.windowMs);
 }
-
-export const ping: MethodHandler = () => Promise.resolve({});

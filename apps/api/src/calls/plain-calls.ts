@@ -1,18 +1,9 @@
-// Plain calls: a tools/call without `params.task` still runs on a worker, through a record of kind
-// TaskKind.PlainToolCall that the client never sees. This module owns their whole life: start (the record, its job
-// and the session's entry by JSON-RPC request id), wait, answer, abandon, cancel by request id
-// (notifications/cancelled), and delete. The entry of a call leaves the session's hash when the call ends.
+// Plain calls: a tools/call that is not a task still runs on a worker, through a record of kind
+// TaskKind.PlainToolCall that the client never sees. This module owns their life after startCall wrote them: the
+// session's entry by JSON-RPC request id, wait, answer, abandon, cancel by request id (notifications/cancelled), and
+// delete. The entry of a call leaves the session's hash when the call ends.
 import type { KeySpace, RedisClient, SessionEvents, TaskService, TaskStore } from '@mcp-tasks/engine';
-import {
-  ErrorCode,
-  isTerminal,
-  plainResultOf,
-  ProtocolError,
-  TaskKind,
-  type JsonRpcId,
-  type TaskRecord,
-} from '@mcp-tasks/protocol';
-import { StreamReply } from './stream-reply.ts';
+import { CallGoneError, isTerminal, plainResultOf, type JsonRpcId, type TaskRecord } from '@mcp-tasks/protocol';
 
 export interface PlainCallsDeps {
   redis: RedisClient;
@@ -36,6 +27,9 @@ export interface PlainCallRequest {
 
 type CallRef = Pick<TaskRecord, 'taskId' | 'sessionId'>;
 
+/** How a plain call is answered: its result now, or on a stream of its messages that starts at `since`. */
+export type PlainAnswer = { answered: Record<string, unknown> } | { streaming: { record: TaskRecord; since: string } };
+
 /** The request a notifications/cancelled names and why; undefined for any other notification. */
 export function cancelledRequestOf(notification: {
   method: string;
@@ -55,33 +49,28 @@ export class PlainCalls {
   constructor(private readonly deps: PlainCallsDeps) {}
 
   /**
-   * Starts the call and answers it: as JSON when it ends within RESULT_STREAM_AFTER_MS, else with a StreamReply
-   * whose stream carries its progress and input requests from the request on (as tasks/result does); without SSE,
-   * as JSON after the whole wait. `create` writes the record and its job (tools/call audits it like a task's).
+   * Files the call (just written by startCall) under its request id, and answers it: as JSON when it ends within
+   * RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests from `since` on (as tasks/result
+   * does); without `since` (no SSE), as JSON after the whole wait. `since` is the session's stream position read
+   * before the call was written, so that the stream misses none of its messages.
    */
-  async run(
+  async answer(
     request: PlainCallRequest,
-    create: (kind: TaskKind) => Promise<TaskRecord>,
-  ): Promise<Record<string, unknown> | StreamReply> {
-    // The stream starts where the session's events stand now, before the call exists (sent first on the
-    // connection the record is written on, so Redis reads it first; no round trip of its own).
-    const since = request.canStream ? this.deps.events.lastId(request.session.sessionId) : undefined;
-    since?.catch(() => undefined); // awaited below; a failed create must not leave it unhandled
-    const record = await create(TaskKind.PlainToolCall);
+    record: TaskRecord,
+    since: Promise<string> | undefined,
+  ): Promise<PlainAnswer> {
     await this.#remember(record, request.requestId);
-    if (!since) return this.#answer(record, request);
+    if (!since) return { answered: await this.#answer(record, request) };
     const withinMs = this.deps.streamAfterMs;
-    const answer = withinMs > 0 ? await this.#answer(record, request, { withinMs }) : undefined;
-    return answer ?? new StreamReply(record, await since);
+    const answered = withinMs > 0 ? await this.#answer(record, request, { withinMs }) : undefined;
+    return answered ? { answered } : { streaming: { record, since: await since } };
   }
 
   /** The call's record for its answer stream, or -32603 once it is gone (answered elsewhere, or expired). */
   async read(taskId: string, owner: string): Promise<TaskRecord> {
     // Watched: its changes wake this replica's answer stream (TaskService.wakeOn).
     const record = await this.deps.store.getOwned(taskId, owner, this.deps.tasks.watcherId);
-    if (!record) {
-      throw new PlainCallGoneError();
-    }
+    if (!record) throw new CallGoneError();
     return record;
   }
 
@@ -129,7 +118,7 @@ export class PlainCalls {
   ): Promise<Record<string, unknown> | undefined> {
     const read = async () => {
       const current = await this.deps.store.getOwned(record.taskId, record.owner, this.deps.tasks.watcherId);
-      if (!current) throw new ProtocolError(ErrorCode.InternalError, 'The call expired before it finished');
+      if (!current) throw new CallGoneError('The call expired before it finished');
       return current;
     };
     try {
@@ -161,15 +150,5 @@ export class PlainCalls {
 
   async #forget(sessionId: string, requestId: JsonRpcId): Promise<void> {
     await this.deps.redis.hdel(this.deps.keys.sessionCalls(sessionId), JSON.stringify(requestId));
-  }
-}
-
-/**
- * A resumed answer stream names a plain call that is not the caller's, or no longer exists: -32603 on the wire (a
- * plain call has no task to be "not found"), and a failed lookup for the rate limits, like an unknown task id.
- */
-export class PlainCallGoneError extends ProtocolError {
-  constructor() {
-    super(ErrorCode.InternalError, 'The call is gone: it finished and was answered, or expired');
   }
 }

@@ -1,0 +1,153 @@
+// tools/call, whichever wire it came in on: the tool and how it may run (T-TOOL-*, X-NEG-*), the arguments' size
+// and schema, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
+// between the wires — how the answer is given — is theirs; what a call does is here, once.
+import { audit, AuditEvent, SecurityEvent, type CreateTaskInput } from '@mcp-tasks/engine';
+import {
+  LimitExceededError,
+  TaskKind,
+  TaskSupport,
+  TaskSupportError,
+  type CatalogEntry,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import { ensureOpened } from './admission.ts';
+import type { CallContext, CallRequest, Execution } from './request.ts';
+
+/** A call whose tool, way of running and arguments passed every check: nothing is written yet. */
+export interface PreparedCall {
+  request: CallRequest;
+  tool: CatalogEntry;
+  asTask: boolean;
+  /** The arguments as validated, the schema's defaults applied. */
+  arguments: unknown;
+}
+
+/** A call that was admitted: its record (a task, or a plain call the client never sees) and its tool's entry. */
+export interface StartedCall {
+  record: TaskRecord;
+  tool: CatalogEntry;
+  asTask: boolean;
+}
+
+/**
+ * The checks of a call, in the order clients see their errors: the tool (unknown: InvalidInputError), the wire's
+ * own checks, how it may run (TaskSupportError), the arguments' size (LimitExceededError) and schema
+ * (InvalidInputError). Writes nothing, so that a wire may take what a call will hold (a stream slot) in between.
+ */
+export async function prepareCall(context: CallContext, request: CallRequest): Promise<PreparedCall> {
+  const { services } = context;
+  const tool = await services.tools.get(request.tool);
+  request.admitTool?.(tool);
+  const asTask = runsAsTask(tool, request.execution);
+  // A plain call does work before any script that could open the request: it is opened first (RequestOpening).
+  if (!asTask) await ensureOpened(request.opening);
+  const size = argumentsSize(context, request.arguments);
+  if (size !== undefined) await refuseArguments(context, request, size);
+  return { request, tool, asTask, arguments: services.tools.parseArguments(tool, request.arguments) };
+}
+
+/** Writes the prepared call's record and its job in one step (invariant 2), audited; nothing for a refused one. */
+export async function startCall(context: CallContext, prepared: PreparedCall): Promise<StartedCall> {
+  const { services } = context;
+  const { request, tool, asTask } = prepared;
+  const { client } = request;
+  if (client.kind === 'request') {
+    // The worker reads the request's capabilities where it reads a session's: stored before the job can start.
+    await services.sessions.putRequestContext(
+      { ...client, owner: context.caller.owner, createdAt: Date.now() },
+      services.tasks.grantTtl(request.requestedTtl),
+    );
+  }
+  const input: CreateTaskInput = {
+    kind: asTask ? TaskKind.Task : TaskKind.PlainToolCall,
+    owner: context.caller.owner,
+    sessionId: client.id,
+    tool: tool.name,
+    arguments: prepared.arguments,
+    retrySafe: tool.retrySafe,
+    ...(tool.external ? { queue: tool.queue } : {}),
+    ...(tool.scheduling !== undefined ? { scheduling: tool.scheduling } : {}),
+    ...(request.requestedTtl !== undefined ? { requestedTtl: request.requestedTtl } : {}),
+    // A 2026 request's context has no stream once its answer is sent: a task's progress would have nowhere to go.
+    ...(request.progressToken !== undefined && !(asTask && client.kind === 'request')
+      ? { progressToken: request.progressToken }
+      : {}),
+    ...(request.trace ? { trace: request.trace } : {}),
+  };
+  // The create script opens the request in its step when the transport left that to it (RequestOpening).
+  const record = await createAudited(context, input, asTask ? request.opening : undefined);
+  return { record, tool, asTask };
+}
+
+/** Whether the call runs as a task, or the TaskSupportError its tool's taskSupport gives the request. */
+function runsAsTask(tool: CatalogEntry, execution: Execution): boolean {
+  const support = tool.taskSupport;
+  if (execution === 'task-if-allowed') return support !== TaskSupport.Forbidden;
+  if (execution === 'task' && support === TaskSupport.Forbidden) throw new TaskSupportError(tool.name, 'forbidden');
+  if (execution === 'plain' && support === TaskSupport.Required) throw new TaskSupportError(tool.name, 'required');
+  return execution === 'task';
+}
+
+/** Writes the record and its job; audits the creation, or the refusal at the owner's cap. */
+async function createAudited(
+  context: CallContext,
+  input: CreateTaskInput,
+  opening: CallRequest['opening'],
+): Promise<TaskRecord> {
+  const { services, caller } = context;
+  const record = await services.tasks.create(input, opening).catch((error: unknown) => {
+    if (error instanceof LimitExceededError) {
+      audit(services.security.audit, AuditEvent.AccessRejected, {
+        reason: 'too_many_tasks',
+        principal: caller.owner,
+        ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
+        requestId: caller.requestId,
+        tool: input.tool,
+        address: caller.address,
+      });
+      services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+    }
+    throw error;
+  });
+  context.span?.setAttribute('mcp.task.id', record.taskId);
+  audit(services.security.audit, AuditEvent.TaskCreated, {
+    principal: record.owner,
+    taskId: record.taskId,
+    tool: input.tool,
+    requestId: caller.requestId,
+    ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
+    kind: record.kind,
+    ttl: record.ttl,
+  });
+  return record;
+}
+
+/**
+ * Arguments are stored with the task and sent to a worker: they get their own cap, below the body's
+ * (MAX_ARGUMENTS_BYTES). Their size when over it; undefined within it (nothing to wait for then).
+ */
+function argumentsSize(context: CallContext, args: unknown): number | undefined {
+  const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
+  return size <= context.services.config.MAX_ARGUMENTS_BYTES ? undefined : size;
+}
+
+async function refuseArguments(context: CallContext, request: CallRequest, size: number): Promise<never> {
+  const { services, caller } = context;
+  const max = services.config.MAX_ARGUMENTS_BYTES;
+  // Audited and counted only for a request that is admitted (its opening may not have run yet).
+  await ensureOpened(request.opening);
+  audit(services.security.audit, AuditEvent.AccessRejected, {
+    reason: 'arguments_too_large',
+    principal: caller.owner,
+    ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
+    requestId: caller.requestId,
+    address: caller.address,
+  });
+  services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
+  throw new LimitExceededError(
+    'arguments_bytes',
+    max,
+    `Arguments too large: ${size} bytes of JSON, at most ${max} allowed (MAX_ARGUMENTS_BYTES)`,
+    { size },
+  );
+}

@@ -1,0 +1,56 @@
+// The task operations after creation, whichever wire asks: find the caller's task, list them, cancel one. Which
+// task a caller may read is decided here once: its owner's, or (2026-07-28 without authentication) whoever holds
+// its unguessable id, for tasks created without authentication only (X-SEC-2).
+import type { RequestOpening, TaskPage } from '@mcp-tasks/engine';
+import { isTerminal, TaskKind, TaskNotFoundError, InvalidStateError, type TaskRecord } from '@mcp-tasks/protocol';
+import type { CallContext } from './request.ts';
+
+/** The owner of tasks created on 2026-07-28 without authentication: `anonymous:<address>`. */
+export const ANONYMOUS_OWNER_PREFIX = 'anonymous:';
+
+export interface FindOptions {
+  /** Register this replica as a waiter for the task's changes: its channel then wakes the caller's waits. */
+  watch?: boolean;
+  /** The request's opening, left to the read's script (RequestOpening; 2025-11-25 tasks/result). */
+  opening?: RequestOpening;
+}
+
+/**
+ * The caller's task, or TaskNotFoundError for one that does not exist, expired or is not theirs: the caller cannot
+ * tell them apart (T-ERR-1, T-SEC-1).
+ */
+export async function findTask(context: CallContext, taskId: string, options: FindOptions = {}): Promise<TaskRecord> {
+  const { services, caller } = context;
+  if (!caller.readsByCapability) return services.tasks.getOwned(taskId, caller.owner, options);
+  const record = await services.store.get(taskId);
+  if (!record || record.kind !== TaskKind.Task || !record.owner.startsWith(ANONYMOUS_OWNER_PREFIX)) {
+    throw new TaskNotFoundError();
+  }
+  if (!options.watch) return record;
+  return services.tasks.getOwned(taskId, record.owner, { watch: true });
+}
+
+/** A page of the caller's tasks, newest first (tasks/list). */
+export function listTasks(context: CallContext, cursor: string | undefined): Promise<TaskPage> {
+  const { services, caller } = context;
+  return services.store.list(caller.owner, cursor, services.config.LIST_PAGE_SIZE);
+}
+
+export type CancelOutcome =
+  | { cancelled: TaskRecord }
+  /** The task had ended already (or ended between the read and the move): its status stands. */
+  | { ended: TaskRecord; status: string };
+
+/** Moves the caller's task to `cancelled` and stops its work (T-CANCEL-*), unless it has ended already. */
+export async function cancelTask(context: CallContext, taskId: string): Promise<CancelOutcome> {
+  const record = await findTask(context, taskId);
+  if (isTerminal(record.status)) return { ended: record, status: record.status };
+  try {
+    const cancelled = await context.services.tasks.cancel(record);
+    context.log.info('task cancelled', { taskId, tool: record.tool, owner: record.owner });
+    return { cancelled };
+  } catch (error) {
+    if (error instanceof InvalidStateError) return { ended: record, status: error.current };
+    throw error;
+  }
+}

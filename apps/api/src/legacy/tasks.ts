@@ -1,0 +1,128 @@
+// tasks/get, tasks/result, tasks/list, tasks/cancel on the 2025-11-25 wire. The `taskId` param is the only source
+// of truth for which task is meant; a related-task `_meta` on these requests is ignored (T-META-2).
+import { audit, AuditEvent } from '@mcp-tasks/engine';
+import {
+  InvalidStateError,
+  ListParamsSchema,
+  parseParams,
+  parseTaskId,
+  resultOf,
+  toWireTask,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import { cancelTask as cancel, findTask, listTasks as list, type CancelOutcome } from '../calls/tasks.ts';
+import type { HandlerReply, RequestContext } from '../context.ts';
+import { holdingSlot } from '../stream-limit.ts';
+import { StreamReply } from '../stream-reply.ts';
+import { wireMethod } from '../wire-table.ts';
+import { callContextOf } from './call-context.ts';
+
+type Ctx = RequestContext;
+
+export const getTask = wireMethod<Ctx, string, TaskRecord, HandlerReply>('tasks/get', {
+  parse: (params) => parseTaskId(params, 'tasks/get'),
+  run: (taskId, context) => findTask(callContextOf(context), taskId),
+  render: (record) => ({ ...toWireTask(record) }),
+});
+
+export const listTasks = wireMethod<Ctx, string | undefined, Awaited<ReturnType<typeof list>>, HandlerReply>(
+  'tasks/list',
+  {
+    parse: (params) => parseParams(ListParamsSchema, params, 'tasks/list').cursor,
+    run: (cursor, context) => list(callContextOf(context), cursor),
+    render: (page) => ({
+      tasks: page.tasks.map(toWireTask),
+      ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+    }),
+  },
+);
+
+export const cancelTask = wireMethod<Ctx, string, CancelOutcome, HandlerReply>('tasks/cancel', {
+  parse: (params) => parseTaskId(params, 'tasks/cancel'),
+  run: (taskId, context) => cancel(callContextOf(context), taskId),
+  render: (outcome) => {
+    // 2025-11-25 refuses to cancel a task that has ended (T-CANCEL-*).
+    if ('ended' in outcome)
+      throw new InvalidStateError(`Cannot cancel task: already in terminal status '${outcome.status}'`, outcome.status);
+    return { ...toWireTask(outcome.cancelled) };
+  },
+});
+
+/** The task when it has ended, or the stream its answer goes out on. */
+type ResultOutcome = { ended: TaskRecord } | { stream: StreamReply };
+
+export const getTaskResult = wireMethod<Ctx, string, ResultOutcome, HandlerReply>('tasks/result', {
+  parse: (params) => parseTaskId(params, 'tasks/result'),
+  run: awaitResult,
+  render: (outcome, context) => {
+    if ('stream' in outcome) return outcome.stream;
+    const record = outcome.ended;
+    const { services, session } = context;
+    // Debug: the audit record below says the same at info (T-AUDIT-1); log lines are a measurable share of a
+    // task's cost (docs/benchmarks.md), so their fields are not even built unless wanted.
+    if (services.log.isDebugEnabled())
+      context.log.debug('task result retrieved', {
+        taskId: record.taskId,
+        tool: record.tool,
+        status: record.status,
+        owner: session.owner,
+      });
+    audit(services.security.audit, AuditEvent.ResultRetrieved, {
+      principal: session.owner,
+      taskId: record.taskId,
+      tool: record.tool,
+      requestId: context.requestId,
+      sessionId: session.sessionId,
+      status: record.status,
+    });
+    return resultOf(record);
+  },
+});
+
+/**
+ * Waits for the task's end (T-RES-2). One script checks the owner, reads the record and, when the task is
+ * unfinished, registers this replica as its waiter: its changes then come on the replica's one subscription. The
+ * waiter is opened first, so that no change slips between the read and the wait.
+ */
+async function awaitResult(taskId: string, context: Ctx): Promise<ResultOutcome> {
+  // `signal` and `log` are read only where needed: the context makes them on first use (transport/post.ts).
+  const { services, session, canStream, opening } = context;
+  // The waits' later reads: the first read below has checked the owner and registered this replica.
+  const read = () => services.tasks.reread(taskId, session.owner);
+  const waiter = await services.tasks.watch(taskId);
+  try {
+    // The first read also opens the request when the transport left that to it (RequestOpening).
+    const current = await findTask(callContextOf(context), taskId, {
+      watch: true,
+      ...(opening ? { opening: opening.opening } : {}),
+    });
+    if (services.log.isDebugEnabled())
+      context.log.debug('task result requested', {
+        taskId,
+        tool: current.tool,
+        status: current.status,
+        owner: session.owner,
+      });
+    if (services.tasks.isTerminal(current)) return { ended: current };
+    const wait = { signal: context.signal, read, first: current, waiter };
+    if (!canStream) {
+      // Without SSE the request blocks until the task ends: it holds a slot as a stream would (stream-limit.ts).
+      return { ended: await holdingSlot(context, () => services.tasks.waitFor(taskId, wait)) };
+    }
+    // A task that ends soon is answered as plain JSON: a stream costs the server and the client several times
+    // more. One that does not, or that needs its client (input_required), gets the stream, which then carries the
+    // task's messages from this moment on (T-INPUT-3). Sent now, ahead of the wait's reads on the same
+    // connection, but awaited only if the answer streams.
+    const since = services.events.lastId(current.sessionId);
+    since.catch(() => undefined);
+    const withinMs = services.config.RESULT_STREAM_AFTER_MS;
+    const record =
+      withinMs > 0
+        ? await services.tasks.waitForTerminal(taskId, context.signal, read, { withinMs }, { record: current, waiter })
+        : current;
+    if (services.tasks.isTerminal(record)) return { ended: record };
+    return { stream: new StreamReply(record, await since) };
+  } finally {
+    await waiter.close();
+  }
+}

@@ -1,0 +1,87 @@
+// tools/list and tools/call on the 2025-11-25 wire: the params of a call become a CallRequest (`params.task` asks
+// for a task, T-TOOL-*), the use case starts it (calls/start-call.ts), and the answer is a CreateTaskResult at once
+// (T-CREATE-1..3), or for a plain call its result, waited for as JSON or streamed (calls/plain-calls.ts).
+import { carrierFor } from '@mcp-tasks/engine';
+import {
+  parseCallToolParams,
+  MODEL_IMMEDIATE_RESPONSE_META_KEY,
+  supportsTasks,
+  toWireTask,
+  type TaskRecord,
+} from '@mcp-tasks/protocol';
+import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
+import type { CallRequest } from '../calls/request.ts';
+import type { HandlerReply, RequestContext } from '../context.ts';
+import { holdingSlot } from '../stream-limit.ts';
+import { StreamReply } from '../stream-reply.ts';
+import { constantMethod, wireMethod } from '../wire-table.ts';
+import { callContextOf } from './call-context.ts';
+
+export const listTools = constantMethod('tools/list', (context: RequestContext): HandlerReply => ({
+  tools: context.services.tools.list(),
+}));
+
+type CallOutcome = { task: TaskRecord; tool: string } | { reply: HandlerReply };
+
+export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, HandlerReply>('tools/call', {
+  parse: (params, { session, opening, trace }) => {
+    const call = parseCallToolParams(params);
+    // A session on a revision without Tasks never saw our tasks capability: its `task` is ignored (T-TOOL-5).
+    const asTask = call.task !== undefined && supportsTasks(session.protocolVersion);
+    const progressToken = call._meta?.progressToken;
+    return {
+      client: { kind: 'session', id: session.sessionId },
+      tool: call.name,
+      arguments: call.arguments,
+      execution: asTask ? 'task' : 'plain',
+      ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
+      ...(progressToken !== undefined ? { progressToken } : {}),
+      ...(trace ? { trace: carrierFor(trace) } : {}),
+      ...(opening ? { opening: opening.opening } : {}),
+    };
+  },
+  run: async (request, context) => {
+    const calls = callContextOf(context);
+    const prepared = await prepareCall(calls, request);
+    if (!prepared.asTask) {
+      // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
+      // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing.
+      const run = () => runPlainCall(context, prepared);
+      return { reply: await (context.canStream ? run() : holdingSlot(context, run)) };
+    }
+    const { record, tool } = await startCall(calls, prepared);
+    // Not even built unless debug is on: the audit record says the same at info (T-AUDIT-1).
+    if (context.services.log.isDebugEnabled())
+      context.log.debug('task created', {
+        taskId: record.taskId,
+        tool: tool.name,
+        owner: record.owner,
+        ttl: record.ttl,
+      });
+    return { task: record, tool: tool.name };
+  },
+  render: (outcome) => {
+    if ('reply' in outcome) return outcome.reply;
+    const { task, tool } = outcome;
+    return {
+      task: toWireTask(task),
+      _meta: {
+        [MODEL_IMMEDIATE_RESPONSE_META_KEY]:
+          `Started '${tool}' as task ${task.taskId}. It runs in the background; ` +
+          'its result will be available through tasks/result.',
+      },
+    };
+  },
+});
+
+/** A plain call: started, then answered as JSON when it ends soon, or on a stream of its messages. */
+async function runPlainCall(context: RequestContext, prepared: PreparedCall): Promise<HandlerReply> {
+  const { services, session } = context;
+  // The stream starts where the session's events stand now, before the call exists (sent first on the connection
+  // the record is written on, so Redis reads it first; no round trip of its own).
+  const since = context.canStream ? services.events.lastId(session.sessionId) : undefined;
+  since?.catch(() => undefined); // awaited by answer(); a failed create must not leave it unhandled
+  const { record } = await startCall(callContextOf(context), prepared);
+  const answer = await services.plainCalls.answer(context, record, since);
+  return 'answered' in answer ? answer.answered : new StreamReply(answer.streaming.record, answer.streaming.since);
+}
