@@ -86,7 +86,6 @@ export interface RequestContext {
 /** A handler's answer: a result, or a task whose messages and final answer the transport streams. */
 export type HandlerReply = Record<string, unknown> | StreamReply;
 
-
 /** The opening of a request left to a method's script, and what it was charged (for the verdict). */
 export interface DeferredOpening {
   opening: RequestOpening;
