@@ -41,6 +41,27 @@ export default tseslint.config(
     },
   },
   {
+    // The dashboard's browser scripts: JavaScript modules without types, run by the pages next to them, with the
+    // browser's globals and uPlot's (loaded by the page before them), and no Node.
+    files: ['apps/api/src/admin-assets/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ['apps/api/src/admin-assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        fetch: 'readonly',
+        FormData: 'readonly',
+        URLSearchParams: 'readonly',
+        setInterval: 'readonly',
+        uPlot: 'readonly',
+      },
+    },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unused-expressions': 'off',

@@ -1,6 +1,7 @@
 // Builds the installable package: the workspace packages are bundled in (they are private), every real dependency
-// stays external and is declared in package.json, and zod is the user's (a peer). scripts/copy-lua.mjs then puts the
-// Lua scripts that the engine reads next to its code at run time into dist/lua.
+// stays external and is declared in package.json, and zod is the user's (a peer). scripts/copy-runtime-files.mjs then
+// puts what the code reads next to itself at run time into dist: the engine's Lua scripts (dist/lua) and the
+// dashboard's pages and browser scripts (dist/admin-assets).
 // Why tsup 8.5.1 and not tsdown: tsdown 0.22 and later (and tsup 9) need Node 22, and tsdown 0.21.10's declaration
 // bundler (rolldown-plugin-dts 0.23) fails on names that are both a value and a type (TaskSupport); tsup 8.5
 // runs on our Node 20 and inlines the workspace packages' types through the paths in tsconfig.json.

@@ -1,6 +1,7 @@
 // The admin dashboard in a real headless browser (Debian's chromium driven by playwright-core), against real api
 // and worker processes: it loads behind ADMIN_TOKEN, lists a task just created and shows its status change; plus
-// the auth rules and the JSON endpoints behind the page. Browser traffic targets 127.0.0.1 only.
+// the auth rules, the pages' files and headers, and the JSON endpoints behind the page. Browser traffic targets
+// 127.0.0.1 only.
 import { expect } from 'chai';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
@@ -67,14 +68,38 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
     });
   });
 
-  describe('task page', () => {
-    it('puts the task id of the URL into its script as data only (no markup injection)', async () => {
-      const hostile = encodeURIComponent('</script><script>alert(1)</script>');
-      const response = await fetch(`${base}/admin/tasks/${hostile}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      expect(response.status).to.equal(200);
-      const html = await response.text();
-      expect(html).to.not.include('<script>alert(1)');
-      expect(html).to.include('\\u003c/script>\\u003cscript>alert(1)\\u003c/script>');
+  describe('pages and assets', () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+
+    it('are files behind the token, never cached, under a policy that allows no inline code or other origin', async () => {
+      const paths = ['/admin/', '/admin/tasks/some-task', '/admin/assets/dashboard.js', '/admin/assets/task.css'];
+      for (const path of [...paths, '/admin/assets/charts.js', '/admin/assets/uplot.js', '/admin/assets/uplot.css']) {
+        expect((await fetch(`${base}${path}`)).status, path).to.equal(401);
+        const response = await fetch(`${base}${path}`, { headers: auth });
+        expect(response.status, path).to.equal(200);
+        expect(response.headers.get('cache-control'), path).to.equal('no-store');
+        expect(response.headers.get('content-security-policy'), path).to.match(/^default-src 'self';/);
+        expect(response.headers.get('x-content-type-options'), path).to.equal('nosniff');
+      }
+      expect((await fetch(`${base}/admin/assets/nothing.js`, { headers: auth })).status).to.equal(404);
+    });
+
+    it('moves /admin to /admin/ (the pages use relative URLs) and serves no task page under a trailing slash', async () => {
+      const moved = await fetch(`${base}/admin`, { headers: auth, redirect: 'manual' });
+      expect(moved.status).to.equal(302);
+      expect(moved.headers.get('location')).to.equal('admin/');
+      expect((await fetch(`${base}/admin/tasks/some-task/`, { headers: auth })).status).to.equal(404);
+    });
+
+    it('serves one task page whatever the task id in the URL: nothing of the URL reaches the markup', async () => {
+      const page = async (taskId: string) => {
+        const response = await fetch(`${base}/admin/tasks/${encodeURIComponent(taskId)}`, { headers: auth });
+        expect(response.status).to.equal(200);
+        return response.text();
+      };
+      const hostile = await page('</script><script>alert(1)</script>');
+      expect(hostile).to.not.include('alert(1)');
+      expect(hostile).to.equal(await page('some-task'));
     });
   });
 
@@ -82,6 +107,9 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
     let context: BrowserContext;
     let page: Page;
     let release: () => Promise<void>;
+    // Policy violations and uncaught errors of the pages' scripts.
+    const pageProblems: string[] = [];
+    const dialogs: string[] = [];
 
     before(async () => {
       ({ context, release } = await launchChromium({
@@ -89,6 +117,14 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
         viewport: { width: 1400, height: 900 },
       }));
       page = context.pages()[0] ?? (await context.newPage());
+      page.on('console', (message) => {
+        if (/Content Security Policy/i.test(message.text())) pageProblems.push(message.text());
+      });
+      page.on('pageerror', (error) => pageProblems.push(error.message));
+      page.on('dialog', (dialog) => {
+        dialogs.push(dialog.message());
+        void dialog.dismiss();
+      });
     });
     after(async () => {
       await release?.();
@@ -121,6 +157,17 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(await page.textContent('#outcome')).to.include('"content"');
       expect(await page.isHidden('#cancel')).to.equal(true);
       expect(await page.isHidden('#retry')).to.equal(true);
+      expect(pageProblems).to.deep.equal([]);
+    });
+
+    it('a crafted task link runs nothing: the id stays data, and the page says there is no such task', async () => {
+      await page.goto(
+        `${base}/admin/tasks/${encodeURIComponent('"><img src=x onerror=alert(1)><script>alert(2)</script>')}`,
+      );
+      await page.waitForSelector('#error:not(:empty)');
+      expect(await page.textContent('#error')).to.equal('This task no longer exists (it expired or was purged).');
+      expect(await page.$$('img')).to.have.length(0);
+      expect(dialogs).to.deep.equal([]);
     });
 
     it('task page, live: progress, the job (attempts, worker), a pending input request, and an operator cancel (audited)', async () => {
@@ -240,6 +287,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       await page.waitForSelector('#per-tool tr[data-key="count_primes"]');
       await page.waitForSelector(`#per-principal tr[data-key="session:${String(b.sessionId)}"]`);
       await shoot(page, 'dashboard.png');
+      expect(pageProblems).to.deep.equal([]);
     });
 
     it('serves bull-board for the queue, read-only', async () => {

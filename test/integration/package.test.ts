@@ -1,18 +1,21 @@
 // The proof that a team can use the runner with its own tools without this repository: `pnpm run pack`, npm install
 // of the tarball into a project outside the repository, a tool module there in plain JavaScript, and `mcpt api` (no
-// tool code) plus `mcpt worker` (MCPT_TOOLS) from that project's node_modules/.bin, on plain Node (no tsx).
+// tool code) plus `mcpt worker` (MCPT_TOOLS) from that project's node_modules/.bin, on plain Node (no tsx). The api
+// serves the dashboard too: its files are found next to the bundle (dist/admin-assets), as the Lua is (dist/lua).
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../scripts/lib/ports.ts';
+import { launchChromium, skipWithoutChromium } from '../support/browser.ts';
 import { expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { repoRoot, spawnService, type ChildHandle } from '../support/processes.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 
 const run = promisify(execFile);
+const ADMIN_TOKEN = 'package-admin-token-0123456789';
 
 const TOOLS_JS = `import { defineTool } from 'mcp-task-runner';
 import { z } from 'zod';
@@ -39,6 +42,7 @@ describe('the installable package, used from a project outside the repository (n
   const children: ChildHandle[] = [];
   let client: McpTestClient;
   let env: Record<string, string>;
+  let base: string;
 
   before(async () => {
     const { version } = JSON.parse(readFileSync(join(repoRoot, 'packages', 'runner', 'package.json'), 'utf8')) as {
@@ -69,8 +73,10 @@ describe('the installable package, used from a project outside the repository (n
       NODE_OPTIONS: '',
     };
     const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const apiEnv = { ...env, HOST: '127.0.0.1', PORT: String(port), ADMIN_TOKEN };
     children.push(
-      await spawnService('mcpt api', '', { ...env, HOST: '127.0.0.1', PORT: String(port) }, /listening on/, {
+      await spawnService('mcpt api', '', apiEnv, /listening on/, {
         command: mcpt,
         args: ['api'],
         cwd: project,
@@ -113,6 +119,42 @@ describe('the installable package, used from a project outside the repository (n
       -32602,
       /Invalid arguments for tool 'add': a: must be number/,
     );
+  });
+
+  it('serves the dashboard from the bundle: its pages, and every file of the sources found in dist/admin-assets', async () => {
+    const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const sources = join(repoRoot, 'apps', 'api', 'src', 'admin-assets');
+    const files = readdirSync(sources).sort();
+    const installed = join(project, 'node_modules', 'mcp-task-runner', 'dist', 'admin-assets');
+    expect(readdirSync(installed).sort()).to.deep.equal(files);
+    for (const file of files) {
+      const response = await fetch(`${base}/admin/assets/${file}`, { headers });
+      expect(response.status, file).to.equal(200);
+      expect(await response.text(), file).to.equal(readFileSync(join(sources, file), 'utf8'));
+    }
+    for (const path of ['/admin/', '/admin/tasks/some-task', '/admin/assets/uplot.js', '/admin/assets/uplot.css']) {
+      expect((await fetch(`${base}${path}`, { headers })).status, path).to.equal(200);
+    }
+  });
+
+  it('the dashboard of the installed package works in a browser: overview, charts, a task and its page', async function () {
+    skipWithoutChromium(this);
+    const task = await client.createTask('add', { a: 1, b: 1 });
+    await client.call('tasks/result', { taskId: task['taskId'] });
+    const { context, release } = await launchChromium({
+      httpCredentials: { username: 'admin', password: ADMIN_TOKEN },
+    });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(`${base}/admin`);
+      await page.waitForSelector('.card[data-name="workers"]');
+      await page.waitForSelector('#charts[data-updated]');
+      await page.click(`tr[data-task-id="${String(task['taskId'])}"]`);
+      await page.waitForSelector('#status[data-status="completed"]');
+      expect(await page.textContent('#outcome')).to.include('"sum": 2');
+    } finally {
+      await release();
+    }
   });
 
   it('serves the tools of an existing MCP server from the installed `mcpt worker` (UPSTREAM_MCP_COMMAND)', async () => {

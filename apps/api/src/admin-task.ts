@@ -1,5 +1,5 @@
-// The dashboard's task page (/admin/tasks/<id>) and what it reads and does: the task's record, history, job,
-// pending input requests and outcome as JSON, and the operators' cancel and retry, each one audited.
+// What the dashboard's task page (admin-assets/task.html) reads and does beyond the task's inspection (admin.ts): its
+// pending input requests as JSON, and the operators' cancel and retry, each one audited.
 import express, { type Request, type Response, type Router } from 'express';
 import {
   AdminError,
@@ -12,7 +12,6 @@ import {
   type TaskService,
 } from '@mcp-tasks/engine';
 import { LocalErrorCode, ProtocolError, type TaskRecord } from '@mcp-tasks/protocol';
-import { taskPage } from './admin-task-page.ts';
 
 /** What an operator can do to a task from the dashboard (the CLI's cancel and retry, on the api's engine). */
 export interface OperatorActions {
@@ -51,9 +50,6 @@ export function operatorActions(engine: Engine): OperatorActions {
 
 export function taskRoutes(base: string, actions: OperatorActions, auditLog: Logger): Router {
   const router = express.Router();
-  router.get(`${base}/tasks/:taskId`, (req, res) => {
-    res.type('html').send(taskPage({ api: `${base}/api`, home: base, taskId: String(req.params['taskId']) }));
-  });
   router.get(`${base}/api/tasks/:taskId/inputs`, (req, res, next) => {
     (async () => {
       const inspection = await actions.admin.inspect(String(req.params['taskId']));

@@ -14,8 +14,8 @@ import {
 import { TASK_STATUSES, TaskKind, ProtocolError, type TaskStatus } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import { CHART_ASSETS, chartRoutes } from './admin-charts.ts';
-import { dashboardPage } from './admin-page.ts';
+import { assetRoutes } from './admin-assets.ts';
+import { chartRoutes } from './admin-charts.ts';
 import { taskRoutes, type OperatorActions } from './admin-task.ts';
 import { rebindingGuard } from './http-guards.ts';
 
@@ -59,22 +59,9 @@ export async function adminRouter(options: AdminOptions): Promise<Router> {
     next();
   });
 
-  router.get([ADMIN_PATH, `${ADMIN_PATH}/`], (_req, res) => {
-    res.type('html').send(
-      dashboardPage({
-        api: `${ADMIN_PATH}/api`,
-        queues: `${ADMIN_PATH}/queues`,
-        tasks: `${ADMIN_PATH}/tasks`,
-        charts: {
-          uplotScript: `${ADMIN_PATH}/${CHART_ASSETS.uplotScript}`,
-          uplotStyle: `${ADMIN_PATH}/${CHART_ASSETS.uplotStyle}`,
-          script: `${ADMIN_PATH}/${CHART_ASSETS.charts}`,
-        },
-      }),
-    );
-  });
-  router.use(taskRoutes(ADMIN_PATH, options.actions, options.audit)); // the task page, cancel and retry
-  router.use(chartRoutes(ADMIN_PATH, options.activity, options.sampleDepth)); // the charts of the last hour
+  router.use(assetRoutes(ADMIN_PATH)); // the pages, their styles and scripts: files in admin-assets/
+  router.use(taskRoutes(ADMIN_PATH, options.actions, options.audit)); // a task's pending inputs, cancel and retry
+  router.use(chartRoutes(ADMIN_PATH, options.activity, options.sampleDepth)); // the figures of the charts
   router.get(`${ADMIN_PATH}/api/tasks`, (req, res, next) => {
     const query = ListQuerySchema.safeParse(req.query);
     if (!query.success) {
