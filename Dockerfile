@@ -15,10 +15,10 @@ COPY packages/protocol/package.json packages/protocol/
 COPY packages/engine/package.json packages/engine/
 COPY packages/tools/package.json packages/tools/
 COPY packages/client/package.json packages/client/
-COPY packages/runner/package.json packages/runner/
+COPY apps/runner/package.json apps/runner/
 RUN pnpm install --frozen-lockfile
 COPY . .
-RUN cd packages/runner && pnpm run build && pnpm pack --pack-destination /dist
+RUN cd apps/runner && pnpm run build && pnpm pack --pack-destination /dist
 
 # Runtime stage: plain Node, the package and zod installed by npm as a user would, no sources, no tsx.
 FROM node:20-bookworm-slim

@@ -11,12 +11,15 @@ export default tseslint.config(
       '.data/**',
       '**/dist/**',
       'packages/*/scripts/*.mjs',
+      'apps/*/scripts/*.mjs',
       'examples/**',
       '**/*.cjs',
       'scripts/*.mjs',
       'apps/*/bin/*.mjs',
       // Plain Node code loaded into third-party server processes by tests (no tsx there).
       'test/fixtures/**/*.mjs',
+      // Trees that break the import rules on purpose, for scripts/check-imports.mjs's tests.
+      'test/fixtures/imports/**',
       'eslint.config.js',
     ],
   },

@@ -45,7 +45,7 @@ describe('the installable package, used from a project outside the repository (n
   let base: string;
 
   before(async () => {
-    const { version } = JSON.parse(readFileSync(join(repoRoot, 'packages', 'runner', 'package.json'), 'utf8')) as {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, 'apps', 'runner', 'package.json'), 'utf8')) as {
       version: string;
     };
     await run(process.execPath, ['scripts/pack.mjs'], { cwd: repoRoot, timeout: 180_000 });

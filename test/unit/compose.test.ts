@@ -66,13 +66,13 @@ describe('docker-compose.yml', () => {
     // The entrypoint is the package's bin, which is node itself (no pnpm or sh in between to swallow SIGTERM).
     expect(dockerfile).to.contain('ENTRYPOINT ["/app/node_modules/.bin/mcpt"]');
     expect(dockerfile).to.contain('CMD ["api"]');
-    const runner = JSON.parse(read('packages', 'runner', 'package.json')) as {
+    const runner = JSON.parse(read('apps', 'runner', 'package.json')) as {
       name: string;
       bin: Record<string, string>;
     };
     expect(runner.name).to.equal('mcp-task-runner');
     expect(runner.bin['mcpt']).to.equal('./dist/mcpt.js');
-    const bin = read('packages', 'runner', 'src', 'mcpt.ts');
+    const bin = read('apps', 'runner', 'src', 'mcpt.ts');
     expect(bin.startsWith('#!/usr/bin/env node')).to.equal(true);
     expect(service('api').command).to.deep.equal(['api']);
     expect(service('worker').command).to.deep.equal(['worker']);

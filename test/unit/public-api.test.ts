@@ -1,4 +1,4 @@
-// The installable package's public surface (packages/runner, published as mcp-task-runner): a name added or removed
+// The installable package's public surface (apps/runner, published as mcp-task-runner): a name added or removed
 // here is a decision, not an accident of an `export *`.
 import { expect } from 'chai';
 import * as runner from 'mcp-task-runner';

@@ -1,7 +1,7 @@
 // The dashboard's pages, styles and browser scripts: the files of ./admin-assets/, sent as they are. No page is a
 // template, so nothing of a request (a task id in the URL) is ever written into markup; the scripts read what they
 // need from the page's address and the JSON under <base>/api. The folder is found next to this module's code: from
-// source in apps/api/src/admin-assets/, in the installed package in dist/admin-assets/ (packages/runner's build
+// source in apps/api/src/admin-assets/, in the installed package in dist/admin-assets/ (apps/runner's build
 // copies it there, as it does the engine's Lua).
 import type { ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';

@@ -7,6 +7,7 @@
 // hour after it, a minute's tool fields are bounded by the tool catalog, its principals are trimmed to the top
 // ACTIVITY_TOP_OWNERS at each flush, and what waits for a flush is bounded (ACTIVITY_PENDING_OWNERS, below).
 import { TaskStatus } from '@mcp-tasks/protocol';
+import { ACTIVITY_FLUSH_MS } from './config.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import type { TaskObserver } from './records/store.ts';
@@ -14,8 +15,6 @@ import type { TaskObserver } from './records/store.ts';
 export const ACTIVITY_MINUTES = 60;
 /** Principals kept per minute and measure (the busiest); each flush trims them to this many. */
 export const ACTIVITY_TOP_OWNERS = 50;
-/** How often, at most, a process sends its pending figures (DASHBOARD_FLUSH_MS, this by default). */
-export const ACTIVITY_FLUSH_MS = 1000;
 /**
  * Principals a process holds per minute and measure until its next flush. Reaching it sends a flush at once; while
  * a flush is still on its way (a slow or absent Redis) the busiest half is kept and the rest dropped, so that a

@@ -1,9 +1,11 @@
 // Environment parsing shared by every process: one zod schema per app, parsed once into a frozen object, with
 // errors that name the variable and what it accepts.
 import { z } from 'zod';
-import { ACTIVITY_FLUSH_MS } from './activity.ts';
 import { isSecretVariable, maskUrlPasswords } from './redact.ts';
 import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
+
+/** How often, at most, a process sends its pending dashboard figures (DASHBOARD_FLUSH_MS, this by default). */
+export const ACTIVITY_FLUSH_MS = 1000;
 
 /** The key prefix when none is set; in Redis Cluster mode the same name as a hash tag. */
 export const DEFAULT_REDIS_PREFIX = 'mcpt';

@@ -12,12 +12,11 @@ import type { ToolJobData } from './queue.ts';
 import type { TaskAdmin } from './task-admin.ts';
 import type { TaskObserver } from './records/store.ts';
 import type { ToolSchedulingView } from './tool-limits.ts';
+import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
 
 /** Waiting jobs a scrape reads per tool to count them by principal, and how many principals it reports per tool. */
 const METRICS_QUEUED_SAMPLE = 200;
 const TOP_PRINCIPALS = 10;
-
-export const METRICS_PREFIX = 'mcpt_';
 
 const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 21600, 86400];
 const WAIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -294,35 +293,6 @@ export class RunnerMetrics {
 
   text(): Promise<string> {
     return this.registry.metrics();
-  }
-}
-
-/**
- * Runs a gauge's Redis read for a scrape. When Redis is not connected (`redisReady`), fails, or does not answer
- * within `timeoutMs` (commands wait while it reconnects), the gauge is emptied instead of failing or hanging the
- * scrape: the process's own counters stay visible during a Redis outage. Use it in every collect() that reads Redis.
- */
-export async function collectFromRedis<L extends string>(
-  gauge: Gauge<L>,
-  read: () => Promise<void>,
-  options: { redisReady?: () => boolean; timeoutMs?: number; unlabelled?: boolean } = {},
-): Promise<void> {
-  // A gauge without labels would read 0 once reset: NaN says "unknown" instead of "none".
-  const unknown = () => (options.unlabelled ? gauge.set(Number.NaN) : gauge.reset());
-  if (options.redisReady && !options.redisReady()) {
-    unknown();
-    return;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), options.timeoutMs ?? 2000);
-  });
-  try {
-    if ((await Promise.race([read().then(() => 'done' as const), timeout])) === 'timeout') unknown();
-  } catch {
-    unknown();
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -2,7 +2,7 @@
 // suspicious events that operators watch (T-AUDIT-1): failed task lookups, throttled requests, bad tokens.
 import { Gauge, type Registry } from 'prom-client';
 import type { KeySpace } from './keys.ts';
-import { collectFromRedis, METRICS_PREFIX } from './metrics.ts';
+import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts, type RateBucket } from './scripts.ts';
 

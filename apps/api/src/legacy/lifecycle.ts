@@ -14,7 +14,7 @@ import { principalOwner } from '../auth.ts';
 import { rateLimitError } from '../calls/admission.ts';
 import type { ApiServices } from '../context.ts';
 
-export const SERVER_INFO = { name: 'mcp-task-runner', version: '0.1.0' };
+import { SERVER_INFO } from '../server-info.ts';
 
 /**
  * Creates the session in Redis and answers the negotiated version and our capabilities; -32029 when the principal

@@ -18,7 +18,7 @@ import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-
 import type { ApiServices } from '../context.ts';
 import { acceptsEventStream, sendJson } from '../responses.ts';
 import { SseWriter } from '../sse.ts';
-import { addressOf, principalOf } from '../transport/session-gate.ts';
+import { addressOf, principalOf } from '../request-origin.ts';
 import type { WireMethod } from '../wire-table.ts';
 import { INTERNAL_ERROR, wireErrorOf } from '../wire-errors.ts';
 import type { ModernRequest, ModernRefusal } from './classify.ts';

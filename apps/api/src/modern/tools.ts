@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
 import type { CallRequest } from '../calls/request.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
-import { SERVER_INFO } from '../legacy/lifecycle.ts';
+import { SERVER_INFO } from '../server-info.ts';
 import { constantMethod, wireMethod } from '../wire-table.ts';
 import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 import { checkParamHeaders, paramHeadersOf } from './param-headers.ts';

@@ -10,7 +10,8 @@ import { parseEventId } from '../sse.ts';
 import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer, streamSession } from '../streams.ts';
 import { toWireError } from '../wire-errors.ts';
-import { addressOf, openSession } from './session-gate.ts';
+import { addressOf } from '../request-origin.ts';
+import { openSession } from './session-gate.ts';
 import { acquireStreamSlot, serveStream } from './sse-slots.ts';
 
 /** The method a resumed answer stream counts as: it reads the task's result, as tasks/result does. */

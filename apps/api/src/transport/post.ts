@@ -26,7 +26,8 @@ import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-
 import { tooManyStreams } from '../stream-limit.ts';
 import { streamAnswer } from '../streams.ts';
 import { describeInvalidMessage, parseBody } from './body.ts';
-import { addressOf, openSession, principalOf, rejected, sessionNotFound, type OpenedSession } from './session-gate.ts';
+import { addressOf, principalOf } from '../request-origin.ts';
+import { openSession, rejected, sessionNotFound, type OpenedSession } from './session-gate.ts';
 import { acquireStreamSlot, serveStream } from './sse-slots.ts';
 
 export async function handlePost(services: ApiServices, req: Request, res: Response): Promise<void> {

@@ -9,6 +9,7 @@ import { principalOwner } from '../auth.ts';
 import type { ApiServices } from '../context.ts';
 import { sendHttpError } from '../responses.ts';
 import { rateChargeOf } from '../calls/admission.ts';
+import { addressOf, principalOf } from '../request-origin.ts';
 
 export const SESSION_HEADER = 'mcp-session-id';
 const VERSION_HEADER = 'mcp-protocol-version';
@@ -106,17 +107,6 @@ export async function sessionToEnd(services: ApiServices, req: Request, res: Res
   return undefined;
 }
 
-/** The authenticated principal of the request (set by authGuard), undefined without authentication. */
-export function principalOf(res: Response): string | undefined {
-  const principal: unknown = res.locals['principal'];
-  return typeof principal === 'string' ? principal : undefined;
-}
-
-export function addressOf(req: Request): string {
-  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
-}
-
-/** Audits a refused request (T-AUDIT-1) with the caller's address and HTTP method. */
 /** Answers a request whose session is gone (also when that is found out by the method's script). */
 export function sessionNotFound(res: Response): void {
   sendHttpError(
@@ -127,6 +117,7 @@ export function sessionNotFound(res: Response): void {
   );
 }
 
+/** Audits a refused request (T-AUDIT-1) with the caller's address and HTTP method. */
 export function rejected(services: ApiServices, req: Request, fields: AuditFields): void {
   audit(services.security.audit, AuditEvent.AccessRejected, {
     address: addressOf(req),

@@ -5,7 +5,7 @@ import type { Session, ConnectionSlot } from '@mcp-tasks/engine';
 import type { ApiServices } from '../context.ts';
 import { SseWriter } from '../sse.ts';
 import { acquireSlot } from '../stream-limit.ts';
-import { addressOf } from './session-gate.ts';
+import { addressOf } from '../request-origin.ts';
 
 /** A slot for one more stream of the session (stream-limit.ts), or undefined when all are taken. */
 export function acquireStreamSlot(

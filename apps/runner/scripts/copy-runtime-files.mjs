@@ -4,8 +4,8 @@
 import { cpSync } from 'node:fs';
 
 const folders = [
-  ['../../engine/src/lua/', '../dist/lua/'],
-  ['../../../apps/api/src/admin-assets/', '../dist/admin-assets/'],
+  ['../../../packages/engine/src/lua/', '../dist/lua/'],
+  ['../../api/src/admin-assets/', '../dist/admin-assets/'],
 ];
 for (const [from, to] of folders) {
   cpSync(new URL(from, import.meta.url), new URL(to, import.meta.url), { recursive: true });

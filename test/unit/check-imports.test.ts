@@ -1,0 +1,34 @@
+// scripts/check-imports.mjs, run by `pnpm lint`: no import cycle (type-only imports included) and no upward import.
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+
+function check(root?: string): { status: number | null; output: string } {
+  const result = spawnSync(process.execPath, ['scripts/check-imports.mjs', ...(root ? ['--root', root] : [])], {
+    encoding: 'utf8',
+  });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+describe('import rules (scripts/check-imports.mjs, part of pnpm lint)', function () {
+  this.timeout(60_000);
+
+  it('the repository passes: no cycle, every import points down', () => {
+    const { status, output } = check();
+    expect(output).to.contain('no cycle, every import points down');
+    expect(status).to.equal(0);
+  });
+
+  it('fails on a cycle even when one of its imports is type-only, naming the files', () => {
+    const { status, output } = check('test/fixtures/imports/cycle');
+    expect(status).to.equal(1);
+    expect(output).to.contain('import cycle of 2 modules');
+    expect(output).to.contain('packages/engine/src/keys.ts -> packages/engine/src/store.ts');
+  });
+
+  it('fails on a package importing an app, and on a use case importing a wire', () => {
+    const { status, output } = check('test/fixtures/imports/upward');
+    expect(status).to.equal(1);
+    expect(output).to.contain('upward import: packages/engine/src/engine.ts -> apps/api/src/legacy/serve.ts');
+    expect(output).to.contain('upward import: apps/api/src/calls/start.ts -> apps/api/src/legacy/serve.ts');
+  });
+});
