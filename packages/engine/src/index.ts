@@ -76,14 +76,8 @@ export {
 export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './redis.ts';
 export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
-export {
-  type RequestOpening,
-  RequestRefusedError,
-  type Session,
-  type SessionAdmission,
-  SessionCap,
-  SessionStore,
-} from './sessions.ts';
+export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
+export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
