@@ -10,6 +10,7 @@ import { type Job, type Queue, Worker } from 'bullmq';
 import {
   BULLMQ_JOB_LAYOUT_VERSION,
   closeRedis,
+  ConfigError,
   createEngine,
   createRedis,
   type Engine,
@@ -97,6 +98,20 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
         'create-task-6.lua and queue.ts scriptedJob write, run this file, then change BULLMQ_JOB_LAYOUT_VERSION ' +
         '(packages/engine/src/queue.ts).',
     ).to.equal(BULLMQ_JOB_LAYOUT_VERSION);
+  });
+
+  it('createEngine refuses to start with another BullMQ installed, saying what to install or upgrade', () => {
+    const config = { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000 };
+    for (const installed of ['6.7.1', '5.76.0', '7.0.0']) {
+      expect(() => createEngine({ redis }, config, { bullmqVersion: installed }))
+        .to.throw(ConfigError, `BullMQ ${installed} is installed`)
+        .with.property('message')
+        .that.includes(`Install bullmq@${BULLMQ_JOB_LAYOUT_VERSION}`)
+        .and.includes(`whose job layout test was checked against BullMQ ${installed}`);
+    }
+    // The installed one, read as the engine reads it (the engine of this file started with it, in `before`).
+    const other = createEngine({ redis }, config, { bullmqVersion: BULLMQ_JOB_LAYOUT_VERSION });
+    return other.close();
   });
 
   it('invariant 2: the job hash has the fields, data, options and priority queue.add writes for the same options', async () => {
