@@ -42,17 +42,17 @@ export interface OpeningArgs {
 }
 
 /**
- * The opening's part of a script's arguments. `key` adds a key to the call's KEYS and answers its index (scripts.ts
+ * The opening's part of a script's arguments. `addKey` adds a key to the call's KEYS and answers its index (scripts.ts
  * ScriptKeys), so the opening's keys can sit wherever the script's own keys leave room.
  */
-export function openingArgs(call: OpeningCall, key: (name: string) => number): OpeningArgs {
+export function openingArgs(call: OpeningCall, addKey: (key: string) => number): OpeningArgs {
   if (call.buckets.length !== 4) throw new Error('An opening takes exactly four rate buckets');
   return {
-    session: key(call.keys.session),
+    session: addKey(call.keys.session),
     idleMs: call.idleMs,
     windowMs: call.windowMs,
-    buckets: call.buckets.map((bucket) => ({ key: key(bucket.key), limit: bucket.limit, mode: bucket.mode })),
-    counters: key(call.keys.counters),
+    buckets: call.buckets.map((bucket) => ({ key: addKey(bucket.key), limit: bucket.limit, mode: bucket.mode })),
+    counters: addKey(call.keys.counters),
     refusalCounters: call.refusalCounters,
   };
 }

@@ -79,10 +79,11 @@ class ScriptKeys {
 }
 
 /**
- * A lone surrogate's escape, as JSON.stringify writes it (`\ud800`; a backslash written as text matches too, which
- * costs only the slower path).
+ * A lone surrogate's escape as JSON.stringify writes it (`\ud800`, lowercase); a backslash written as text before
+ * such letters matches too, which costs only the slower path.
  */
-const SURROGATE_ESCAPE = /\\ud[89a-f]/i;
+const SURROGATE_ESCAPE = /\\ud[89a-f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
  * The argument table as cjson.decode reads it. cjson refuses the escape of a lone surrogate, which JSON.stringify
@@ -96,8 +97,6 @@ function encodeArgs(args: object): string {
     typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value,
   );
 }
-
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 type Command = (...keysThenArgs: (string | number)[]) => Promise<unknown>;
 
