@@ -87,6 +87,16 @@ describe('atomic transitions in Redis', () => {
     expect(times).to.deep.equal([...times].sort((a, b) => a - b));
   });
 
+  it('a status message with a lone surrogate is stored with U+FFFD in its place, as plain arguments stored it', async () => {
+    // The scripts take their arguments as JSON, whose escape of a lone surrogate cjson refuses (scripts.ts).
+    const task = await newTask();
+    const moved = await store.note(task, 'working', 'half a pair: \ud83d, and a whole one: \ud83d\ude00 \\ud800');
+    expect(moved.ok).to.equal(true);
+    const expected = 'half a pair: \ufffd, and a whole one: \ud83d\ude00 \\ud800';
+    expect((await store.get(task.taskId))?.statusMessage).to.equal(expected);
+    expect((await store.inspect(task.taskId))?.history.at(-1)?.statusMessage).to.equal(expected);
+  });
+
   it('T-LIFE-3, T-CANCEL-3: completion racing cancellation has exactly one winner, 200 times over', async () => {
     const completed = settleWithResult({ content: [{ type: 'text', text: 'done' }] });
     for (let round = 0; round < 200; round++) {

@@ -10,11 +10,13 @@ import { type Job, type Queue, Worker } from 'bullmq';
 import {
   BULLMQ_JOB_LAYOUT_VERSION,
   closeRedis,
+  ConfigError,
   createEngine,
   createRedis,
   type Engine,
   TaskKeys,
   TaskService,
+  type ToolJobData,
   toolJobOptions,
 } from '@mcp-tasks/engine';
 import { toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
@@ -99,6 +101,20 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
     ).to.equal(BULLMQ_JOB_LAYOUT_VERSION);
   });
 
+  it('createEngine refuses to start with another BullMQ installed, saying what to install or upgrade', () => {
+    const config = { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000 };
+    for (const installed of ['6.7.1', '5.76.0', '7.0.0']) {
+      expect(() => createEngine({ redis }, config, { bullmqVersion: installed }))
+        .to.throw(ConfigError, `BullMQ ${installed} is installed`)
+        .with.property('message')
+        .that.includes(`Install bullmq@${BULLMQ_JOB_LAYOUT_VERSION}`)
+        .and.includes(`whose job layout test was checked against BullMQ ${installed}`);
+    }
+    // The installed one, read as the engine reads it (the engine of this file started with it, in `before`).
+    const other = createEngine({ redis }, config, { bullmqVersion: BULLMQ_JOB_LAYOUT_VERSION });
+    return other.close();
+  });
+
   it('invariant 2: the job hash has the fields, data, options and priority queue.add writes for the same options', async () => {
     const ours = await create({ text: 'a/b "quoted" é' });
     const referenceId = randomUUID();
@@ -161,6 +177,90 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
       ['event', 'added', 'jobId', ours.taskId, 'name', TOOL],
       ['event', 'waiting', 'jobId', ours.taskId],
     ]);
+  });
+
+  /**
+   * Every key of a queue as one comparable value: keys named after the queue's prefix, job ids and stream entry ids
+   * replaced, so that two queues that went through the same adds look the same.
+   */
+  async function queueState(of: Queue, jobId?: string): Promise<Record<string, unknown>> {
+    const base = of.toKey('');
+    const state: Record<string, unknown> = {};
+    const named = (value: string) => (jobId === undefined ? value : value.replaceAll(jobId, '<id>'));
+    for (const key of (await inspect.keys(`${base}*`)).sort()) {
+      const name = named(key.slice(base.length));
+      const type = await inspect.type(key);
+      if (type === 'hash') {
+        const hash = await inspect.hgetall(key);
+        state[name] = Object.fromEntries(Object.entries(hash).map(([field, value]) => [field, named(value)]));
+      } else if (type === 'zset') state[name] = (await inspect.zrange(key, '0', '-1', 'WITHSCORES')).map(named);
+      else if (type === 'list') state[name] = (await inspect.lrange(key, '0', '-1')).map(named);
+      else if (type === 'set') state[name] = (await inspect.smembers(key)).map(named).sort();
+      else if (type === 'stream')
+        state[name] = (await inspect.xrange(key, '-', '+')).map(([, fields]) => fields.map(named));
+      else state[name] = named((await inspect.get(key)) ?? '');
+    }
+    return state;
+  }
+
+  it('invariant 2: on two fresh queues, the script changes every key of its queue as queue.add changes the other’s, but BullMQ’s id counter', async () => {
+    const suffix = randomUUID().slice(0, 8);
+    const ourTool = `fresh-a-${suffix}`;
+    const mine = engine.externalQueues.get(toolQueueName(ourTool));
+    const theirs = engine.externalQueues.get(toolQueueName(`fresh-b-${suffix}`));
+    try {
+      await Promise.all([mine.getVersion(), theirs.getVersion()]);
+      expect(await queueState(mine), 'both queues start alike').to.deep.equal(await queueState(theirs));
+      const ours = await engine.tasks.create({
+        kind: 'task',
+        owner: 'fresh',
+        sessionId: 'fresh',
+        tool: ourTool,
+        arguments: { text: 'x' },
+        retrySafe: true,
+        requestedTtl: 60_000,
+        scheduling: SCHEDULING,
+      });
+      const job = await inspect.hgetall(mine.toKey(ours.taskId));
+      const referenceId = randomUUID();
+      await theirs.add(
+        job['name'] as string,
+        { ...(JSON.parse(job['data'] ?? '') as ToolJobData), taskId: referenceId },
+        {
+          ...toolJobOptions(referenceId, true, SCHEDULING),
+          priority: Number(job['priority']),
+        },
+      );
+      const ourState = await queueState(mine, ours.taskId);
+      const theirState = await queueState(theirs, referenceId);
+      for (const state of [ourState, theirState]) {
+        const hash = state['<id>'] as Record<string, unknown>;
+        // The job's own timestamp: the task's creation for ours, the time of queue.add for theirs.
+        expect(hash['timestamp']).to.match(/^\d{13}$/);
+        hash['timestamp'] = '<timestamp>';
+        // BullMQ writes its options in the order of a Lua table's hash (cjson.encode); a reader parses them.
+        hash['opts'] = JSON.parse(hash['opts'] as string);
+      }
+      // BullMQ counts every job it adds in its id counter, also one with its own id; the script leaves it out.
+      expect(theirState['id']).to.equal('1');
+      expect(ourState).to.not.have.property('id');
+      delete theirState['id'];
+      expect(ourState).to.deep.equal(theirState);
+      // What was compared: the job hash, the prioritized set, the priority counter, the marker, the events.
+      expect(Object.keys(ourState).sort()).to.include.members([
+        '<id>',
+        'events',
+        'marker',
+        'meta',
+        'pc',
+        'prioritized',
+      ]);
+      expect(ourState).to.not.have.any.keys('wait', 'paused', 'delayed', 'active');
+    } finally {
+      await mine.obliterate({ force: true });
+      await theirs.obliterate({ force: true });
+      await inspect.del(engine.keys.fairQueue(ourTool));
+    }
   });
 
   it('invariant 2: a paused queue, or one at its global concurrency, gets no marker, as from queue.add', async () => {

@@ -49,17 +49,41 @@ interface Script {
   file: string;
   numberOfKeys: number;
   header: string;
+  /** The body with its includes expanded, as scripts.ts loads it. */
   body: string;
+  /** The body as written (without its includes). */
+  own: string;
 }
 
 const INCLUDE_DIR = new URL('include/', LUA_DIR);
+const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
 
-/** Code shared by scripts (`--- @include "<name>"`, expanded by scripts.ts), without its header. */
-function include(name: string): string {
-  const text = readFileSync(new URL(`${name}.lua`, INCLUDE_DIR), 'utf8');
+interface Include {
+  name: string;
+  header: string;
+  body: string;
+}
+
+function opened(url: URL, label: string): { header: string; body: string } {
+  const text = readFileSync(url, 'utf8');
   const end = text.indexOf(']]');
-  expect(text.startsWith('--[[') && end > 0, `include/${name}.lua opens with a --[[ ... ]] header`).to.equal(true);
-  return text.slice(end + 2);
+  expect(text.startsWith('--[[') && end > 0, `${label} opens with a --[[ ... ]] header`).to.equal(true);
+  return { header: text.slice(0, end), body: text.slice(end + 2) };
+}
+
+function includes(): Include[] {
+  return readdirSync(INCLUDE_DIR)
+    .filter((file) => file.endsWith('.lua'))
+    .map((file) => ({ name: file.slice(0, -4), ...opened(new URL(file, INCLUDE_DIR), `include/${file}`) }));
+}
+
+/** `body` with its includes expanded (without their headers), each once, as scripts.ts expands them. */
+function expand(body: string, included: Set<string>): string {
+  return body.replace(INCLUDE, (_, name: string) => {
+    if (included.has(name)) return '';
+    included.add(name);
+    return expand(opened(new URL(`${name}.lua`, INCLUDE_DIR), `include/${name}.lua`).body, included);
+  });
 }
 
 function scripts(): Script[] {
@@ -68,20 +92,9 @@ function scripts(): Script[] {
     .map(({ name: file }) => {
       const match = /^[a-z]+(?:-[a-z]+)*-(\d+)\.lua$/.exec(file);
       expect(match, `${file} is named <command>-<numberOfKeys>.lua`).to.not.equal(null);
-      const text = readFileSync(new URL(file, LUA_DIR), 'utf8');
-      const end = text.indexOf(']]');
-      expect(text.startsWith('--[[') && end > 0, `${file} opens with a --[[ ... ]] header`).to.equal(true);
-      const body = text.slice(end + 2).replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) => include(name));
-      return { file, numberOfKeys: Number(match?.[1]), header: text.slice(0, end), body };
+      const { header, body } = opened(new URL(file, LUA_DIR), file);
+      return { file, numberOfKeys: Number(match?.[1]), header, body: expand(body, new Set()), own: body };
     });
-}
-
-/**
- * The functions of the includes that take the index of their first key (`local function name(k, ...)`): a script
- * hands them keys by that index, so the index follows the rules of a KEYS index.
- */
-function keyIndexTakers(body: string): string[] {
-  return [...body.matchAll(/local function (\w+)\(k,/g)].map(([, name]) => name as string);
 }
 
 /** The calls of a script body: the command and its first argument as written. */
@@ -95,13 +108,39 @@ function calls(body: string): { command: string | undefined; first: string | und
   return found;
 }
 
+/** A KEYS index named by the caller: a field of the argument table (`fair.keys.fairQueue`, `bucket.key`). */
+const NAMED_INDEX = /^[a-zA-Z_]\w*(?:\.\w+)+$/;
+
+/**
+ * The local functions of a body that take a KEYS index as a parameter (`KEYS[key]` inside them), and the position
+ * of that parameter.
+ */
+function keyIndexTakers(body: string): { name: string; position: number }[] {
+  const takers: { name: string; position: number }[] = [];
+  for (const match of body.matchAll(/local function (\w+)\(([^)]*)\)([\s\S]*?)\nend\n/g)) {
+    const [, name, params, inner] = match as unknown as [string, string, string, string];
+    const list = params.split(',').map((param) => param.trim());
+    list.forEach((param, position) => {
+      if (inner.includes(`KEYS[${param}]`)) takers.push({ name, position });
+    });
+  }
+  return takers;
+}
+
+/** The arguments of each call of `name` in `body`, as written. */
+function callsOf(name: string, body: string): string[][] {
+  return [...body.matchAll(new RegExp(`(?<!function )(?<![\\w.])${name}\\(([^()]*)\\)`, 'g'))].map(([, args]) =>
+    (args as string).split(',').map((arg) => arg.trim()),
+  );
+}
+
 describe('the Lua scripts', () => {
   it('exist', () => {
     expect(scripts().length).to.be.above(5);
   });
 
   it('declare in KEYS every key they touch (Redis Cluster: a script may only use the keys it declares)', () => {
-    for (const { file, numberOfKeys, body } of scripts()) {
+    for (const { file, body } of scripts()) {
       const found = calls(body);
       expect(found.length, file).to.be.above(0);
       for (const { command, first } of found) {
@@ -113,54 +152,77 @@ describe('the Lua scripts', () => {
           /^KEYS\[[^\]]+\]$/,
         );
       }
-      for (const [, index] of body.matchAll(/KEYS\[(\d+)\]/g)) {
-        expect(Number(index), `${file}: KEYS[${index}] is within the ${numberOfKeys} keys its name says`).to.be.within(
-          1,
-          numberOfKeys,
-        );
+    }
+  });
+
+  it('name each KEYS index: a number within the count their file name says, or one the caller names', () => {
+    for (const { file, numberOfKeys, body } of scripts()) {
+      const takers = keyIndexTakers(body);
+      const parameters = new Set<string>();
+      for (const { name, position } of takers) {
+        const inner = new RegExp(`local function ${name}\\(([^)]*)\\)`).exec(body)?.[1] ?? '';
+        parameters.add(inner.split(',')[position]?.trim() as string);
+      }
+      /** An index as written: a literal within the count, a caller's name, or a parameter of a function above. */
+      const check = (index: string, where: string) => {
+        if (/^\d+$/.test(index)) {
+          expect(Number(index), `${file}: ${where} is within its ${numberOfKeys} keys`).to.be.within(1, numberOfKeys);
+          return;
+        }
+        expect(
+          NAMED_INDEX.test(index) || parameters.has(index),
+          `${file}: ${where} is a literal, a KEYS index the caller names, or a function's parameter; no key's ` +
+            'position is computed in Lua',
+        ).to.equal(true);
+      };
+      for (const [, index] of body.matchAll(/KEYS\[([^\]]+)\]/g)) check((index as string).trim(), `KEYS[${index}]`);
+      // What a function taking a KEYS index is handed follows the same rules (a parameter: one such function
+      // handing its own on, whose calls are checked in turn).
+      for (const { name, position } of takers) {
+        for (const args of callsOf(name, body)) check(args[position] as string, `${name}(${args.join(', ')})`);
       }
     }
   });
 
-  it('take keys beyond those their name counts only as KEYS[<count> + i], declared as KEYS[<count + 1>...]', () => {
+  it('take optional keys only when their header declares KEYS[<count + 1>...], and then by the names the caller gives', () => {
     for (const { file, numberOfKeys, header, body } of scripts()) {
-      const beyond = new RegExp(`KEYS\\[${numberOfKeys}\\s*\\+\\s*[^\\]]+\\]`, 'g');
-      const uses = [...body.matchAll(beyond)];
-      // Keys handed by index to a function of an include: a number within the count, or <count> + i beyond it.
-      for (const name of keyIndexTakers(body)) {
-        for (const [, index] of body.matchAll(new RegExp(`[^\\w]${name}\\(([^,]+),`, 'g'))) {
-          const first = (index as string).trim();
-          if (first === 'k' || first.startsWith('k ')) continue;
-          if (/^\d+$/.test(first)) {
-            expect(Number(first), `${file}: ${name}(${first}, ...) is within its ${numberOfKeys} keys`).to.be.within(
-              1,
-              numberOfKeys,
-            );
-          } else {
-            expect(first, `${file}: ${name}(${first}, ...) hands keys as <count> + i`).to.match(
-              new RegExp(`^${numberOfKeys}\\s*\\+`),
-            );
-            uses.push([first] as unknown as RegExpExecArray);
-          }
-        }
-      }
       const declared = [...new Set([...header.matchAll(/KEYS\[(\d+)\.\.\.\]/g)].map(([, index]) => Number(index)))];
       expect(
-        declared,
-        `${file}: declares KEYS[${numberOfKeys + 1}...] exactly when it uses keys beyond the named`,
-      ).to.deep.equal(uses.length > 0 ? [numberOfKeys + 1] : []);
+        declared.every((index) => index === numberOfKeys + 1),
+        `${file}: KEYS[${numberOfKeys + 1}...]`,
+      ).to.equal(true);
+      if (declared.length > 0) {
+        const named = [...body.matchAll(/KEYS\[([^\]]+)\]/g)].some(([, index]) => NAMED_INDEX.test(index as string));
+        expect(named, `${file}: its optional keys are named by the caller`).to.equal(true);
+      }
     }
   });
 
-  it('list their KEYS, ARGV and return values in their header', () => {
-    for (const { file, numberOfKeys, header, body } of scripts()) {
+  it('take one table of named arguments (ARGV[1], JSON), each listed in their header with the KEYS and return values', () => {
+    for (const { file, numberOfKeys, header, own } of scripts()) {
       for (let i = 1; i <= numberOfKeys; i++) expect(header, `${file}: KEYS[${i}]`).to.include(`KEYS[${i}]`);
       expect(header, `${file}: KEYS[${numberOfKeys + 1}] is beyond its key count`).to.not.include(
         `KEYS[${numberOfKeys + 1}]`,
       );
-      for (const [argument] of body.matchAll(/ARGV\[\d+\]/g))
-        expect(header, `${file}: ${argument}`).to.include(argument);
+      expect(
+        [...own.matchAll(/ARGV\[[^\]]*\]/g)].map(([argument]) => argument),
+        `${file}: ARGV`,
+      ).to.deep.equal(['ARGV[1]']);
+      expect(own, `${file}: decodes its arguments`).to.include('local args = cjson.decode(ARGV[1])');
+      expect(header, `${file}: ARGV[1]`).to.match(/ARGV\[1\] the arguments, JSON:/);
+      for (const [, name] of own.matchAll(/\bargs\.(\w+)/g)) {
+        expect(header, `${file}: its argument ${name}`).to.match(new RegExp(`\\n\\s+${name}\\s`));
+      }
       expect(header, `${file}: its return values`).to.match(/Returns/);
+    }
+  });
+
+  it('share code through includes that document each function they define', () => {
+    for (const { name, header, body } of includes()) {
+      expect(body, `include/${name}.lua takes no ARGV: its callers hand it what it needs`).to.not.match(/ARGV/);
+      for (const [, fn] of body.matchAll(/^local function (\w+)\(/gm)) {
+        expect(header, `include/${name}.lua: ${fn as string}`).to.include(`${fn as string}(`);
+      }
     }
   });
 });

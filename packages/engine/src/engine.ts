@@ -26,7 +26,7 @@ import { ExternalTasks } from './external.ts';
 import { ExternalQueues } from './external-queues.ts';
 import { InputBroker } from './input-broker.ts';
 import { KeySpace } from './keys.ts';
-import { createToolQueue, type ToolJobData } from './queue.ts';
+import { checkJobLayoutVersion, createToolQueue, installedBullmqVersion, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import { SessionStore } from './sessions.ts';
 import { Subscriber } from './subscriber.ts';
@@ -94,11 +94,23 @@ export interface Engine {
   close(): Promise<void>;
 }
 
+/** What createEngine checks of the installation before it starts anything. */
+export interface EngineChecks {
+  /**
+   * The installed BullMQ version (default: read from bullmq's package.json): anything but BULLMQ_JOB_LAYOUT_VERSION
+   * is refused with a BullmqVersionError (a ConfigError) that says what to install. Tests give another one.
+   */
+  bullmqVersion?: string;
+}
+
 const TASK_DEFAULTS = TaskEnvSchema.parse({});
 const CATALOG_DEFAULTS = CatalogEnvSchema.parse({});
 const SCHEDULING_DEFAULTS = SchedulingEnvSchema.parse({});
 
-export function createEngine(connections: EngineConnections, config: EngineConfig): Engine {
+export function createEngine(connections: EngineConnections, config: EngineConfig, checks: EngineChecks = {}): Engine {
+  // Every process (api, worker, cli) builds its engine here, before it serves anything: one place to refuse a BullMQ
+  // whose jobs create-task-6.lua would write wrongly.
+  checkJobLayoutVersion(checks.bullmqVersion ?? installedBullmqVersion());
   const { redis } = connections;
   const keys = new KeySpace(config.REDIS_PREFIX);
   const streams = { ...DEFAULT_SESSION_STREAM, idleMs: config.SESSION_IDLE_TTL_MS };

@@ -76,9 +76,8 @@ export {
 export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './redis.ts';
 export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
+export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
 export {
-  type RequestOpening,
-  RequestRefusedError,
   type RequestContextRecord,
   type Session,
   type SessionAdmission,

@@ -1,6 +1,8 @@
 // The BullMQ queue that carries tool calls: its name, job data contract and job options.
 import { retryPolicyOf, toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
 import { Queue, type JobsOptions } from 'bullmq';
+import { createRequire } from 'node:module';
+import { ConfigError } from './config.ts';
 import type { RedisClient } from './redis.ts';
 import type { ScriptedJob } from './scripts.ts';
 import type { TraceCarrier } from './tracing.ts';
@@ -85,10 +87,41 @@ export function toolJobOptions(
 
 /**
  * The BullMQ version whose job layout create-task-6.lua writes (job hash fields, prioritized score, marker, events),
- * checked field by field against `queue.add` by test/integration/job-layout.test.ts. A test fails as soon as another
- * version is installed: review the layout (BullMQ's addPrioritizedJob and its includes) before changing this.
+ * checked key by key against `queue.add` by test/integration/job-layout.test.ts. A test fails as soon as another
+ * version is installed, and the engine refuses to start with it (checkJobLayoutVersion): review the layout (BullMQ's
+ * addPrioritizedJob and its includes) before changing this.
  */
 export const BULLMQ_JOB_LAYOUT_VERSION = '6.7.0';
+
+let installedVersion: string | undefined;
+
+/**
+ * The version of the BullMQ this module's `import 'bullmq'` loads, read once from its package.json, resolved from
+ * this module: in the workspace (run from source) and in the runner's bundle alike, where bullmq stays a dependency
+ * of the installed package.
+ */
+export function installedBullmqVersion(): string {
+  installedVersion ??= (createRequire(import.meta.url)('bullmq/package.json') as { version: string }).version;
+  return installedVersion;
+}
+
+/** The installed BullMQ is not the one whose job layout create-task-6.lua writes: the engine does not start. */
+export class BullmqVersionError extends ConfigError {
+  constructor(readonly installed: string) {
+    super(
+      `BullMQ ${installed} is installed, but this runner writes the jobs of its tool queues in the layout of BullMQ ` +
+        `${BULLMQ_JOB_LAYOUT_VERSION} (create-task-6.lua), which another version may read wrongly or not at all. ` +
+        `Install bullmq@${BULLMQ_JOB_LAYOUT_VERSION} (the version the runner's package.json pins; check overrides ` +
+        `and resolutions that replace it), or upgrade mcp-task-runner to a version whose job layout test was ` +
+        `checked against BullMQ ${installed}.`,
+    );
+  }
+}
+
+/** Refuses to go on with a BullMQ other than BULLMQ_JOB_LAYOUT_VERSION (createEngine, before anything starts). */
+export function checkJobLayoutVersion(installed: string): void {
+  if (installed !== BULLMQ_JOB_LAYOUT_VERSION) throw new BullmqVersionError(installed);
+}
 
 /** The options BullMQ 6.7.0 stores unchanged (no short key, no effect on which add script runs). */
 const SCRIPTABLE_OPTIONS: ReadonlySet<string> = new Set([

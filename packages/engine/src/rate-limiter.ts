@@ -4,7 +4,8 @@ import { Gauge, type Registry } from 'prom-client';
 import type { KeySpace } from './keys.ts';
 import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
 import type { RedisClient } from './redis.ts';
-import { RedisScripts, type RateBucket } from './scripts.ts';
+import type { RateBucket } from './request-opening.ts';
+import { RedisScripts } from './scripts.ts';
 
 export interface RateLimits {
   /** Length of a fixed window, ms. */

@@ -1,13 +1,19 @@
 // Our Redis scripts, registered one way (BullMQ's scripts.ts is the model): every file in lua/ is named
-// `<command>-<numberOfKeys>.lua` and opens with a header listing its KEYS, ARGV and return values. This module
-// loads them all, defines them on a connection once (EVALSHA, falling back to EVAL), and is the only code that
-// puts their keys and arguments in order: callers pass named keys and values. A script whose header declares
-// `KEYS[<numberOfKeys + 1>...]` also takes a variable number of keys after its named ones (keys it is given, so
-// that it never touches a key it did not declare). A line `--- @include "<name>"` is replaced by
-// `lua/include/<name>.lua` (BullMQ's scripts include theirs the same way): Lua code shared by several scripts.
+// `<command>-<numberOfKeys>.lua` and opens with a header listing its KEYS, its arguments and its return values. This
+// module loads them all, defines them on a connection once (EVALSHA, falling back to EVAL), and is the only code that
+// puts their keys and arguments in order: callers pass named keys and values.
+//
+// A script takes its arguments as one table, JSON in ARGV[1] (`local args = cjson.decode(ARGV[1])`), variable-length
+// data included. Its fixed keys are KEYS[1 .. numberOfKeys]. A script whose header declares
+// `KEYS[<numberOfKeys + 1>...]` also takes optional keys after those: each is named in the table by its KEYS index (a
+// field `key`, or a table `keys` of them), computed here (ScriptKeys), so that no script computes a key's position
+// and none touches a key it was not given. A line `--- @include "<name>"` is replaced by `lua/include/<name>.lua`
+// (BullMQ's scripts include theirs the same way; an include may include others, each lands once): Lua code shared by
+// several scripts.
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from './redis.ts';
+import { type OpeningCall, type Opened, openedOf, openingArgs, type RateBucket } from './request-opening.ts';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 const INCLUDE_DIR = new URL('./include/', LUA_DIR);
@@ -18,9 +24,18 @@ const MORE_KEYS = /KEYS\[(\d+)\.\.\.\]/;
 interface ScriptFile {
   /** The keys it always takes. */
   numberOfKeys: number;
-  /** It takes more keys after those (its header declares `KEYS[numberOfKeys + 1...]`). */
+  /** It takes optional keys after those (its header declares `KEYS[numberOfKeys + 1...]`). */
   moreKeys: boolean;
   lua: string;
+}
+
+/** `text` with its includes expanded, each include once (a second `@include` of one already in is dropped). */
+function withIncludes(text: string, included: Set<string>): string {
+  return text.replace(INCLUDE, (_, name: string) => {
+    if (included.has(name)) return '';
+    included.add(name);
+    return withIncludes(readFileSync(new URL(`${name}.lua`, INCLUDE_DIR), 'utf8'), included);
+  });
 }
 
 /** Every script by command name (`create-task-6.lua` -> `createTask`). */
@@ -32,16 +47,56 @@ const SCRIPTS: ReadonlyMap<string, ScriptFile> = new Map(
       if (!match) throw new Error(`Lua script '${file}' must be named <command>-<numberOfKeys>.lua`);
       const command = (match[1] as string).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
       const numberOfKeys = Number(match[2]);
-      const lua = readFileSync(new URL(file, LUA_DIR), 'utf8').replace(INCLUDE, (_, name: string) =>
-        readFileSync(new URL(`${name}.lua`, INCLUDE_DIR), 'utf8'),
-      );
-      const more = MORE_KEYS.exec(lua.slice(0, lua.indexOf(']]')));
+      const text = readFileSync(new URL(file, LUA_DIR), 'utf8');
+      const more = MORE_KEYS.exec(text.slice(0, text.indexOf(']]')));
       if (more && Number(more[1]) !== numberOfKeys + 1) {
         throw new Error(`Lua script '${file}': more keys start at KEYS[${numberOfKeys + 1}], not KEYS[${more[1]}]`);
       }
-      return [command, { numberOfKeys, moreKeys: more !== null, lua }];
+      return [command, { numberOfKeys, moreKeys: more !== null, lua: withIncludes(text, new Set()) }];
     }),
 );
+
+/**
+ * The KEYS of one call: the script's fixed keys, then the optional ones, each added answering its KEYS index for the
+ * script's argument table.
+ */
+class ScriptKeys {
+  readonly list: string[];
+
+  constructor(fixed: readonly string[]) {
+    this.list = [...fixed];
+  }
+
+  /** Adds a key; its KEYS index (from 1). */
+  readonly add = (key: string): number => this.list.push(key);
+
+  /** Adds each key of `keys`; their KEYS indexes by the same names. */
+  named<K extends string>(keys: Record<K, string>): Record<K, number> {
+    const indexes = {} as Record<K, number>;
+    for (const name of Object.keys(keys) as K[]) indexes[name] = this.add(keys[name]);
+    return indexes;
+  }
+}
+
+/**
+ * A lone surrogate's escape as JSON.stringify writes it (`\ud800`, lowercase); a backslash written as text before
+ * such letters matches too, which costs only the slower path.
+ */
+const SURROGATE_ESCAPE = /\\ud[89a-f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * The argument table as cjson.decode reads it. cjson refuses the escape of a lone surrogate, which JSON.stringify
+ * writes for a string that has one: such strings are sent made well-formed (U+FFFD in its place), which is what
+ * sending them as plain arguments used to store (UTF-8 encoding does the same).
+ */
+function encodeArgs(args: object): string {
+  const json = JSON.stringify(args);
+  if (!SURROGATE_ESCAPE.test(json)) return json;
+  return JSON.stringify(args, (_, value: unknown) =>
+    typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value,
+  );
+}
 
 type Command = (...keysThenArgs: (string | number)[]) => Promise<unknown>;
 
@@ -65,8 +120,8 @@ export interface CreateTaskCall {
   expiryEntry: string;
   /** The tool's fair order between principals: the job's priority is computed in the same step. */
   fair?: FairOrderCall;
-  /** Opens the request in the same step (a session whose fields the caller holds): see OpenRequestCall. */
-  open?: OpenRequestCall;
+  /** Opens the request in the same step (a session whose fields the caller holds): see RequestOpening. */
+  open?: OpeningCall;
   /** The task's BullMQ job, added in the same step with the priority of `fair` (required with it). */
   job?: ScriptedJob;
   fields: Record<string, string>;
@@ -128,6 +183,7 @@ export interface TransitionCall {
   to: TaskStatus;
   from: readonly TaskStatus[];
   now: number;
+  /** undefined (or empty) removes it. */
   statusMessage: string | undefined;
   /** JSON of the outcome to store; undefined leaves it as it is. */
   outcome: string | undefined;
@@ -155,51 +211,10 @@ export type TransitionReply =
   | { verdict: 'changed'; current: TaskStatus }
   | { verdict: 'withdraw'; requestIds: string[] };
 
-/** One rate-limit bucket of a request: `hit` counts the request, `check` only refuses when the bucket is full. */
-export interface RateBucket {
-  key: string;
-  /** 0: the bucket is not used. */
-  limit: number;
-  mode: 'hit' | 'check';
-}
-
-export interface TouchSessionCall {
-  keys: { session: string; counters: string };
-  /** Exactly four, in the order of RateScope. */
-  buckets: readonly RateBucket[];
-  idleMs: number;
-  windowMs: number;
-  /** The security counters a refusal by a `hit` and by a `check` bucket increments. */
-  refusalCounters: { hit: string; check: string };
+export interface TouchSessionCall extends OpeningCall {
   /** The caller holds the session's fields: only its existence is checked (and its timer restarted). */
   known?: boolean;
 }
-
-/**
- * A request of a session whose fields the caller holds, opened by the method's own script (create-task-6.lua,
- * get-owned-1.lua) as touch-session-6.lua would: its timer restarted and the request counted, in the method's step.
- */
-export type OpenRequestCall = Omit<TouchSessionCall, 'known'>;
-
-/** How the opening of a request went: 0 it may proceed, -1 its session is gone, 1..4 the bucket that refused it. */
-export type Opened = number;
-
-function openRequestKeys(call: OpenRequestCall): string[] {
-  return [call.keys.session, ...call.buckets.map((bucket) => bucket.key), call.keys.counters];
-}
-
-function openRequestArgs(call: OpenRequestCall): (string | number)[] {
-  return [
-    call.idleMs,
-    call.windowMs,
-    ...call.buckets.flatMap((bucket) => [bucket.limit, bucket.mode]),
-    call.refusalCounters.hit,
-    call.refusalCounters.check,
-  ];
-}
-
-/** The 12 arguments of an opening, or as many blanks. */
-const NO_OPENING: readonly string[] = Array.from({ length: 12 }, () => '');
 
 export interface CreateSessionCall {
   keys: {
@@ -257,77 +272,81 @@ export class RedisScripts {
   async createTask(
     call: CreateTaskCall,
   ): Promise<{ opened: Opened; admitted: boolean; count: number; priority: number }> {
-    const { keys, fair, open, job } = call;
+    const { fair, open, job } = call;
     if (job && !fair) throw new Error('createTask: a job is added only with its fair priority');
-    const [admitted, count, priority] = (await this.#run(
-      'createTask',
-      [
-        keys.record,
-        keys.live,
-        keys.allTasks,
-        keys.expiries,
-        keys.ownerIndex,
-        keys.ownerLive,
-        ...(fair ? [fair.keys.fairQueue, fair.keys.prioritized] : []),
-        ...(job
-          ? [job.keys.job, job.keys.marker, job.keys.meta, job.keys.active, job.keys.events, job.keys.priorityCounter]
-          : []),
-        ...(open ? openRequestKeys(open) : []),
-      ],
-      [
-        call.taskId,
-        call.expiresAt,
-        call.now,
-        call.maxLive === undefined ? '' : call.maxLive,
-        call.member,
-        call.listed ? '1' : '0',
-        call.expiryEntry,
-        fair?.principal ?? '',
-        fair?.step ?? '',
-        fair?.maxPriority ?? '',
-        open ? '1' : '0',
-        ...(open ? openRequestArgs(open) : NO_OPENING),
-        job ? '1' : '0',
-        job?.name ?? '',
-        job?.data ?? '',
-        job?.opts ?? '',
-        job?.timestamp ?? '',
-        ...Object.entries(call.fields).flat(),
-      ],
-    )) as [number, number, number?];
-    if (admitted === -1) return { opened: count, admitted: false, count: 0, priority: 0 };
+    const keys = new ScriptKeys([
+      call.keys.record,
+      call.keys.live,
+      call.keys.allTasks,
+      call.keys.expiries,
+      call.keys.ownerIndex,
+      call.keys.ownerLive,
+    ]);
+    const [admitted, count, priority] = (await this.#run('createTask', keys, {
+      taskId: call.taskId,
+      expiresAt: call.expiresAt,
+      now: call.now,
+      maxLive: call.maxLive,
+      member: call.member,
+      listed: call.listed,
+      expiryEntry: call.expiryEntry,
+      fields: Object.entries(call.fields).flat(),
+      fair: fair && {
+        keys: keys.named(fair.keys),
+        principal: fair.principal,
+        step: fair.step,
+        maxPriority: fair.maxPriority,
+      },
+      job: job && {
+        keys: keys.named(job.keys),
+        name: job.name,
+        data: job.data,
+        opts: job.opts,
+        timestamp: job.timestamp,
+      },
+      open: open && openingArgs(open, keys.add),
+    })) as [number, number, number?];
+    if (admitted === -1) return { opened: openedOf(count), admitted: false, count: 0, priority: 0 };
     return { opened: 0, admitted: admitted === 1, count, priority: priority ?? 0 };
   }
 
   /** transition-6.lua: one atomic move along the state machine, with its status event. */
   async transition(call: TransitionCall): Promise<TransitionReply> {
-    const { keys, begin, unchangedSince } = call;
+    const { begin, unchangedSince } = call;
     const withdraw = begin?.withdraw ?? [];
-    if (withdraw.length !== keys.withdrawn.length) throw new Error('transition: one key per request to withdraw');
-    const [verdict, a, b, ...rest] = (await this.#run(
-      'transition',
-      [keys.record, keys.live, keys.events, keys.ownerLive, keys.inputs, keys.sessionInputs, ...keys.withdrawn],
-      [
-        call.to,
-        `,${call.from.join(',')},`,
-        call.now,
-        call.statusMessage ?? '',
-        call.outcome ?? '',
-        call.terminal ? '1' : '0',
-        call.waiterChannels,
-        call.taskId,
-        call.sessionChannel,
-        call.stream.idleMs,
-        call.stream.maxLength,
-        call.input?.delta ?? 0,
-        call.input?.requestId ?? '',
-        call.attempt ?? '',
-        begin ? '1' : '0',
-        unchangedSince?.lastUpdatedAt ?? '',
-        unchangedSince ? (unchangedSince.external ? '1' : '0') : '',
-        ...withdraw.flatMap(({ requestId, notice }) => [requestId, notice]),
-      ],
-    )) as [string, string?, string?, ...string[]];
+    if (withdraw.length !== call.keys.withdrawn.length) {
+      throw new Error('transition: one key per request to withdraw');
+    }
+    const keys = new ScriptKeys([
+      call.keys.record,
+      call.keys.live,
+      call.keys.events,
+      call.keys.ownerLive,
+      call.keys.inputs,
+      call.keys.sessionInputs,
+    ]);
+    const [verdict, a, b, ...rest] = (await this.#run('transition', keys, {
+      taskId: call.taskId,
+      to: call.to,
+      from: call.from,
+      now: call.now,
+      statusMessage: call.statusMessage === '' ? undefined : call.statusMessage,
+      outcome: call.outcome,
+      terminal: call.terminal,
+      waiterChannels: call.waiterChannels,
+      sessionChannel: call.sessionChannel,
+      stream: call.stream,
+      input: call.input,
+      attempt: call.attempt,
+      begin: begin && {
+        withdraw: withdraw.map(({ requestId, notice }, i) => ({
+          key: keys.add(call.keys.withdrawn[i] as string),
+          requestId,
+          notice,
+        })),
+      },
+      unchangedSince,
+    })) as [string, string?, string?, ...string[]];
     switch (verdict) {
       case 'ok':
       case 'unchanged':
@@ -352,7 +371,12 @@ export class RedisScripts {
     limit: number;
     leaseEnd: number;
   }): Promise<string[]> {
-    return (await this.#run('claimExpired', [call.keys.expiries], [call.now, call.limit, call.leaseEnd])) as string[];
+    const { now, limit, leaseEnd } = call;
+    return (await this.#run('claimExpired', new ScriptKeys([call.keys.expiries]), {
+      now,
+      limit,
+      leaseEnd,
+    })) as string[];
   }
 
   /**
@@ -364,15 +388,16 @@ export class RedisScripts {
     keys: { record: string };
     owner: string;
     watcher?: string;
-    open?: OpenRequestCall;
+    open?: OpeningCall;
   }): Promise<{ opened: Opened; fields: Record<string, string> | undefined }> {
     const { open } = call;
-    const [opened, ...flat] = (await this.#run(
-      'getOwned',
-      [call.keys.record, ...(open ? openRequestKeys(open) : [])],
-      [call.owner, call.watcher ?? '', ...(open ? openRequestArgs(open) : [])],
-    )) as [number, ...string[]];
-    return { opened: Number(opened), fields: flat.length === 0 ? undefined : hashOf(flat) };
+    const keys = new ScriptKeys([call.keys.record]);
+    const [opened, ...flat] = (await this.#run('getOwned', keys, {
+      owner: call.owner,
+      watcher: call.watcher,
+      open: open && openingArgs(open, keys.add),
+    })) as [number, ...string[]];
+    return { opened: openedOf(opened), fields: flat.length === 0 ? undefined : hashOf(flat) };
   }
 
   /** mark-external-1.lua: records where a live task's work runs. */
@@ -380,10 +405,9 @@ export class RedisScripts {
     keys: { record: string };
     ref: string;
   }): Promise<{ verdict: 'ok' | 'missing' | 'terminal'; status?: string }> {
-    const [verdict, status] = (await this.#run('markExternal', [call.keys.record], [call.ref])) as [
-      'ok' | 'missing' | 'terminal',
-      string?,
-    ];
+    const [verdict, status] = (await this.#run('markExternal', new ScriptKeys([call.keys.record]), {
+      ref: call.ref,
+    })) as ['ok' | 'missing' | 'terminal', string?];
     return status === undefined ? { verdict } : { verdict, status };
   }
 
@@ -395,30 +419,35 @@ export class RedisScripts {
     answer: string;
     channel: string;
   }): Promise<number> {
-    return (await this.#run(
-      'answerInput',
-      [call.keys.request],
-      [call.sessionId, call.owner, call.answer, call.channel],
-    )) as number;
+    const { sessionId, owner, answer, channel } = call;
+    return (await this.#run('answerInput', new ScriptKeys([call.keys.request]), {
+      sessionId,
+      owner,
+      answer,
+      channel,
+    })) as number;
   }
 
   /** claim-delivery-1.lua: whether streams of kind `via` deliver the input request. */
   async claimDelivery(call: { keys: { request: string }; via: 'get' | 'result' }): Promise<boolean> {
-    return (await this.#run('claimDelivery', [call.keys.request], [call.via])) === 1;
+    return (await this.#run('claimDelivery', new ScriptKeys([call.keys.request]), { via: call.via })) === 1;
   }
 
   /**
    * touch-session-6.lua: the session's fields with its idle timer restarted and the request counted, and the number
    * (1..4) of the bucket that refused it (0: none); undefined when there is no such session.
    */
-  async touchSession(call: TouchSessionCall): Promise<{ refused: number; fields: Record<string, string> } | undefined> {
-    const reply = (await this.#run('touchSession', openRequestKeys(call), [
-      ...openRequestArgs(call),
-      call.known ? '1' : '0',
-    ])) as (number | string)[];
+  async touchSession(
+    call: TouchSessionCall,
+  ): Promise<{ refused: Exclude<Opened, -1>; fields: Record<string, string> } | undefined> {
+    const keys = new ScriptKeys([]);
+    const open = openingArgs(call, keys.add);
+    const reply = (await this.#run('touchSession', keys, { open, known: call.known === true })) as (number | string)[];
     if (reply.length === 0) return undefined;
     const [refused, ...flat] = reply;
-    return { refused: Number(refused), fields: hashOf(flat) };
+    const opened = openedOf(refused);
+    if (opened === -1) throw new Error('touch-session-6.lua answered -1 for a session it found');
+    return { refused: opened, fields: hashOf(flat) };
   }
 
   /**
@@ -428,22 +457,33 @@ export class RedisScripts {
    */
   async createSession(call: CreateSessionCall): Promise<{ refused: number; count: number }> {
     const { keys, buckets } = call;
+    const [principalBucket, addressBucket] = buckets;
+    if (buckets.length !== 2 || !principalBucket || !addressBucket) {
+      throw new Error('createSession: exactly two rate buckets');
+    }
     const [refused, count] = (await this.#run(
       'createSession',
-      [keys.session, keys.ownerSessions, keys.addressSessions, ...buckets.map((bucket) => bucket.key), keys.counters],
-      [
-        call.sessionId,
-        call.now,
-        call.idleMs,
-        call.countedUntil,
-        call.windowMs,
-        ...buckets.map((bucket) => bucket.limit),
-        call.refusalCounters.rate,
-        call.maxPerOwner,
-        call.maxPerAddress,
-        call.refusalCounters.cap,
-        ...Object.entries(call.fields).flat(),
-      ],
+      new ScriptKeys([
+        keys.session,
+        keys.ownerSessions,
+        keys.addressSessions,
+        principalBucket.key,
+        addressBucket.key,
+        keys.counters,
+      ]),
+      {
+        sessionId: call.sessionId,
+        now: call.now,
+        idleMs: call.idleMs,
+        countedUntil: call.countedUntil,
+        windowMs: call.windowMs,
+        principalLimit: principalBucket.limit,
+        addressLimit: addressBucket.limit,
+        maxPerOwner: call.maxPerOwner,
+        maxPerAddress: call.maxPerAddress,
+        refusalCounters: call.refusalCounters,
+        fields: Object.entries(call.fields).flat(),
+      },
     )) as [number, number];
     return { refused: Number(refused), count: Number(count) };
   }
@@ -454,11 +494,11 @@ export class RedisScripts {
     sessionId: string;
     countedUntil: number;
   }): Promise<boolean> {
-    const { keys } = call;
+    const { keys, sessionId, countedUntil } = call;
     const refreshed = await this.#run(
       'refreshSession',
-      [keys.session, keys.ownerSessions, keys.addressSessions],
-      [call.sessionId, call.countedUntil],
+      new ScriptKeys([keys.session, keys.ownerSessions, keys.addressSessions]),
+      { sessionId, countedUntil },
     );
     return refreshed === 1;
   }
@@ -469,11 +509,11 @@ export class RedisScripts {
     windowMs: number;
     counter: string;
   }): Promise<number> {
-    const { keys } = call;
+    const { keys, windowMs, counter } = call;
     return (await this.#run(
       'recordFailedLookup',
-      [keys.principalBucket, keys.addressBucket, keys.counters],
-      [call.windowMs, call.counter],
+      new ScriptKeys([keys.principalBucket, keys.addressBucket, keys.counters]),
+      { windowMs, counter },
     )) as number;
   }
 
@@ -485,11 +525,13 @@ export class RedisScripts {
     leaseMs: number;
     limit: number;
   }): Promise<{ opened: boolean; count: number }> {
-    const [opened, count] = (await this.#run(
-      'acquireConnectionSlot',
-      [call.keys.streams],
-      [call.streamId, call.now, call.leaseMs, call.limit],
-    )) as [number, number];
+    const { streamId, now, leaseMs, limit } = call;
+    const [opened, count] = (await this.#run('acquireConnectionSlot', new ScriptKeys([call.keys.streams]), {
+      streamId,
+      now,
+      leaseMs,
+      limit,
+    })) as [number, number];
     return { opened: opened === 1, count };
   }
 
@@ -501,11 +543,13 @@ export class RedisScripts {
     channel: string;
     entries: readonly { name: string; json: string }[];
   }): Promise<{ verdict: 'ok'; changed: boolean } | { verdict: 'conflict'; name: string; live: string }> {
-    const reply = (await this.#run(
-      'publishCatalog',
-      [call.keys.tools, call.keys.seen],
-      [call.now, call.liveAfter, call.channel, ...call.entries.flatMap((entry) => [entry.name, entry.json])],
-    )) as [string, number | string, string?];
+    const { now, liveAfter, channel, entries } = call;
+    const reply = (await this.#run('publishCatalog', new ScriptKeys([call.keys.tools, call.keys.seen]), {
+      now,
+      liveAfter,
+      channel,
+      entries,
+    })) as [string, number | string, string?];
     if (reply[0] === 'conflict') return { verdict: 'conflict', name: String(reply[1]), live: String(reply[2]) };
     return { verdict: 'ok', changed: reply[1] === 1 };
   }
@@ -520,32 +564,36 @@ export class RedisScripts {
     capTool: number;
     principal: string;
   }): Promise<{ admitted: boolean; runningAll: number; runningTool: number }> {
-    const [admitted, runningAll, runningTool] = (await this.#run('admitRun', runKeyList(call.keys), [
-      call.member,
-      call.now,
-      call.leaseMs,
-      call.capAll,
-      call.capTool,
-      call.principal,
-    ])) as [number, number, number];
+    const { member, now, leaseMs, capAll, capTool, principal } = call;
+    const [admitted, runningAll, runningTool] = (await this.#run('admitRun', runKeys(call.keys), {
+      member,
+      now,
+      leaseMs,
+      capAll,
+      capTool,
+      principal,
+    })) as [number, number, number];
     return { admitted: admitted === 1, runningAll, runningTool };
   }
 
   /** Ends a principal's run; answers its longest-parked job to start, if any (release-run-4.lua). */
   async releaseRun(call: { keys: RunKeys; member: string; principal: string }): Promise<string | undefined> {
-    const next = await this.#run('releaseRun', runKeyList(call.keys), [call.member, call.principal]);
+    const { member, principal } = call;
+    const next = await this.#run('releaseRun', runKeys(call.keys), { member, principal });
     return typeof next === 'string' ? next : undefined;
   }
 
-  #run(command: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  #run(command: string, keys: ScriptKeys, args: object): Promise<unknown> {
     const script = SCRIPTS.get(command);
-    const fits = script?.moreKeys ? keys.length >= script.numberOfKeys : script?.numberOfKeys === keys.length;
+    const count = keys.list.length;
+    const fits = script?.moreKeys ? count >= script.numberOfKeys : script?.numberOfKeys === count;
     if (!script || !fits) {
-      throw new Error(`Script '${command}' takes ${script?.numberOfKeys ?? 'no'} keys, given ${keys.length}`);
+      throw new Error(`Script '${command}' takes ${script?.numberOfKeys ?? 'no'} keys, given ${count}`);
     }
     const run = (this.#redis as unknown as Record<string, Command>)[command] as Command;
-    if (script.moreKeys) return run.call(this.#redis, keys.length, ...keys, ...args);
-    return run.call(this.#redis, ...keys, ...args);
+    const json = encodeArgs(args);
+    if (script.moreKeys) return run.call(this.#redis, count, ...keys.list, json);
+    return run.call(this.#redis, ...keys.list, json);
   }
 }
 
@@ -557,8 +605,8 @@ export interface RunKeys {
   parkedOwners: string;
 }
 
-function runKeyList(keys: RunKeys): string[] {
-  return [keys.runs, keys.toolRuns, keys.parked, keys.parkedOwners];
+function runKeys(keys: RunKeys): ScriptKeys {
+  return new ScriptKeys([keys.runs, keys.toolRuns, keys.parked, keys.parkedOwners]);
 }
 
 /** A hash from the flat field/value list Redis answers (HGETALL in a script, a stream entry's fields). */

@@ -4,8 +4,8 @@
 import type { KeySpace } from './keys.ts';
 import { SecurityEvent, type RateCharge } from './rate-limiter.ts';
 import type { RedisClient } from './redis.ts';
-import { LocalError, LocalErrorCode } from '@mcp-tasks/protocol';
-import { type Opened, type OpenRequestCall, RedisScripts } from './scripts.ts';
+import { type Opened, type OpeningCall, RequestOpening } from './request-opening.ts';
+import { RedisScripts } from './scripts.ts';
 
 export interface Session {
   sessionId: string;
@@ -60,49 +60,6 @@ export type SessionAdmission =
   | { ok: false; cap: SessionCap; max: number };
 
 const NO_CAPS: SessionLimits = { maxPerPrincipal: 0, maxPerAddress: 0 };
-
-/**
- * The opening of a request of a session this process knows (SessionStore.deferOpening), left to the method's own
- * script so that the request costs one round trip (create-task-6.lua, get-owned-1.lua open it in their step). A
- * request whose method has no such script, or that fails before it, is opened on its own by `settle` (one more
- * round trip, as before). Either way the caller learns the outcome from `settle`, before answering.
- */
-export class RequestOpening {
-  #outcome: Promise<Opened> | undefined;
-
-  constructor(
-    readonly call: OpenRequestCall,
-    readonly session: Session,
-    private readonly open: () => Promise<Opened>,
-    private readonly opened: (outcome: Opened) => Promise<void>,
-  ) {}
-
-  /**
-   * The opening for a script to run in its step, or undefined when it is taken already. The script's outcome goes
-   * to `done`; without it (the script failed), `settle` opens the request on its own.
-   */
-  take(): { call: OpenRequestCall; done: (outcome: Opened | undefined) => void } | undefined {
-    if (this.#outcome) return undefined;
-    let done!: (outcome: Opened | undefined) => void;
-    this.#outcome = new Promise<Opened | undefined>((resolve) => (done = resolve)).then((outcome) =>
-      outcome === undefined ? this.open() : this.opened(outcome).then(() => outcome),
-    );
-    return { call: this.call, done };
-  }
-
-  /** How the request's opening went: 0 admitted, -1 its session is gone, 1..4 the rate bucket that refused it. */
-  settle(): Promise<Opened> {
-    this.#outcome ??= this.open();
-    return this.#outcome;
-  }
-}
-
-/** The request was refused as it was opened in a method's script (RequestOpening): `settle` says why. */
-export class RequestRefusedError extends LocalError {
-  constructor(readonly opened: Opened) {
-    super(LocalErrorCode.RequestRefused, 'The request was refused as it was opened', { opened });
-  }
-}
 
 /**
  * Sessions whose fields one process keeps (SessionStore.touch): a session's fields never change, so a request of a
@@ -210,14 +167,13 @@ export class SessionStore {
    * when the session never existed, expired or was deleted (then nothing is counted). One round trip: every
    * request pays for it. `refused` is the number of the bucket that refused the request (RateLimiter.verdictOf).
    */
-  async touch(sessionId: string, charge: RateCharge): Promise<{ session: Session; refused: number } | undefined> {
+  async touch(
+    sessionId: string,
+    charge: RateCharge,
+  ): Promise<{ session: Session; refused: Exclude<Opened, -1> } | undefined> {
     const cached = this.#known.get(sessionId);
     const touched = await this.#scripts.touchSession({
-      keys: { session: this.keys.session(sessionId), counters: charge.countersKey },
-      buckets: charge.buckets,
-      idleMs: this.idleTtlMs,
-      windowMs: charge.windowMs,
-      refusalCounters: charge.refusalCounters,
+      ...this.#openingCall(sessionId, charge),
       known: cached !== undefined,
     });
     if (!touched) {
@@ -249,13 +205,6 @@ export class SessionStore {
   deferOpening(sessionId: string, charge: RateCharge): RequestOpening | undefined {
     const known = this.#known.get(sessionId);
     if (!known) return undefined;
-    const call: OpenRequestCall = {
-      keys: { session: this.keys.session(sessionId), counters: charge.countersKey },
-      buckets: charge.buckets,
-      idleMs: this.idleTtlMs,
-      windowMs: charge.windowMs,
-      refusalCounters: charge.refusalCounters,
-    };
     const opened = async (outcome: Opened) => {
       if (outcome < 0) this.#known.delete(sessionId);
       else await this.#keepCounted(known);
@@ -264,7 +213,18 @@ export class SessionStore {
       const touched = await this.touch(sessionId, charge);
       return touched ? touched.refused : -1;
     };
-    return new RequestOpening(call, known.session, open, opened);
+    return new RequestOpening(this.#openingCall(sessionId, charge), known.session, open, opened);
+  }
+
+  /** What opening a request of the session charged with `charge` needs (touch-session-6.lua, RequestOpening). */
+  #openingCall(sessionId: string, charge: RateCharge): OpeningCall {
+    return {
+      keys: { session: this.keys.session(sessionId), counters: charge.countersKey },
+      buckets: charge.buckets,
+      idleMs: this.idleTtlMs,
+      windowMs: charge.windowMs,
+      refusalCounters: charge.refusalCounters,
+    };
   }
 
   /** The session without restarting its idle timer (for workers, which act for the session, not as it). */

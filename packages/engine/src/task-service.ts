@@ -24,7 +24,7 @@ import type { FairQueue } from './fair-queue.ts';
 import type { ToolJobData } from './queue.ts';
 import { externalJobOptions, jobQueueOf, scriptedJob, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
-import { type RequestOpening, RequestRefusedError } from './sessions.ts';
+import { type RequestOpening, RequestRefusedError, withOpening } from './request-opening.ts';
 import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
 import type { TraceCarrier } from './tracing.ts';
@@ -150,25 +150,25 @@ export class TaskService {
           }
         : undefined;
     const job = fair && toolJob ? scriptedJob(queue, input.tool, toolJob.data, toolJob.opts, now) : undefined;
-    // The request is opened in the same step when its session allows it (RequestOpening).
-    const open = opening?.take();
     try {
-      const created = await this.store.create({
-        record,
-        arguments: input.arguments,
-        ...(this.limits.maxLiveTasksPerOwner !== undefined
-          ? { maxLiveTasksPerOwner: this.limits.maxLiveTasksPerOwner }
-          : {}),
-        ...(fair ? { fair } : {}),
-        ...(job ? { job } : {}),
-        ...(open ? { open: open.call } : {}),
-      });
-      open?.done(created.opened);
-      if (created.opened !== 0) throw new RequestRefusedError(created.opened);
+      // The request is opened in the same step when its session allows it; an owner at its cap was opened all the
+      // same.
+      await withOpening(
+        opening,
+        (open) =>
+          this.store.create({
+            record,
+            arguments: input.arguments,
+            ...(this.limits.maxLiveTasksPerOwner !== undefined
+              ? { maxLiveTasksPerOwner: this.limits.maxLiveTasksPerOwner }
+              : {}),
+            ...(fair ? { fair } : {}),
+            ...(job ? { job } : {}),
+            ...(open ? { open } : {}),
+          }),
+        (error) => error instanceof OwnerTaskLimitError,
+      );
     } catch (error) {
-      // An owner at its cap: the request was admitted (opened) all the same.
-      if (error instanceof OwnerTaskLimitError) open?.done(0);
-      else open?.done(undefined);
       if (job && !(error instanceof OwnerTaskLimitError) && !(error instanceof RequestRefusedError)) {
         // The step failed, or its answer was lost: a script that fails keeps what it wrote before, so the record
         // may be there without its job. Removed, as when queue.add fails below; a job left without its record is
@@ -207,17 +207,9 @@ export class TaskService {
   ): Promise<TaskRecord> {
     const watcher = options.watch ? this.watcherId : undefined;
     // The request is opened in the same step when its session allows it (RequestOpening).
-    const open = options.opening?.take();
-    let record: TaskRecord | undefined;
-    if (open) {
-      const read = await this.store.getOwnedOpening(taskId, owner, watcher, open.call).catch((error: unknown) => {
-        open.done(undefined);
-        throw error;
-      });
-      open.done(read.opened);
-      if (read.opened !== 0) throw new RequestRefusedError(read.opened);
-      record = read.record;
-    } else record = await this.store.getOwned(taskId, owner, watcher);
+    const { record } = await withOpening(options.opening, (open) =>
+      this.store.getOwnedOpening(taskId, owner, watcher, open),
+    );
     return taskOrNotFound(record);
   }
 

@@ -5,18 +5,20 @@
 
   KEYS[1] sorted set: the session's open streams, scored by lease expiry (epoch ms)
 
-  ARGV[1] stream id
-  ARGV[2] now, epoch ms
-  ARGV[3] lease length, ms
-  ARGV[4] the most streams the session may have open
+  ARGV[1] the arguments, JSON:
+    streamId  the stream's id
+    now       epoch ms
+    leaseMs   the lease's length, ms
+    limit     the most streams the session may have open
 
   Returns {1, count} when opened (count includes this stream), {0, count} when the session is at the limit.
 ]]
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+local args = cjson.decode(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', args.now)
 local count = redis.call('ZCARD', KEYS[1])
-if count >= tonumber(ARGV[4]) then
+if count >= args.limit then
   return {0, count}
 end
-redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 2)
+redis.call('ZADD', KEYS[1], args.now + args.leaseMs, args.streamId)
+redis.call('PEXPIRE', KEYS[1], args.leaseMs * 2)
 return {1, count + 1}

@@ -8,36 +8,36 @@
   KEYS[3] sorted set: the principal's parked jobs (member: <queue>:<jobId>, score: when first parked)
   KEYS[4] set: principals with parked jobs
 
-  ARGV[1] member
-  ARGV[2] now, epoch ms
-  ARGV[3] lease length, ms
-  ARGV[4] cap over all tools (0: none)
-  ARGV[5] cap for this tool (0: none)
-  ARGV[6] principal
+  ARGV[1] the arguments, JSON:
+    member     the run's member
+    now        epoch ms
+    leaseMs    the lease's length, ms
+    capAll     the cap over all tools (0: none)
+    capTool    the cap for this tool (0: none)
+    principal  the principal
 
   Returns {1, runningAll, runningTool} when admitted (counts include this run), {0, runningAll, runningTool} when
   parked.
 ]]
-local now = tonumber(ARGV[2])
+local args = cjson.decode(ARGV[1])
+local member, now = args.member, args.now
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 -- A job run again (after its worker died) holds its own old lease: it does not wait behind itself.
 local all = redis.call('ZCARD', KEYS[1])
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) then all = all - 1 end
+if redis.call('ZSCORE', KEYS[1], member) then all = all - 1 end
 local tool = redis.call('ZCARD', KEYS[2])
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) then tool = tool - 1 end
-local capAll = tonumber(ARGV[4])
-local capTool = tonumber(ARGV[5])
-if (capAll > 0 and all >= capAll) or (capTool > 0 and tool >= capTool) then
-  redis.call('ZADD', KEYS[3], 'NX', now, ARGV[1])
-  redis.call('SADD', KEYS[4], ARGV[6])
+if redis.call('ZSCORE', KEYS[2], member) then tool = tool - 1 end
+if (args.capAll > 0 and all >= args.capAll) or (args.capTool > 0 and tool >= args.capTool) then
+  redis.call('ZADD', KEYS[3], 'NX', now, member)
+  redis.call('SADD', KEYS[4], args.principal)
   return {0, all, tool}
 end
-local lease = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
+local lease = args.leaseMs
+redis.call('ZADD', KEYS[1], now + lease, member)
+redis.call('ZADD', KEYS[2], now + lease, member)
 redis.call('PEXPIRE', KEYS[1], lease * 2)
 redis.call('PEXPIRE', KEYS[2], lease * 2)
-redis.call('ZREM', KEYS[3], ARGV[1])
-if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('SREM', KEYS[4], ARGV[6]) end
+redis.call('ZREM', KEYS[3], member)
+if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('SREM', KEYS[4], args.principal) end
 return {1, all + 1, tool + 1}

@@ -5,20 +5,22 @@
 
   KEYS[1] the input request hash (taskId, sessionId, owner, method[, response])
 
-  ARGV[1] the answering session's id
-  ARGV[2] the answering session's owner
-  ARGV[3] the answer (JSON)
-  ARGV[4] the channel the waiting worker listens on
+  ARGV[1] the arguments, JSON:
+    sessionId  the answering session's id
+    owner      the answering session's owner
+    answer     the answer (JSON)
+    channel    the channel the waiting worker listens on
 
   Returns 1 when accepted, 0 when there is no such request for this session or owner, 2 when it was answered.
 ]]
+local args = cjson.decode(ARGV[1])
 local found = redis.call('HMGET', KEYS[1], 'sessionId', 'owner')
 local sessionId, owner = found[1], found[2]
-if not sessionId or (sessionId ~= ARGV[1] and owner ~= ARGV[2]) then
+if not sessionId or (sessionId ~= args.sessionId and owner ~= args.owner) then
   return 0
 end
-if redis.call('HSETNX', KEYS[1], 'response', ARGV[3]) == 0 then
+if redis.call('HSETNX', KEYS[1], 'response', args.answer) == 0 then
   return 2
 end
-redis.call('PUBLISH', ARGV[4], '1')
+redis.call('PUBLISH', args.channel, '1')
 return 1

@@ -3,7 +3,10 @@
   tasks (T-RSRC-1) when there is one. A refused task leaves no trace; an admitted one is written whole, so a
   reader never sees half a task (invariant 2). With the tool's fair order (docs/scheduling.md, "Fairness"), the same
   step gives the task's job its priority and, for a job of one of our tool queues, adds the job itself: creating a
-  task is one round trip, and there is no record without its job nor a job without its record.
+  task is one round trip, and there is no record without its job nor a job without its record. With the opening of
+  the request (of a session the api replica knows), the step opens it first as touch-session-6.lua does
+  (include/open-request.lua): the request costs one round trip, and one that its session's end or a rate limit
+  refuses creates nothing.
 
   The job is written as BullMQ's `queue.add` writes a prioritized job (addPrioritizedJob-9.lua and its includes,
   storeJob, getOrSetMaxEvents, isQueuePausedOrMaxed, addJobWithPriority, at the version of
@@ -21,97 +24,86 @@
   KEYS[2] sorted set of live (non-terminal) tasks, scored by lastUpdatedAt
   KEYS[3] sorted set of every task, by index member
   KEYS[4] sorted set of expiries
-  KEYS[5] the owner's task index (tasks/list); used when ARGV[6] is '1'
-  KEYS[6] the owner's unfinished tasks, scored by expiry; used when ARGV[4] is not ''
-  KEYS[7...] first, when ARGV[8] is not '' (a job in the tool's fair order): the tool's fair-order hash (principal
-          -> priority of its last job queued for the tool; "\0v" -> the virtual time; "\0x" -> the expiry this
-          script last gave the hash, epoch ms), then the tool queue's waiting
-          prioritized jobs (BullMQ's sorted set, score = priority * 2^32 + counter); then, when ARGV[24] is "1"
-          (a job is added; only with a fair order): the job hash, the queue's marker, meta, active list, events
-          stream and priority counter (BullMQ's keys); then, when ARGV[11] is "1": the request's session hash, its
-          four rate buckets and the security counters (KEYS[1 .. 6] of touch-session-6.lua)
+  KEYS[5] the owner's task index (tasks/list); used when `listed`
+  KEYS[6] the owner's unfinished tasks, scored by expiry; used with `maxLive`
+  KEYS[7...] the keys of `fair`, `job` and `open`, each at the index its table names
 
-  ARGV[1] task id
-  ARGV[2] its expiry, epoch ms
-  ARGV[3] now, epoch ms (its lastUpdatedAt)
-  ARGV[4] the most unfinished tasks the owner may have, or '' for no cap
-  ARGV[5] its index member
-  ARGV[6] '1' when the task is listed in the owner's index (a task, not a plain call)
-  ARGV[7] its expiries entry
-  ARGV[8] the principal whose job gets a fair priority ('' for none)
-  ARGV[9] its step (a whole number >= 1; '' for none)
-  ARGV[10] the largest priority BullMQ accepts ('' for none)
-  ARGV[11] "1" when this step also opens the request (of a session this replica knows), as touch-session-6.lua
-           does (include/open-request.lua): the request costs one round trip, and one that its session's end or a
-           rate limit refuses creates nothing
-  ARGV[12 .. 23] when ARGV[11] is "1": ARGV[1 .. 12] of touch-session-6.lua ('' each otherwise)
-  ARGV[24] "1" when this step adds the task's job (ARGV[1] is its id), "0" otherwise
-  ARGV[25] the job's name
-  ARGV[26] JSON of its data
-  ARGV[27] JSON of its stored options without the priority (this script appends it)
-  ARGV[28] its timestamp, epoch ms
-  ARGV[29...] the hash's field/value pairs
+  ARGV[1] the arguments, JSON:
+    taskId       the task id (also its job's id)
+    expiresAt    its expiry, epoch ms
+    now          epoch ms (its lastUpdatedAt)
+    maxLive      absent (no cap), or the most unfinished tasks the owner may have
+    member       its index member
+    listed       true when the task is listed in the owner's index (a task, not a plain call)
+    expiryEntry  its expiries entry
+    fields       the hash's field/value pairs, flat
+    fair         absent, or the tool's fair order for the task's job:
+                   keys         {fairQueue = the KEYS index of the tool's fair-order hash (principal -> priority of
+                                its last job queued for the tool; "\0v" -> the virtual time; "\0x" -> the expiry this
+                                script last gave the hash, epoch ms), prioritized = that of the tool queue's waiting
+                                prioritized jobs (BullMQ's sorted set, score = priority * 2^32 + counter)}
+                   principal    the principal whose job it is
+                   step         its priority step (a whole number >= 1)
+                   maxPriority  the largest priority BullMQ accepts
+    job          absent, or the task's job, added in this step (only with `fair`, which gives its priority):
+                   keys         the KEYS indexes of BullMQ's keys: {job = the job hash, marker, meta, active, events
+                                = the events stream, priorityCounter}
+                   name         the job's name
+                   data         JSON of its data
+                   opts         JSON of its stored options without the priority (this script appends it)
+                   timestamp    epoch ms
+    open         absent, or the opening of the request (include/open-request.lua)
 
   Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
   job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
   refused as it was opened (opened: -1 its session is gone, 1..4 the rate bucket that refused it).
 ]]
 --- @include "open-request"
-local fair = ARGV[8] ~= ''
-local job = ARGV[24] == '1'
-local FIELDS = 29
-if ARGV[11] == '1' then
-  local opened = openKnownSession(6 + (fair and 2 or 0) + (job and 6 or 0) + 1, 12)
+--- @include "expiry"
+local args = cjson.decode(ARGV[1])
+local taskId, expiresAt, fair, job = args.taskId, args.expiresAt, args.fair, args.job
+if args.open then
+  local opened = openKnownSession(args.open)
   if opened ~= 0 then
     return {-1, opened}
   end
 end
-local expiresAt = ARGV[2]
 -- What the job's part reads comes first: a script that fails does not undo its writes, so nothing it reads may fail
 -- after the record is written. BullMQ reads these with two commands (getOrSetMaxEvents, isQueuePausedOrMaxed).
 local queue, pausedOrMaxed
 if job then
-  queue = redis.call('HMGET', KEYS[6 + 5], 'opts.maxLenEvents', 'paused', 'concurrency')
+  queue = redis.call('HMGET', KEYS[job.keys.meta], 'opts.maxLenEvents', 'paused', 'concurrency')
   pausedOrMaxed = queue[2] ~= false
   local concurrency = tonumber(queue[3] or '')
   if not pausedOrMaxed and concurrency then
-    pausedOrMaxed = redis.call('LLEN', KEYS[6 + 6]) >= concurrency
+    pausedOrMaxed = redis.call('LLEN', KEYS[job.keys.active]) >= concurrency
   end
 end
 local count = 0
-if ARGV[4] ~= '' then
-  local cap = tonumber(ARGV[4])
+if args.maxLive then
+  local cap = args.maxLive
   count = redis.call('ZCARD', KEYS[6])
   -- Entries past their expiry only matter when they could fill the cap: dropped then, not on every create.
   if count >= cap then
-    count = count - redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', ARGV[3])
+    count = count - redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', args.now)
     if count >= cap then
       return {0, count}
     end
   end
-  redis.call('ZADD', KEYS[6], expiresAt, ARGV[1])
-  -- The set lives as long as its longest-lived task: a new set gets this task's expiry, a set with members only a
-  -- later one (GT).
-  if count == 0 then
-    redis.call('PEXPIREAT', KEYS[6], expiresAt)
-  else
-    redis.call('PEXPIREAT', KEYS[6], expiresAt, 'GT')
-  end
+  redis.call('ZADD', KEYS[6], expiresAt, taskId)
+  -- The set lives as long as its longest-lived task: a set that had no member is new (and has no expiry yet).
+  expireNotBefore(6, expiresAt, count > 0)
   count = count + 1
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, FIELDS))
+redis.call('HSET', KEYS[1], unpack(args.fields))
 redis.call('PEXPIREAT', KEYS[1], expiresAt)
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-redis.call('ZADD', KEYS[3], 0, ARGV[5])
-redis.call('ZADD', KEYS[4], expiresAt, ARGV[7])
-if ARGV[6] == '1' then
+redis.call('ZADD', KEYS[2], args.now, taskId)
+redis.call('ZADD', KEYS[3], 0, args.member)
+redis.call('ZADD', KEYS[4], expiresAt, args.expiryEntry)
+if args.listed then
   -- The index lives as long as its longest-lived task; the janitor removes members as their tasks expire.
-  redis.call('ZADD', KEYS[5], 0, ARGV[5])
-  -- GT moves an expiry only later, and leaves a key without one as it is: NX gives that one its first (one command
-  -- in the usual case, tasks of one owner created in order of expiry).
-  if redis.call('PEXPIREAT', KEYS[5], expiresAt, 'GT') == 0 then
-    redis.call('PEXPIREAT', KEYS[5], expiresAt, 'NX')
-  end
+  redis.call('ZADD', KEYS[5], 0, args.member)
+  expireNotBefore(5, expiresAt)
 end
 
 local priority = 0
@@ -122,16 +114,15 @@ if fair then
   -- The hash's expiry is set this much past the task's, so that the next creates, whose tasks expire a little
   -- later, find it long enough already (read with the state below) and move it only about once per this period.
   local EXPIRY_AHEAD_MS = 60000
-  local maxPriority = tonumber(ARGV[10])
-  local head = redis.call('ZRANGE', KEYS[6 + 2], 0, 0, 'WITHSCORES')
-  local state = redis.call('HMGET', KEYS[6 + 1], VTIME, ARGV[8], EXPIRY)
+  local head = redis.call('ZRANGE', KEYS[fair.keys.prioritized], 0, 0, 'WITHSCORES')
+  local state = redis.call('HMGET', KEYS[fair.keys.fairQueue], VTIME, fair.principal, EXPIRY)
   -- Every write below sets the virtual time: without it the hash does not exist (and has no expiry yet).
   local fresh = not state[1]
   local vtime = tonumber(state[1] or '0')
   local base = tonumber(state[2] or '0')
   if #head == 0 then
-    if vtime > maxPriority / 2 then
-      redis.call('DEL', KEYS[6 + 1])
+    if vtime > fair.maxPriority / 2 then
+      redis.call('DEL', KEYS[fair.keys.fairQueue])
       fresh = true
       vtime = 0
       base = 0
@@ -146,46 +137,41 @@ if fair then
   if vtime > base then
     base = vtime
   end
-  priority = base + tonumber(ARGV[9])
+  priority = base + fair.step
   -- A queue that has not drained for about a million rounds falls back to arrival order for the excess.
-  if priority > maxPriority then
-    priority = maxPriority
+  if priority > fair.maxPriority then
+    priority = fair.maxPriority
   end
   -- The hash lives at least as long as the longest-lived task queued for the tool. Its expiry moves only when this
   -- task would outlive the one recorded (a hash written without the record, by an older runner, counts as 0).
   local expiry = fresh and 0 or tonumber(state[3] or '0')
-  if tonumber(expiresAt) > expiry then
-    expiry = tonumber(expiresAt) + EXPIRY_AHEAD_MS
-    redis.call('HSET', KEYS[6 + 1], ARGV[8], priority, VTIME, vtime, EXPIRY, expiry)
-    if fresh then
-      redis.call('PEXPIREAT', KEYS[6 + 1], expiry)
-    else
-      -- GT: another runner may have set a later expiry without recording it here.
-      redis.call('PEXPIREAT', KEYS[6 + 1], expiry, 'GT')
-    end
+  if expiresAt > expiry then
+    expiry = expiresAt + EXPIRY_AHEAD_MS
+    redis.call('HSET', KEYS[fair.keys.fairQueue], fair.principal, priority, VTIME, vtime, EXPIRY, expiry)
+    -- GT when it has one: another runner may have set a later expiry without recording it here.
+    expireNotBefore(fair.keys.fairQueue, expiry, not fresh)
   else
-    redis.call('HSET', KEYS[6 + 1], ARGV[8], priority, VTIME, vtime)
+    redis.call('HSET', KEYS[fair.keys.fairQueue], fair.principal, priority, VTIME, vtime)
   end
 end
 
 if job then
-  -- KEYS[6 + 3 .. 6 + 8]: the job hash, the queue's marker, meta, active list, events stream, priority counter.
-  local jobId, name = ARGV[1], ARGV[25]
+  local keys, name = job.keys, job.name
   local maxEvents = queue[1]
   if not maxEvents then
     maxEvents = 10000
-    redis.call('HSET', KEYS[6 + 5], 'opts.maxLenEvents', maxEvents)
+    redis.call('HSET', KEYS[keys.meta], 'opts.maxLenEvents', maxEvents)
   end
   -- The options as BullMQ stores them (cjson.encode of the packed options): an object, here with the priority.
-  local opts = string.sub(ARGV[27], 1, -2) .. ',"priority":' .. priority .. '}'
-  redis.call('HSET', KEYS[6 + 3], 'name', name, 'data', ARGV[26], 'opts', opts, 'timestamp', ARGV[28], 'delay', 0,
-    'priority', priority)
-  redis.call('XADD', KEYS[6 + 7], '*', 'event', 'added', 'jobId', jobId, 'name', name)
-  local score = priority * 0x100000000 + redis.call('INCR', KEYS[6 + 8]) % 0x100000000
-  redis.call('ZADD', KEYS[6 + 2], score, jobId)
+  local opts = string.sub(job.opts, 1, -2) .. ',"priority":' .. priority .. '}'
+  redis.call('HSET', KEYS[keys.job], 'name', name, 'data', job.data, 'opts', opts, 'timestamp', job.timestamp,
+    'delay', 0, 'priority', priority)
+  redis.call('XADD', KEYS[keys.events], '*', 'event', 'added', 'jobId', taskId, 'name', name)
+  local score = priority * 0x100000000 + redis.call('INCR', KEYS[keys.priorityCounter]) % 0x100000000
+  redis.call('ZADD', KEYS[fair.keys.prioritized], score, taskId)
   if not pausedOrMaxed then
-    redis.call('ZADD', KEYS[6 + 4], 0, '0')
+    redis.call('ZADD', KEYS[keys.marker], 0, '0')
   end
-  redis.call('XADD', KEYS[6 + 7], 'MAXLEN', '~', maxEvents, '*', 'event', 'waiting', 'jobId', jobId)
+  redis.call('XADD', KEYS[keys.events], 'MAXLEN', '~', maxEvents, '*', 'event', 'waiting', 'jobId', taskId)
 end
 return {1, count, priority}

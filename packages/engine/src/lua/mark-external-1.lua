@@ -5,11 +5,13 @@
 
   KEYS[1] the task record hash
 
-  ARGV[1] the external reference, JSON
+  ARGV[1] the arguments, JSON:
+    ref  the external reference, JSON
 
   Returns {"ok", status} when recorded, {"missing"} when the record does not exist, {"terminal", status} when the
   task already ended (the caller then forwards a cancel if it was cancelled).
 ]]
+local args = cjson.decode(ARGV[1])
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
   return {'missing'}
@@ -17,5 +19,5 @@ end
 if status ~= 'working' and status ~= 'input_required' then
   return {'terminal', status}
 end
-redis.call('HSET', KEYS[1], 'external', ARGV[1])
+redis.call('HSET', KEYS[1], 'external', args.ref)
 return {'ok', status}

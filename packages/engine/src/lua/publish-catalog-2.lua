@@ -5,41 +5,42 @@
   KEYS[1] the catalog hash, tool name -> entry (canonical JSON)
   KEYS[2] the sorted set of tool names scored by their last heartbeat (ms)
 
-  ARGV[1] now (ms)
-  ARGV[2] live after (ms): an entry whose last heartbeat is older is gone
-  ARGV[3] the channel to publish on when the catalog changed
-  ARGV[4..] pairs of tool name and entry
+  ARGV[1] the arguments, JSON:
+    now        epoch ms
+    liveAfter  epoch ms: an entry whose last heartbeat is older is gone
+    channel    the channel to publish on when the catalog changed
+    entries    the worker's entries, each {name = the tool's name, json = its entry}
 
   Returns {'conflict', name, live entry} without writing anything, or {'ok', 1 if the catalog changed else 0}.
 ]]
-local now = tonumber(ARGV[1])
-local liveAfter = tonumber(ARGV[2])
+local args = cjson.decode(ARGV[1])
+local entries = args.entries
 
-for i = 4, #ARGV, 2 do
-  local current = redis.call('HGET', KEYS[1], ARGV[i])
-  if current and current ~= ARGV[i + 1] then
-    local seen = redis.call('ZSCORE', KEYS[2], ARGV[i])
-    if seen and tonumber(seen) >= liveAfter then
-      return {'conflict', ARGV[i], current}
+for _, entry in ipairs(entries) do
+  local current = redis.call('HGET', KEYS[1], entry.name)
+  if current and current ~= entry.json then
+    local seen = redis.call('ZSCORE', KEYS[2], entry.name)
+    if seen and tonumber(seen) >= args.liveAfter then
+      return {'conflict', entry.name, current}
     end
   end
 end
 
 local changed = 0
-for _, name in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. liveAfter)) do
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', string.format('(%d', args.liveAfter))) do
   redis.call('HDEL', KEYS[1], name)
   redis.call('ZREM', KEYS[2], name)
   changed = 1
 end
-for i = 4, #ARGV, 2 do
-  local current = redis.call('HGET', KEYS[1], ARGV[i])
-  if current ~= ARGV[i + 1] then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+for _, entry in ipairs(entries) do
+  local current = redis.call('HGET', KEYS[1], entry.name)
+  if current ~= entry.json then
+    redis.call('HSET', KEYS[1], entry.name, entry.json)
     changed = 1
   end
-  redis.call('ZADD', KEYS[2], now, ARGV[i])
+  redis.call('ZADD', KEYS[2], args.now, entry.name)
 end
 if changed == 1 then
-  redis.call('PUBLISH', ARGV[3], '1')
+  redis.call('PUBLISH', args.channel, '1')
 end
 return {'ok', changed}

@@ -6,17 +6,15 @@
   KEYS[2] the client address's failed-lookup bucket of this window
   KEYS[3] the hash of security counters
 
-  ARGV[1] window length, ms
-  ARGV[2] the security counter to increment ("failed_lookups")
+  ARGV[1] the arguments, JSON:
+    windowMs  window length, ms
+    counter   the security counter to increment ("failed_lookups")
 
   Returns the principal bucket's count.
 ]]
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 2)
-end
-if redis.call('INCR', KEYS[2]) == 1 then
-  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[1]) * 2)
-end
-redis.call('HINCRBY', KEYS[3], ARGV[2], 1)
+--- @include "window-count"
+local args = cjson.decode(ARGV[1])
+local count = countInWindow(1, args.windowMs)
+countInWindow(2, args.windowMs)
+redis.call('HINCRBY', KEYS[3], args.counter, 1)
 return count

@@ -7,14 +7,16 @@
   KEYS[3] sorted set: the principal's parked jobs
   KEYS[4] set: principals with parked jobs
 
-  ARGV[1] member (<queue>:<jobId>)
-  ARGV[2] principal
+  ARGV[1] the arguments, JSON:
+    member     the run's member (<queue>:<jobId>)
+    principal  the principal
 
   Returns the parked member to start, or false.
 ]]
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
+local args = cjson.decode(ARGV[1])
+redis.call('ZREM', KEYS[1], args.member)
+redis.call('ZREM', KEYS[2], args.member)
 local next = redis.call('ZPOPMIN', KEYS[3])
-if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('SREM', KEYS[4], ARGV[2]) end
+if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('SREM', KEYS[4], args.principal) end
 if #next == 0 then return false end
 return next[1]

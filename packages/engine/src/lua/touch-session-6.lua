@@ -11,34 +11,32 @@
   KEYS[5] bucket 4: the client address's failed lookups in this window
   KEYS[6] the hash of security counters (what operators monitor)
 
-  ARGV[1] the session's idle timeout, ms
-  ARGV[2] window length, ms (bucket keys expire after two windows)
-  ARGV[1+2*i], ARGV[2+2*i] for bucket i (1..4): its limit ("0": bucket unused) and its mode ("hit" or "check"; see
-          countRequest in include/open-request.lua)
-  ARGV[11] the security counter to increment when a "hit" bucket refuses (too many requests)
-  ARGV[12] the security counter to increment when a "check" bucket refuses (too many failed lookups)
-  ARGV[13] "1" when the caller holds the session's fields already (they never change): the session's existence is
+  ARGV[1] the arguments, JSON:
+    open   the opening, its keys named by the indexes above (include/open-request.lua)
+    known  true when the caller holds the session's fields already (they never change): the session's existence is
            still checked here, by restarting its timer, but its fields are not read
 
   Returns {} when there is no such session, else {refused, field1, value1, ...}: the number (1..4) of the first
-  bucket that refused, 0 when admitted, then the session's fields (none when ARGV[13] is "1").
+  bucket that refused, 0 when admitted, then the session's fields (none when `known`).
 ]]
 --- @include "open-request"
+local args = cjson.decode(ARGV[1])
+local open = args.open
 local session
 local refused
-if ARGV[13] == '1' then
-  refused = openKnownSession(1, 1)
+if args.known then
+  refused = openKnownSession(open)
   if refused < 0 then
     return {}
   end
   session = {}
 else
-  session = redis.call('HGETALL', KEYS[1])
+  session = redis.call('HGETALL', KEYS[open.session])
   if #session == 0 then
     return {}
   end
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  refused = countRequest(2, 2)
+  redis.call('PEXPIRE', KEYS[open.session], open.idleMs)
+  refused = countRequest(open)
 end
 table.insert(session, 1, refused)
 return session

@@ -16,37 +16,52 @@
   KEYS[4] the owner's set of unfinished tasks (create-task-6.lua), left on a terminal move
   KEYS[5] the set of the task's outstanding input request ids; it expires with the task
   KEYS[6] the session's hash of input requests waiting for its client (request id -> request)
-  KEYS[7...] when ARGV[15] is "1": the hashes of the input requests to withdraw, one per id in ARGV[18...]
+  KEYS[7...] with `begin`: the hashes of the input requests to withdraw, each at the index its entry names
 
-  ARGV[1]  target status
-  ARGV[2]  statuses allowed as source, comma separated (",working,input_required,")
-  ARGV[3]  now, epoch ms
-  ARGV[4]  statusMessage ("" removes it)
-  ARGV[5]  outcome JSON ("" leaves it unset)
-  ARGV[6]  "1" when the target status is terminal
-  ARGV[7]  the prefix of the api replicas' channels: each replica in the record's `waiters` (get-owned-1.lua) is
-           told the task id on <prefix><replica id>, on every change (of the outstanding input requests too)
-  ARGV[8]  task id
-  ARGV[9]  channel that wakes the session's stream readers
-  ARGV[10] idle expiry of the session stream, ms
-  ARGV[11] approximate maximum length of the session stream
-  ARGV[12] change of the outstanding input requests: "0", "1" (ARGV[13] asked) or "-1" (ARGV[13] answered or
-           abandoned)
-  ARGV[13] the input request id ARGV[12] is about ("" when ARGV[12] is "0")
-  ARGV[14] the attempt making the move ("" for a move from outside a worker, such as a cancel: not fenced)
-  ARGV[15] "1" when this move starts attempt ARGV[14]: earlier attempts' requests are withdrawn, the count reset
-  ARGV[16] lastUpdatedAt as the caller read it ("" not checked)
-  ARGV[17] "1" or "0": whether the caller read an external reference on the record ("" not checked)
-  ARGV[18...] when ARGV[15] is "1", per request to withdraw (in the order of KEYS[7...]): its id, then the
-           notifications/cancelled message (JSON) to append to the session's stream
+  ARGV[1] the arguments, JSON:
+    taskId          the task id
+    to              the target status
+    from            the statuses allowed as source (a list)
+    now             epoch ms
+    statusMessage   the new statusMessage (absent: removed)
+    outcome         JSON of the outcome (absent: left as it is)
+    terminal        true when the target status is terminal
+    waiterChannels  the prefix of the api replicas' channels: each replica in the record's `waiters`
+                    (include/waiters.lua) is told the task id on <prefix><replica id>, on every change (of the
+                    outstanding input requests too)
+    sessionChannel  the channel that wakes the session's stream readers
+    stream          the session stream's {idleMs = idle expiry, ms; maxLength = approximate maximum length}
+    input           absent, or the change of the outstanding input requests: {requestId, delta = 1 (asked) or -1
+                    (answered or abandoned)}
+    attempt         the attempt making the move (absent for a move from outside a worker, such as a cancel: not
+                    fenced)
+    begin           present when this move starts `attempt`: earlier attempts' requests are withdrawn, the count
+                    reset; begin.withdraw lists the requests to withdraw, each {key = the KEYS index of its hash,
+                    requestId, notice = the notifications/cancelled message (JSON) to append to the session's stream}
+    unchangedSince  absent (not checked), or what the caller read: {lastUpdatedAt, external = whether an external
+                    reference was set}
 
   Returns {"ok", status, lastUpdatedAt} when the status changed; {"unchanged", status, lastUpdatedAt} when an
   input request was counted but the status stays (more requests outstanding, or a request already withdrawn);
   {"missing"} when the record does not exist; {"rejected", currentStatus} when the move is not allowed from the
-  current status; {"stale", currentStatus, attempt} when attempt ARGV[14] is older than the latest one started
+  current status; {"stale", currentStatus, attempt} when `attempt` is older than the latest one started
   (attempt); {"changed", currentStatus} when the record is no longer what the caller read; {"withdraw", id...}
-  when ARGV[15] is "1" and the outstanding requests are not those given (nothing changed: call again with these).
+  when `begin` is set and the outstanding requests are not those given (nothing changed: call again with these).
 ]]
+--- @include "waiters"
+local args = cjson.decode(ARGV[1])
+local taskId, to, message = args.taskId, args.to, args.statusMessage
+
+-- Appends an entry to the session's event stream, trimmed to about its maximum length.
+local function appendEvent(fields)
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', args.stream.maxLength, '*', unpack(fields))
+end
+-- After appending: the stream lives as long as its session may read it, and its readers wake.
+local function streamAppended()
+  redis.call('PEXPIRE', KEYS[3], args.stream.idleMs)
+  redis.call('PUBLISH', args.sessionChannel, '1')
+end
+
 -- One read of every field the move needs.
 local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'lastUpdatedAt', 'external', 'kind', 'createdAt', 'ttl',
   'pollInterval', 'history', 'waiters')
@@ -58,80 +73,78 @@ if current ~= 'working' and current ~= 'input_required' then
   return {'rejected', current}
 end
 
-if ARGV[14] ~= '' then
+if args.attempt then
   local latest = tonumber(f[2]) or 0
-  if tonumber(ARGV[14]) < latest then
+  if args.attempt < latest then
     return {'stale', current, tostring(latest)}
   end
 end
-if ARGV[16] ~= '' and tonumber(f[3]) ~= tonumber(ARGV[16]) then
-  return {'changed', current}
-end
-if ARGV[17] ~= '' and (f[4] and '1' or '0') ~= ARGV[17] then
+local since = args.unchangedSince
+if since and (tonumber(f[3]) ~= since.lastUpdatedAt or (f[4] and true or false) ~= since.external) then
   return {'changed', current}
 end
 
-if ARGV[15] == '1' then
+if args.begin then
   -- The caller names the requests to withdraw (a script may touch only the keys it is given): check the list.
-  local given = #KEYS - 6
-  local same = redis.call('SCARD', KEYS[5]) == given
-  for i = 1, given do
+  local withdraw = args.begin.withdraw
+  local same = redis.call('SCARD', KEYS[5]) == #withdraw
+  for _, request in ipairs(withdraw) do
     if not same then
       break
     end
-    same = redis.call('SISMEMBER', KEYS[5], ARGV[16 + 2 * i]) == 1
+    same = redis.call('SISMEMBER', KEYS[5], request.requestId) == 1
   end
   if not same then
     return {'withdraw', unpack(redis.call('SMEMBERS', KEYS[5]))}
   end
-  for i = 1, given do
+  for _, request in ipairs(withdraw) do
     -- Deleting the request makes a late answer to it get the same refusal as an unknown id.
-    redis.call('DEL', KEYS[6 + i])
-    redis.call('HDEL', KEYS[6], ARGV[16 + 2 * i])
-    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'taskId', ARGV[8], 'message', ARGV[17 + 2 * i])
+    redis.call('DEL', KEYS[request.key])
+    redis.call('HDEL', KEYS[6], request.requestId)
+    appendEvent({'taskId', taskId, 'message', request.notice})
   end
-  if given > 0 then
+  if #withdraw > 0 then
     redis.call('DEL', KEYS[5])
-    redis.call('PEXPIRE', KEYS[3], ARGV[10])
-    redis.call('PUBLISH', ARGV[9], '1')
+    streamAppended()
   end
-  redis.call('HSET', KEYS[1], 'attempt', ARGV[14], 'pendingInputs', 0)
+  redis.call('HSET', KEYS[1], 'attempt', args.attempt, 'pendingInputs', 0)
 end
 
-local delta = tonumber(ARGV[12])
-if delta ~= 0 then
+local input = args.input
+if input then
   local counted
-  if delta > 0 then
-    counted = redis.call('SADD', KEYS[5], ARGV[13])
+  if input.delta > 0 then
+    counted = redis.call('SADD', KEYS[5], input.requestId)
     redis.call('PEXPIREAT', KEYS[5], tonumber(f[6]) + tonumber(f[7]))
   else
-    counted = redis.call('SREM', KEYS[5], ARGV[13])
+    counted = redis.call('SREM', KEYS[5], input.requestId)
   end
   local pending = redis.call('SCARD', KEYS[5])
   redis.call('HSET', KEYS[1], 'pendingInputs', pending)
   -- A request counted already (or withdrawn already), another request still outstanding, or the task already
   -- waiting for input: the status stays.
-  if counted == 0 or (ARGV[1] == 'working' and pending > 0)
-      or (ARGV[1] == 'input_required' and current == 'input_required') then
+  if counted == 0 or (to == 'working' and pending > 0) or (to == 'input_required' and current == 'input_required') then
     -- The status stays, but what a reader renders changed when the set did (a second question asked, one of two
     -- answered: the 2026 wire shows the outstanding requests): wake the waiting replicas, or a listen stream or a
     -- waiting call would learn of it only at its next periodic re-read.
-    if counted ~= 0 and f[10] then
-      for replica in string.gmatch(f[10], '[^,]+') do
-        redis.call('PUBLISH', ARGV[7] .. replica, ARGV[8])
-      end
+    if counted ~= 0 then
+      tellWaiters(f[10], args.waiterChannels, taskId)
     end
     return {'unchanged', current, f[3]}
   end
 end
 
-if not string.find(ARGV[2], ',' .. current .. ',', 1, true) then
+local allowed = false
+for _, source in ipairs(args.from) do
+  allowed = allowed or source == current
+end
+if not allowed then
   return {'rejected', current}
 end
 
 -- lastUpdatedAt must move on every change, also when two changes fall in the same millisecond.
 local previous = tonumber(f[3]) or 0
-local now = tonumber(ARGV[3])
+local now = args.now
 if now <= previous then
   now = previous + 1
 end
@@ -139,61 +152,56 @@ end
 -- Status history for operators, kept in the record so it expires with it: the creation entry plus the last 19.
 -- Appended as text; decoded only to drop an entry once it is full. Counting "],[" may count one inside a message
 -- too, which only makes the exact path below run earlier.
+local entry = {now, to, message or ''}
 local history = f[9] or '[]'
 local _, separators = string.gsub(history, '%],%[', '')
 if history == '[]' then
-  history = '[' .. cjson.encode({now, ARGV[1], ARGV[4]}) .. ']'
+  history = '[' .. cjson.encode(entry) .. ']'
 elseif separators + 1 < 20 then
-  history = string.sub(history, 1, -2) .. ',' .. cjson.encode({now, ARGV[1], ARGV[4]}) .. ']'
+  history = string.sub(history, 1, -2) .. ',' .. cjson.encode(entry) .. ']'
 else
   local entries = cjson.decode(history)
-  table.insert(entries, {now, ARGV[1], ARGV[4]})
+  table.insert(entries, entry)
   while #entries > 20 do
     table.remove(entries, 2)
   end
   history = cjson.encode(entries)
 end
 
-local set = {'status', ARGV[1], 'lastUpdatedAt', now, 'history', history}
-if ARGV[4] ~= '' then
+local set = {'status', to, 'lastUpdatedAt', now, 'history', history}
+if message then
   table.insert(set, 'statusMessage')
-  table.insert(set, ARGV[4])
+  table.insert(set, message)
 end
-if ARGV[5] ~= '' then
+if args.outcome then
   table.insert(set, 'outcome')
-  table.insert(set, ARGV[5])
+  table.insert(set, args.outcome)
 end
 redis.call('HSET', KEYS[1], unpack(set))
-if ARGV[4] == '' then
+if not message then
   redis.call('HDEL', KEYS[1], 'statusMessage')
 end
 
-if ARGV[6] == '1' then
-  redis.call('ZREM', KEYS[2], ARGV[8])
+if args.terminal then
+  redis.call('ZREM', KEYS[2], taskId)
   -- Frees the task's slot in its owner's cap of unfinished tasks (a no-op when the task was created uncapped).
-  redis.call('ZREM', KEYS[4], ARGV[8])
+  redis.call('ZREM', KEYS[4], taskId)
 else
-  redis.call('ZADD', KEYS[2], now, ARGV[8])
+  redis.call('ZADD', KEYS[2], now, taskId)
 end
 
 -- Wakes the api replicas waiting for this task (tasks/result, answer streams), and only those.
-if f[10] then
-  for replica in string.gmatch(f[10], '[^,]+') do
-    redis.call('PUBLISH', ARGV[7] .. replica, ARGV[8])
-  end
-end
+tellWaiters(f[10], args.waiterChannels, taskId)
 
 -- Plain calls are not tasks for the client: no status notifications for them.
 if f[5] == 'task' then
-  local event = {'taskId', ARGV[8], 'status', ARGV[1], 'at', now, 'createdAt', f[6], 'ttl', f[7],
-    'pollInterval', f[8]}
-  if ARGV[4] ~= '' then
+  local event = {'taskId', taskId, 'status', to, 'at', now, 'createdAt', f[6], 'ttl', f[7], 'pollInterval', f[8]}
+  if message then
     table.insert(event, 'statusMessage')
-    table.insert(event, ARGV[4])
+    table.insert(event, message)
   end
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', unpack(event))
-  redis.call('PEXPIRE', KEYS[3], ARGV[10])
-  redis.call('PUBLISH', ARGV[9], '1')
+  appendEvent(event)
+  streamAppended()
 end
 
-return {'ok', ARGV[1], tostring(now)}
+return {'ok', to, tostring(now)}

@@ -17,7 +17,8 @@ import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
 import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
-import { type FairOrderCall, type Opened, type OpenRequestCall, RedisScripts, type ScriptedJob } from '../scripts.ts';
+import type { Opened, OpeningCall } from '../request-opening.ts';
+import { type FairOrderCall, RedisScripts, type ScriptedJob } from '../scripts.ts';
 import {
   decodeExternal,
   decodeHistory,
@@ -77,7 +78,7 @@ export interface NewTask {
   /** The tool's fair order: the task's job gets its priority in the same step (FairQueue.orderFor). */
   fair?: FairOrderCall;
   /** Opens the creating request in the same step (RequestOpening): nothing is written when that refuses it. */
-  open?: OpenRequestCall;
+  open?: OpeningCall;
   /**
    * The task's job in one of our tool queues (queue.ts scriptedJob), added in the same step with the fair priority
    * (requires `fair`): no record without its job. A task created without one has its job added by the caller.
@@ -270,7 +271,7 @@ export class TaskStore {
     taskId: string,
     owner: string,
     watcher?: string,
-    open?: OpenRequestCall,
+    open?: OpeningCall,
   ): Promise<{ opened: Opened; record: TaskRecord | undefined }> {
     const { opened, fields } = await this.#scripts.getOwned({
       keys: { record: this.#tasks.record(taskId) },
