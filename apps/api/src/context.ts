@@ -88,6 +88,6 @@ export type HandlerReply = Record<string, unknown> | StreamReply;
 
 /** The opening of a request left to a method's script, and what it was charged (for the verdict). */
 export interface DeferredOpening {
-  opening: RequestOpening;
+  opening: RequestOpening<Session>;
   charge: RateCharge;
 }

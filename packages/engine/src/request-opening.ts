@@ -4,7 +4,6 @@
 // module is its one home: what an opening needs (OpeningCall), the part of a script's arguments it makes
 // (openingArgs), how it went (Opened), the deferred opening a request carries (RequestOpening) and its refusal.
 import { LocalError, LocalErrorCode } from '@mcp-tasks/protocol';
-import type { Session } from './sessions.ts';
 
 /** One rate-limit bucket of a request: `hit` counts the request, `check` only refuses when the bucket is full. */
 export interface RateBucket {
@@ -70,12 +69,13 @@ export function openedOf(reply: unknown): Opened {
  * request whose method has no such script, or that fails before it, is opened on its own by `settle` (one more
  * round trip, as before). Either way the caller learns the outcome from `settle`, before answering.
  */
-export class RequestOpening {
+/** `Known` is what the opener knows of the request's session (SessionStore gives its fields). */
+export class RequestOpening<Known = unknown> {
   #outcome: Promise<Opened> | undefined;
 
   constructor(
     readonly call: OpeningCall,
-    readonly session: Session,
+    readonly session: Known,
     private readonly open: () => Promise<Opened>,
     private readonly opened: (outcome: Opened) => Promise<void>,
   ) {}

@@ -202,7 +202,7 @@ export class SessionStore {
    * existence check and its rate-limit count, as `touch` does) left to the method's own script. Undefined for a
    * session this process does not know: `touch` it first.
    */
-  deferOpening(sessionId: string, charge: RateCharge): RequestOpening | undefined {
+  deferOpening(sessionId: string, charge: RateCharge): RequestOpening<Session> | undefined {
     const known = this.#known.get(sessionId);
     if (!known) return undefined;
     const opened = async (outcome: Opened) => {
