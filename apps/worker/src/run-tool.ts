@@ -3,7 +3,7 @@
 import type { Job } from 'bullmq';
 import type { ToolJobData } from '@mcp-tasks/engine';
 import { describeIssues, TaskStatus, type Scheduling, type ToolDefinition } from '@mcp-tasks/protocol';
-import type { AttemptDeps, FencedAttempt } from './attempt.ts';
+import type { Attempt, AttemptDeps, FencedAttempt } from './attempt.ts';
 import { attachResumePoint, resumableUpstreamTask } from './resume-point.ts';
 import { HANDED_BACK, INTERRUPTED, LOCK_LOST, type RunOutcome } from './run-outcome.ts';
 import { AbortReason } from './running-tasks.ts';
@@ -12,7 +12,7 @@ import { createToolContext } from './tool-context.ts';
 import { checkToolResult, type ToolResultCheck } from './tool-result.ts';
 
 /** How the tool's run ended: what it returned (checked), or what it threw, and why its signal fired if it did. */
-interface ToolRun {
+export interface ToolRun {
   /** Undefined when the tool threw. */
   readonly returned: ToolResultCheck | undefined;
   readonly thrown: unknown;
@@ -39,11 +39,22 @@ export async function runTool(
   // (A retry after an error the tool threw is its retry policy's business; a job held back by a cap never ran.)
   // A job that left an upstream task to follow is not run again but resumed (docs/gateway.md): the tool decides.
   if (attempt.job.stalledCounter > 0 && !mayRunAgain(tool, attempt.job)) return INTERRUPTED;
-  const timeoutMs = scheduling?.timeoutMs;
-  const run = await execute(deps, attempt, tool, timeoutMs);
+  return outcomeOf(await execute(deps, attempt, tool, scheduling?.timeoutMs), attempt, tool, scheduling);
+}
+
+/** What a finished run of the tool comes to. */
+export function outcomeOf(
+  run: ToolRun,
+  attempt: Pick<Attempt, 'job' | 'token'>,
+  tool: ToolDefinition,
+  scheduling: Scheduling | undefined,
+): RunOutcome {
   // Whatever the tool did after its signal fired, the run took too long.
-  if (run.aborted === AbortReason.Timeout) return failedRun(attempt, scheduling, new RunTimeoutError(timeoutMs ?? 0));
+  if (run.aborted === AbortReason.Timeout) {
+    return failedRun(attempt, scheduling, new RunTimeoutError(scheduling?.timeoutMs ?? 0));
+  }
   if (run.returned === undefined) return afterThrow(attempt, tool, scheduling, run.thrown, run.aborted);
+  // A result that came after a cancel is settled all the same: the cancelled status stands (TaskStore refuses).
   if (run.returned.success) return { kind: 'completed', result: run.returned.data };
   const invalid = `it returned an invalid CallToolResult (${describeIssues(run.returned.error)})`;
   return { kind: 'failed', error: new Error(invalid) };
@@ -92,7 +103,7 @@ async function execute(
 
 /** What a tool that threw comes to: a failed run, unless its signal stopped it. */
 function afterThrow(
-  attempt: FencedAttempt,
+  attempt: Pick<Attempt, 'job' | 'token'>,
   tool: ToolDefinition,
   scheduling: Scheduling | undefined,
   thrown: unknown,
@@ -108,7 +119,11 @@ function afterThrow(
 }
 
 /** Another run after the tool's backoff, or the task's failure (the retry policy's verdict, afterFailedRun). */
-function failedRun(attempt: FencedAttempt, scheduling: Scheduling | undefined, error: unknown): RunOutcome {
+function failedRun(
+  attempt: Pick<Attempt, 'job' | 'token'>,
+  scheduling: Scheduling | undefined,
+  error: unknown,
+): RunOutcome {
   const { job } = attempt;
   const run = job.attemptsMade + 1;
   const verdict = afterFailedRun(scheduling, run, job.opts.attempts ?? 1, error);
