@@ -38,8 +38,9 @@ export function observeRuns(
 
 /**
  * The dashboard's charts (activity.ts): the queue wait of each first attempt, and the run time from the start of the
- * attempt that settled the task. An entry lives while its job is active here, so there are at most
- * WORKER_CONCURRENCY per tool queue.
+ * attempt that settled the task. An entry lives while its job is active here, so there are about WORKER_CONCURRENCY
+ * per tool queue; one of a job moved back to the delayed set (held, handed back, polled) stays until the job's next
+ * start here, as BullMQ reports no end for it.
  */
 function recordFigures(engine: Pick<Engine, 'store' | 'activity'>, events: RunEventEmitter): void {
   const attemptStarts = new Map<string, number>();
