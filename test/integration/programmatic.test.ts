@@ -2,11 +2,14 @@
 // handles that close everything they opened.
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { createEngine } from '@mcp-tasks/engine';
+import { toolQueueName } from '@mcp-tasks/protocol';
 import { defineTool, startApi, startWorker, type ApiHandle, type WorkerHandle } from 'mcp-task-runner';
 import { z } from 'zod';
-import { McpTestClient } from '../support/mcp-client.ts';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { repoRoot } from '../support/processes.ts';
-import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
+import { sharedRedisUrl, startRedisServer, uniquePrefix } from '../support/redis-server.ts';
 
 const greet = defineTool({
   name: 'greet',
@@ -66,5 +69,43 @@ describe('startWorker and startApi in one process (the package’s programmatic 
     await worker.close();
     api = undefined;
     worker = undefined;
+  });
+
+  it('a start refused half way (a live worker serves another definition of its tool) closes all it opened', async () => {
+    const server = await startRedisServer();
+    const inspect = new Redis(server.url, { maxRetriesPerRequest: null });
+    const prefix = uniquePrefix();
+    const engine = createEngine({ redis: inspect }, { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000 });
+    try {
+      // As a live worker in another process would have published it.
+      await engine.catalog.publish([
+        {
+          name: 'greet',
+          description: 'Greets in another way',
+          inputSchema: { type: 'object' },
+          taskSupport: 'optional',
+          retrySafe: true,
+          queue: toolQueueName('greet'),
+          external: false,
+        },
+      ]);
+      const ownId = Number(await inspect.client('ID'));
+      const othersConnected = async () =>
+        ((await inspect.client('LIST')) as string)
+          .split('\n')
+          .filter((line) => line.startsWith('id=') && !line.startsWith(`id=${ownId} `)).length;
+      // The refusal comes after the worker opened its connections, subscribed and started its timers.
+      let refusal: Error | undefined;
+      await startWorker({ tools: [greet], redis: server.url, prefix, env: { LOG_LEVEL: 'error' } }).then(
+        (started) => started.close(),
+        (error: Error) => (refusal = error),
+      );
+      expect(refusal?.message).to.match(/Tool 'greet' is already served with a different definition/);
+      await eventually(async () => ((await othersConnected()) === 0 ? true : undefined), 5000);
+    } finally {
+      await engine.close();
+      inspect.disconnect();
+      await server.stop();
+    }
   });
 });

@@ -1,7 +1,7 @@
 // Runs the worker's part of an external tool (docs/external-tools.md): submit the work once, record where it runs,
 // then either give the job up (callback: the api settles the task when the external system reports) or poll its
 // status from a delayed job, so that no worker slot is held between polls.
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import {
   callbackUrl,
   forwardCancel,
@@ -14,17 +14,14 @@ import {
   CallToolResultSchema,
   describeIssues,
   expiresAt,
-  settleWithError,
-  settleWithExternalFailure,
-  settleWithResult,
   TaskStatus,
   type ExternalContext,
   type ExternalRef,
   type ExternalToolDefinition,
-  type Settlement,
   type TaskRecord,
   type ToolRegistry,
 } from '@mcp-tasks/protocol';
+import { NO_SETTLEMENT, type RunOutcome } from './run-outcome.ts';
 import type { RunningTasks } from './running-tasks.ts';
 
 export interface ExternalDeps {
@@ -43,19 +40,18 @@ interface RunDeps {
 }
 
 /**
- * Returns the settlement when the external work ended (or could not start), undefined when there is nothing to
- * settle now (waiting for a callback, or the task was cancelled meanwhile); throws DelayedError to poll again later.
+ * What this run of the job comes to: the external work's result or failure (or why it could not start), another
+ * poll later, or nothing to settle now (waiting for a callback, or the task was cancelled meanwhile).
  */
 export async function runExternalJob(
   deps: RunDeps,
   job: Job<ToolJobData>,
-  token: string | undefined,
   record: TaskRecord,
   tool: ExternalToolDefinition,
   log: Logger,
-): Promise<Settlement | undefined> {
+): Promise<RunOutcome> {
   const ext = deps.external;
-  if (!ext) return settleWithError(tool.name, new Error('this worker is not set up to run external tools'));
+  if (!ext) return { kind: 'failed', error: new Error('this worker is not set up to run external tools') };
   const controller = deps.running.start(record.taskId);
   const context: ExternalContext = {
     taskId: record.taskId,
@@ -77,11 +73,11 @@ export async function runExternalJob(
       try {
         submission = await tool.external.submit(deps.tools.parseArguments(tool, job.data.arguments), context);
       } catch (error) {
-        if (controller.signal.aborted) return undefined;
-        return settleWithError(tool.name, error);
+        if (controller.signal.aborted) return NO_SETTLEMENT;
+        return { kind: 'failed', error };
       }
       if (submission.mode === 'poll' && (!submission.statusUrl || !tool.external.poll)) {
-        return settleWithError(tool.name, new Error('it asked to be polled but gave no statusUrl or has no poll()'));
+        return { kind: 'failed', error: new Error('it asked to be polled but gave no statusUrl or has no poll()') };
       }
       ref = {
         mode: submission.mode,
@@ -95,7 +91,7 @@ export async function runExternalJob(
         // Cancelled (or expired) while submitting: the api's cancel could not know where to forward it.
         if (marked.status === undefined || marked.status === TaskStatus.Cancelled) await forwardCancel(ref);
         log.info('external work submitted for a task that ended meanwhile', { status: marked.status });
-        return undefined;
+        return NO_SETTLEMENT;
       }
       const waiting =
         submission.mode === 'callback'
@@ -103,16 +99,16 @@ export async function runExternalJob(
           : `Submitted to the external system as ${submission.externalId}; polling its status.`;
       await deps.store.note(record, TaskStatus.Working, submission.statusMessage ?? waiting).catch(() => undefined);
       log.info('external work submitted', { externalId: submission.externalId, mode: submission.mode });
-      if (ref.mode === 'callback') return undefined;
-      return await pollLater(job, token, ext, ref);
+      if (ref.mode === 'callback') return NO_SETTLEMENT;
+      return pollLater(ext, ref);
     }
     // A re-run after a crash right after marking a callback task: the external system reports to the api.
-    if (ref.mode !== 'poll' || !tool.external.poll) return undefined;
+    if (ref.mode !== 'poll' || !tool.external.poll) return NO_SETTLEMENT;
     let status;
     try {
       status = await tool.external.poll(ref, context);
     } catch (error) {
-      if (controller.signal.aborted) return undefined;
+      if (controller.signal.aborted) return NO_SETTLEMENT;
       throw error;
     }
     switch (status.state) {
@@ -124,19 +120,19 @@ export async function runExternalJob(
             ...(status.message ? { message: status.message } : {}),
           });
         }
-        return await pollLater(job, token, ext, ref);
+        return pollLater(ext, ref);
       }
       case 'completed': {
         const result = CallToolResultSchema.safeParse(status.result);
-        return result.success
-          ? settleWithResult(result.data)
-          : settleWithError(
-              tool.name,
-              new Error(`it reported an invalid CallToolResult (${describeIssues(result.error)})`),
-            );
+        if (result.success) return { kind: 'completed', result: result.data };
+        return {
+          kind: 'failed',
+          error: new Error(`it reported an invalid CallToolResult (${describeIssues(result.error)})`),
+        };
       }
       case 'failed':
-        return settleWithExternalFailure(tool.name, status.message);
+        // As settleWithExternalFailure renders it (the api's callback does the same).
+        return { kind: 'failed', error: new Error(status.message) };
     }
   } finally {
     deps.running.finish(record.taskId, controller);
@@ -144,15 +140,7 @@ export async function runExternalJob(
 }
 
 /** Gives the slot back until the next poll; the wait grows with the time since submission (min..max). */
-async function pollLater(
-  job: Job<ToolJobData>,
-  token: string | undefined,
-  ext: ExternalDeps,
-  ref: ExternalRef,
-): Promise<never> {
-  if (!token) throw new Error('cannot reschedule a poll without the job token');
+function pollLater(ext: ExternalDeps, ref: ExternalRef): RunOutcome {
   const elapsed = Date.now() - (ref.submittedAt ?? Date.now());
-  const delay = Math.min(ext.pollMaxMs, Math.max(ext.pollMinMs, Math.round(elapsed / 2)));
-  await job.moveToDelayed(Date.now() + delay, token);
-  throw new DelayedError();
+  return { kind: 'pollLater', delayMs: Math.min(ext.pollMaxMs, Math.max(ext.pollMinMs, Math.round(elapsed / 2))) };
 }

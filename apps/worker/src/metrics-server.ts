@@ -4,7 +4,36 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { METRICS_CHALLENGE, metricsAccessAllowed, type RunnerMetrics } from '@mcp-tasks/engine';
+import {
+  METRICS_CHALLENGE,
+  metricsAccessAllowed,
+  type CleanupStack,
+  type Logger,
+  type RunnerMetrics,
+} from '@mcp-tasks/engine';
+import type { WorkerConfig } from './config.ts';
+
+/** With WORKER_METRICS_PORT set: the listener, with the gauges of the tasks this worker runs (`running`). */
+export async function serveMetrics(
+  config: WorkerConfig,
+  metrics: RunnerMetrics,
+  running: { ids(): readonly string[] },
+  log: Logger,
+  cleanup: CleanupStack,
+): Promise<void> {
+  if (config.WORKER_METRICS_PORT === undefined) return;
+  metrics.addWorkerGauges(() => running.ids().length, config.WORKER_CONCURRENCY);
+  const server = await startMetricsServer(metrics, {
+    host: config.WORKER_METRICS_HOST,
+    port: config.WORKER_METRICS_PORT,
+    ...(config.METRICS_TOKEN !== undefined ? { token: config.METRICS_TOKEN } : {}),
+  });
+  cleanup.add('metrics-server', server, stopMetricsServer);
+  log.info('metrics served', {
+    url: metricsUrl(server, config.WORKER_METRICS_HOST),
+    token: config.METRICS_TOKEN !== undefined,
+  });
+}
 
 export async function startMetricsServer(
   metrics: RunnerMetrics,

@@ -47,6 +47,16 @@ export class ServedTools {
     return this.#entries;
   }
 
+  /** The entries whose jobs this worker runs: all but the tools of external queue consumers. */
+  entriesRunHere(): CatalogEntry[] {
+    return this.#entries.filter((entry) => !entry.external);
+  }
+
+  /** The tool queues this worker runs. */
+  queuesRunHere(): string[] {
+    return this.entriesRunHere().map((entry) => entry.queue);
+  }
+
   names(): string[] {
     return this.#registry.names();
   }

@@ -1,41 +1,35 @@
-// Builds one worker process: the BullMQ Worker running tools, the cancel listener, and maintenance.
+// Builds one worker process, step by step: each resource is registered on the cleanup stack as it is acquired, and
+// released in reverse order at close, or at once when a later step of the start fails.
 import { hostname } from 'node:os';
-import type { Worker } from 'bullmq';
 import {
-  auditLogger,
-  applyQueueLimits,
-  CatalogConflictError,
-  countSchedulingEvent,
-  loadSchedulingSettings,
-  OwnerCaps,
-  CatalogView,
-  auditObserver,
   CleanupStack,
-  closeRedis,
-  createEngine,
-  coalesceWrites,
+  countSchedulingEvent,
   createLogger,
-  createRedis,
-  ExternalQueueListener,
+  loadSchedulingSettings,
   Maintenance,
-  parseControlMessage,
-  RunnerMetrics,
   startTracing,
-  TOOL_QUEUE_NAME,
   type Logger,
-  type ToolJobData,
+  type OwnerCaps,
+  type SchedulingSettings,
 } from '@mcp-tasks/engine';
-import { isTerminal, lostSettlement, queueOfTool, type CatalogEntry, type ToolDefinition } from '@mcp-tasks/protocol';
+import type { ToolDefinition } from '@mcp-tasks/protocol';
+import type { JobDeps } from './attempt.ts';
+import { listenForCancels } from './cancellation.ts';
+import { keepPublished, publishServed } from './catalog-publishing.ts';
 import type { WorkerConfig } from './config.ts';
-import { metricsUrl, startMetricsServer, stopMetricsServer } from './metrics-server.ts';
+import { listenToExternalQueues } from './external-listening.ts';
+import { serveMetrics } from './metrics-server.ts';
 import { PARK_MS, toolProcessor } from './process-job.ts';
-import { AbortReason, RunningTasks } from './running-tasks.ts';
-import { backoffStrategy, HeldRuns } from './scheduling.ts';
+import { QueueWorkers } from './queue-workers.ts';
+import { observeRuns, type RunEventEmitter } from './run-events.ts';
+import { RunningTasks } from './running-tasks.ts';
+import type { HeldRuns } from './scheduling.ts';
+import { keepQueueLimits, startOwnerCaps } from './scheduling-upkeep.ts';
 import { ServedTools } from './served-tools.ts';
-import { ToolQueueWorker } from './tool-queue-worker.ts';
 import type { UpstreamConfig } from './upstream/config.ts';
 import { UpstreamTools } from './upstream/upstream-tools.ts';
 import { WaitBudget } from './wait-budget.ts';
+import { openEngine, type WorkerEngine } from './worker-engine.ts';
 
 export interface WorkerSources {
   /** Existing MCP servers whose tools this worker serves too (docs/gateway.md). */
@@ -75,293 +69,35 @@ export async function startWorker(
     // First in, last out: the spans of the last attempts are exported after the BullMQ workers have closed.
     const tracing = await startTracing('mcp-task-runner-worker');
     if (tracing) cleanup.add('tracing', tracing, (t) => t.shutdown());
-    const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
-    const workerRedis = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
-    const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
-    for (const connection of [redis, workerRedis, subscriberRedis]) {
-      connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
-    }
-    // The commands of one event-loop turn leave in one socket write (redis.ts): jobs settling together send their
-    // record reads, transitions and BullMQ's moves as one write per connection instead of a system call each.
-    coalesceWrites(redis);
-    coalesceWrites(workerRedis);
-    await redis.ping();
-    // BullMQ objects share the BullMQ worker's connection, so that pipelines on `redis` stay cheap (see api app.ts).
-    const engine = cleanup.add(
-      'engine',
-      createEngine({ redis, queues: workerRedis, subscriber: subscriberRedis }, config),
-      (e) => e.close(),
-    );
-    const { keys, store, events, queue, externalQueues, subscriber } = engine;
-    const metrics = new RunnerMetrics('worker');
-    store.observe(metrics.taskObserver());
-    store.observe(auditObserver(auditLogger(log))); // task.completed / failed / cancelled (T-AUDIT-1)
-    // The dashboard's charts (activity.ts): run time from the start of the attempt that settled the task. An entry
-    // lives while its job is active here, so there are at most WORKER_CONCURRENCY per tool queue.
-    const attemptStarts = new Map<string, number>();
-    const figures = config.DASHBOARD_FIGURES;
-    if (figures)
-      store.observe(
-        engine.activity.observer((taskId, at) => {
-          const started = attemptStarts.get(taskId);
-          return started === undefined ? undefined : Math.max(0, at - started);
-        }),
-      );
+    const opened = await openEngine(config, log, cleanup);
+    const { engine } = opened;
+    const { metrics, runEvents } = observeRuns(engine, log, config.DASHBOARD_FIGURES);
     const running = new RunningTasks();
-    const waitBudget = new WaitBudget(config.WORKER_INPUT_WAIT_SLOTS);
-
-    // Cancellation: a broadcast from the api, and a periodic check in case a message was missed.
-    await subscriber.listen(keys.controlChannel(), (raw) => {
-      const message = parseControlMessage(raw);
-      if (message?.type === 'cancel' && running.abort(message.taskId, AbortReason.Cancelled)) {
-        log.info('cancelling running task', { taskId: message.taskId });
-      }
-    });
-    const cancelCheck = setInterval(() => {
-      const ids = running.ids();
-      void store.statuses(ids).then(
-        (statuses) =>
-          statuses.forEach((status, i) => {
-            const id = ids[i];
-            if (id && (status === undefined || isTerminal(status)))
-              running.abort(id, status ? AbortReason.Cancelled : AbortReason.Gone);
-          }),
-        () => undefined,
-      );
-    }, config.CANCEL_CHECK_INTERVAL_MS);
-    cleanup.add('cancel-check', cancelCheck, clearInterval);
-
-    const maintenance = new Maintenance(redis, store, queue, log, {
-      intervalMs: config.MAINTENANCE_INTERVAL_MS,
-      reconcileAfterMs: config.RECONCILE_AFTER_MS,
-      batchSize: 200,
-      externalQueues,
-    });
-    maintenance.start();
-    cleanup.add('maintenance', maintenance, (m) => m.stop());
-
+    await listenForCancels(engine, running, config.CANCEL_CHECK_INTERVAL_MS, log, cleanup);
+    startMaintenance(config, opened, log, cleanup);
     // Upstream sessions close after the BullMQ workers (registered below) have let their calls finish.
     const upstreamTools =
       upstreams.length === 0
         ? undefined
         : cleanup.add('upstreams', await UpstreamTools.start(upstreams, log), (u) => u.close());
+    const publishing = { catalog: engine.catalog, served, upstreamTools, log };
     // Before any job is taken: a conflicting definition of an own tool stops this worker here.
-    await publishServed(engine.catalog, served, upstreamTools, log);
-    const applyLimits = () =>
-      Promise.all(
-        served
-          .entries()
-          .filter((entry) => !entry.external)
-          .map((entry) => applyQueueLimits(externalQueues.get(entry.queue), entry.scheduling)),
-      );
-    await applyLimits();
-    // Again at every heartbeat: the settings come back after a Redis restart that lost them.
-    const limitsTimer = setInterval(() => {
-      applyLimits().catch((error: unknown) => log.warn('queue limits not applied', { error: String(error) }));
-    }, config.CATALOG_HEARTBEAT_MS);
-    limitsTimer.unref();
-    cleanup.add('queue-limits', limitsTimer, clearInterval);
-    const ownerCaps = new OwnerCaps(redis, keys, externalQueues, {
-      maxRunningPerOwner: scheduling.maxRunningPerOwner,
-      leaseMs: config.WORKER_LOCK_DURATION_MS,
-    });
-    const held = new HeldRuns(ownerCaps);
-    held.start(Math.max(100, Math.floor(config.WORKER_LOCK_DURATION_MS / 3)), scheduling.ownerCapRecheckMs, (error) =>
-      log.warn('per-requestor caps not maintained', { error: String(error) }),
+    await publishServed(publishing);
+    await keepQueueLimits(served, engine.externalQueues, config.CATALOG_HEARTBEAT_MS, log, cleanup);
+    const caps = startOwnerCaps(opened, scheduling, config.WORKER_LOCK_DURATION_MS, log, cleanup);
+    const queueWorkers = cleanup.add(
+      'bullmq-workers',
+      toolQueueWorkers(config, opened, { name, served, running, runEvents, log, scheduling, caps }),
+      (workers) => workers.close(),
     );
-    cleanup.add('held-runs', held, (h) => h.stop());
-    const processorOf = (waitBudgetOfQueue: { enter(): () => void }) =>
-      toolProcessor({
-        store,
-        tools: served,
-        running,
-        log,
-        workerName: name,
-        runningNoteAfterMs: config.RUNNING_NOTE_AFTER_MS,
-        events,
-        inputs: engine.inputs,
-        sessions: engine.sessions,
-        input: { timeoutMs: config.INPUT_REQUEST_TIMEOUT_MS, recheckMs: config.INPUT_RECHECK_MS },
-        waitBudget: waitBudgetOfQueue,
-        scheduling: (tool) => served.entries().find((entry) => entry.name === tool)?.scheduling,
-        caps: { owner: ownerCaps, held, maxRunningPerOwner: scheduling.maxRunningPerOwner, parkMs: PARK_MS },
-        count: (tool, counter) => {
-          countSchedulingEvent(redis, keys, tool, counter).catch(() => undefined);
-        },
-        external: {
-          tasks: engine.external,
-          callback:
-            config.CALLBACK_SECRET && config.CALLBACK_BASE_URL
-              ? { secret: config.CALLBACK_SECRET, baseUrl: config.CALLBACK_BASE_URL }
-              : undefined,
-          pollMinMs: config.EXTERNAL_POLL_MIN_MS,
-          pollMaxMs: Math.max(config.EXTERNAL_POLL_MIN_MS, config.EXTERNAL_POLL_MAX_MS),
-        },
-      });
-    const queueWorkers = new Map<string, Worker<ToolJobData>>();
-    cleanup.add('bullmq-workers', queueWorkers, (workers) =>
-      Promise.all([...workers.values()].map((w) => closeWorker(w, running, config.WORKER_SHUTDOWN_GRACE_MS, log))).then(
-        () => undefined,
-      ),
-    );
-    // Queues whose tool has had a global concurrency here: a limit removed at runtime stays in BullMQ's meta until
-    // the next applyLimits, and while it does, only a settling job's try starts the next job (ToolQueueWorker).
-    const concurrencyLimited = new Set<string>();
-    const hasHadConcurrency = (queueName: string): boolean => {
-      if (concurrencyLimited.has(queueName)) return true;
-      const limited = served
-        .entries()
-        .some((entry) => entry.queue === queueName && entry.scheduling?.concurrency !== undefined);
-      if (limited) concurrencyLimited.add(queueName);
-      return limited;
-    };
-    const startQueueWorker = async (queueName: string) => {
-      if (queueWorkers.has(queueName)) return;
-      const lender = waitBudget.lender();
-      const worker = new ToolQueueWorker<ToolJobData>(
-        queueName,
-        processorOf(lender),
-        {
-          connection: workerRedis,
-          prefix: config.REDIS_PREFIX,
-          concurrency: config.WORKER_CONCURRENCY,
-          lockDuration: config.WORKER_LOCK_DURATION_MS,
-          stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
-          maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
-          name,
-          // Waits between runs of a job (RETRY_BACKOFF_TYPE): the tool's retry policy, through RetryLater.
-          settings: { backoffStrategy },
-        },
-        () => hasHadConcurrency(queueName),
-      );
-      lender.attach(worker);
-      // BullMQ renews job locks but does not stop a processor whose lock it lost: the job may run elsewhere already
-      // (stalled-job recovery), so the tool stops here; the attempt fence refuses whatever it would still settle.
-      worker.on('lockRenewalFailed', (jobIds) => {
-        // A tool job's id is its task id (toolJobOptions).
-        for (const taskId of jobIds) {
-          if (running.abort(taskId, AbortReason.LockLost)) log.warn('job lock lost: stopping its tool', { taskId });
-        }
-      });
-      worker.on('active', (job) => {
-        metrics.jobStarted(job);
-        if (!figures) return;
-        const started = job.processedOn ?? Date.now();
-        attemptStarts.set(job.data.taskId, started);
-        if (job.attemptsStarted <= 1) engine.activity.started(Math.max(0, started - job.timestamp), started);
-      });
-      worker.on('completed', (job) => attemptStarts.delete(job.data.taskId));
-      worker.on('error', (error) => log.warn('worker error', { queue: queueName, error: error.message }));
-      worker.on('failed', (job, error) => {
-        if (job) attemptStarts.delete(job.data.taskId);
-        // The job ran out of attempts (an infrastructure error, not a tool error): settle its task now rather than
-        // wait for reconciliation.
-        if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
-        void store
-          .get(job.data.taskId)
-          .then((record) =>
-            record && !isTerminal(record.status)
-              ? store.settle(record, lostSettlement(`The worker gave up on the task: ${error.message}`))
-              : undefined,
-          )
-          .catch(() => undefined);
-      });
-      queueWorkers.set(queueName, worker);
-      await worker.waitUntilReady();
-    };
-    const ownQueues = () =>
-      served
-        .entries()
-        .filter((entry) => !entry.external)
-        .map((entry) => entry.queue);
-    const queues = ownQueues();
-    for (const queueName of queues) await startQueueWorker(queueName);
-    // Jobs an api from before the catalog left in the shared queue are still run (docs/catalog.md, "Queues").
-    const legacy = await queue.getJobCountByTypes('waiting', 'delayed', 'prioritized', 'active', 'waiting-children');
-    if (legacy > 0) {
-      log.info('draining the shared queue of an earlier version', { queue: TOOL_QUEUE_NAME, jobs: legacy });
-      await startQueueWorker(TOOL_QUEUE_NAME);
-    }
-    // Each beat (and each change of an upstream's tools: list_changed, a restart) publishes what is served now, runs
-    // the queues of new tools and stops taking jobs of tools that left (their queued jobs wait for a worker that has
-    // them, as in docs/catalog.md). One sync at a time.
-    let syncing = Promise.resolve();
-    const sync = () => {
-      syncing = syncing
-        .then(async () => {
-          const before = served.names().join(',');
-          await publishServed(engine.catalog, served, upstreamTools, log);
-          if (!upstreamTools) return;
-          const wanted = new Set(ownQueues());
-          for (const queueName of wanted) await startQueueWorker(queueName);
-          for (const [queueName, worker] of queueWorkers) {
-            if (wanted.has(queueName) || queueName === TOOL_QUEUE_NAME) continue;
-            queueWorkers.delete(queueName);
-            await closeWorker(worker, running, config.WORKER_SHUTDOWN_GRACE_MS, log);
-          }
-          if (served.names().join(',') !== before) log.info('served tools changed', { tools: served.names() });
-        })
-        .catch((error: unknown) => {
-          log.error('tool catalog not refreshed', { error: error instanceof Error ? error.message : String(error) });
-        });
-    };
-    const heartbeat = setInterval(sync, config.CATALOG_HEARTBEAT_MS);
-    heartbeat.unref();
-    cleanup.add('catalog-heartbeat', heartbeat, clearInterval);
-    upstreamTools?.onChange(sync);
-    if (config.WORKER_METRICS_PORT !== undefined) {
-      metrics.addWorkerGauges(() => running.ids().length, config.WORKER_CONCURRENCY);
-      const server = await startMetricsServer(metrics, {
-        host: config.WORKER_METRICS_HOST,
-        port: config.WORKER_METRICS_PORT,
-        ...(config.METRICS_TOKEN !== undefined ? { token: config.METRICS_TOKEN } : {}),
-      });
-      cleanup.add('metrics-server', server, stopMetricsServer);
-      log.info('metrics served', {
-        url: metricsUrl(server, config.WORKER_METRICS_HOST),
-        token: config.METRICS_TOKEN !== undefined,
-      });
-    }
-    // Tools served by external consumers: this worker maps their jobs' outcomes onto the tasks (docs/job-contract.md),
-    // for its own queue tools and for those a consumer in another language published to the catalog.
-    const listening = new Set<string>();
-    const listen = async (queueName: string) => {
-      if (listening.has(queueName)) return;
-      listening.add(queueName);
-      const listener = new ExternalQueueListener(queueName, {
-        env: config,
-        prefix: config.REDIS_PREFIX,
-        redis,
-        keys,
-        store,
-        external: engine.external,
-        log,
-      });
-      cleanup.add(`external-queue-listener-${queueName}`, listener, (l) => l.close());
-      await listener.start();
-    };
-    const listenToCatalog = (entries: Iterable<CatalogEntry>) => {
-      for (const entry of entries) {
-        if (!entry.external) continue;
-        listen(entry.queue).catch((error: unknown) =>
-          log.warn('external queue not listened to', { queue: entry.queue, error: String(error) }),
-        );
-      }
-    };
-    for (const tool of tools) {
-      const queueName = queueOfTool(tool);
-      if (queueName !== undefined) await listen(queueName);
-    }
-    const catalogView = new CatalogView(engine.catalog, subscriber, {
-      reloadMs: config.CATALOG_RELOAD_MS,
-      onError: (error) => log.warn('tool catalog not read', { error: String(error) }),
-    });
-    cleanup.add('catalog-view', catalogView, (view) => view.close());
-    catalogView.onChange((entries) => listenToCatalog(entries.values()));
-    await catalogView.start();
-    listenToCatalog(catalogView.entries().values());
+    const ownQueues = served.queuesRunHere();
+    for (const queueName of ownQueues) await queueWorkers.start(queueName);
+    await queueWorkers.drainSharedQueue(engine.queue);
+    keepPublished(publishing, queueWorkers, config.CATALOG_HEARTBEAT_MS, cleanup);
+    await serveMetrics(config, metrics, running, log, cleanup);
+    await listenToExternalQueues(config, opened, tools, log, cleanup);
     log.info('worker ready', {
-      queues,
+      queues: ownQueues,
       concurrency: config.WORKER_CONCURRENCY,
       tools: served.names(),
       tracing: tracing !== undefined,
@@ -378,45 +114,76 @@ export async function startWorker(
   }
 }
 
-/** Lets active tools finish within the grace period, then aborts them so their jobs go back to the queue. */
-async function closeWorker(worker: Worker, running: RunningTasks, graceMs: number, log: Logger): Promise<void> {
-  const closing = worker.close();
-  const timer = setTimeout(() => {
-    log.warn('grace period over: handing running tasks back to the queue', { tasks: running.ids().length });
-    running.abortAll(AbortReason.Shutdown);
-  }, graceMs);
-  try {
-    await closing;
-  } finally {
-    clearTimeout(timer);
-  }
+/** The expiry sweep and the reconciliation of tasks whose job vanished (maintenance.ts). */
+function startMaintenance(config: WorkerConfig, { redis, engine }: WorkerEngine, log: Logger, cleanup: CleanupStack) {
+  const maintenance = new Maintenance(redis, engine.store, engine.queue, log, {
+    intervalMs: config.MAINTENANCE_INTERVAL_MS,
+    reconcileAfterMs: config.RECONCILE_AFTER_MS,
+    batchSize: 200,
+    externalQueues: engine.externalQueues,
+  });
+  maintenance.start();
+  cleanup.add('maintenance', maintenance, (m) => m.stop());
 }
 
-/**
- * Publishes what the worker serves. An upstream tool the catalog refuses (live workers serve another definition
- * under its name: an upstream changed a tool, or two upstreams disagree) is withheld until a later beat succeeds
- * with it; a refused own tool is an error, as at start-up.
- */
-async function publishServed(
-  catalog: { publish(entries: readonly CatalogEntry[]): Promise<unknown> },
-  served: ServedTools,
-  upstreamTools: UpstreamTools | undefined,
-  log: Logger,
-): Promise<void> {
-  const withheld = new Set<string>();
-  if (upstreamTools) served.update(upstreamTools.current());
-  for (;;) {
-    try {
-      await catalog.publish(served.entries());
-      return;
-    } catch (error) {
-      if (!(error instanceof CatalogConflictError) || served.isOwn(error.tool) || !upstreamTools) throw error;
-      log.error('upstream tool withheld: the catalog has another definition under its name', {
-        tool: error.tool,
-        error: error.message,
-      });
-      withheld.add(error.tool);
-      served.update(upstreamTools.current(), withheld);
-    }
-  }
+interface QueueParts {
+  name: string;
+  served: ServedTools;
+  running: RunningTasks;
+  runEvents: RunEventEmitter;
+  log: Logger;
+  scheduling: SchedulingSettings;
+  caps: { owner: OwnerCaps; held: HeldRuns };
+}
+
+/** The BullMQ Workers of the tool queues, none started yet, and what their processors get. */
+function toolQueueWorkers(config: WorkerConfig, opened: WorkerEngine, parts: QueueParts): QueueWorkers {
+  const jobDeps = jobDepsOf(config, opened, parts);
+  return new QueueWorkers({
+    config,
+    connection: opened.bullmq,
+    name: parts.name,
+    processor: (lender) => toolProcessor({ ...jobDeps, waitBudget: lender }),
+    waitBudget: new WaitBudget(config.WORKER_INPUT_WAIT_SLOTS),
+    served: parts.served,
+    running: parts.running,
+    store: opened.engine.store,
+    events: parts.runEvents,
+    log: parts.log,
+  });
+}
+
+/** What every tool-queue processor of this worker gets, but the wait budget (one lender per queue). */
+function jobDepsOf(
+  config: WorkerConfig,
+  { redis, engine }: WorkerEngine,
+  parts: QueueParts,
+): Omit<JobDeps, 'waitBudget'> {
+  const { served, scheduling } = parts;
+  return {
+    store: engine.store,
+    tools: served,
+    running: parts.running,
+    log: parts.log,
+    workerName: parts.name,
+    runningNoteAfterMs: config.RUNNING_NOTE_AFTER_MS,
+    events: engine.events,
+    inputs: engine.inputs,
+    sessions: engine.sessions,
+    input: { timeoutMs: config.INPUT_REQUEST_TIMEOUT_MS, recheckMs: config.INPUT_RECHECK_MS },
+    scheduling: (tool) => served.entries().find((entry) => entry.name === tool)?.scheduling,
+    caps: { ...parts.caps, maxRunningPerOwner: scheduling.maxRunningPerOwner, parkMs: PARK_MS },
+    count: (tool, counter) => {
+      countSchedulingEvent(redis, engine.keys, tool, counter).catch(() => undefined);
+    },
+    external: {
+      tasks: engine.external,
+      callback:
+        config.CALLBACK_SECRET && config.CALLBACK_BASE_URL
+          ? { secret: config.CALLBACK_SECRET, baseUrl: config.CALLBACK_BASE_URL }
+          : undefined,
+      pollMinMs: config.EXTERNAL_POLL_MIN_MS,
+      pollMaxMs: Math.max(config.EXTERNAL_POLL_MIN_MS, config.EXTERNAL_POLL_MAX_MS),
+    },
+  };
 }

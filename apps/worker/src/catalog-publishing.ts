@@ -1,0 +1,69 @@
+// What this worker serves, in the tool catalog (docs/catalog.md): published before any job is taken, then at every
+// heartbeat and at every change of an upstream's tools, with the tool queues run here following what is served.
+import { CatalogConflictError, type CleanupStack, type Logger } from '@mcp-tasks/engine';
+import type { CatalogEntry } from '@mcp-tasks/protocol';
+import type { QueueWorkers } from './queue-workers.ts';
+import type { ServedTools } from './served-tools.ts';
+import type { UpstreamTools } from './upstream/upstream-tools.ts';
+
+export interface Publishing {
+  catalog: { publish(entries: readonly CatalogEntry[]): Promise<unknown> };
+  served: ServedTools;
+  upstreamTools: UpstreamTools | undefined;
+  log: Logger;
+}
+
+/**
+ * Publishes what the worker serves. An upstream tool the catalog refuses (live workers serve another definition
+ * under its name: an upstream changed a tool, or two upstreams disagree) is withheld until a later beat succeeds
+ * with it; a refused own tool is an error, as at start-up.
+ */
+export async function publishServed({ catalog, served, upstreamTools, log }: Publishing): Promise<void> {
+  const withheld = new Set<string>();
+  if (upstreamTools) served.update(upstreamTools.current());
+  for (;;) {
+    try {
+      await catalog.publish(served.entries());
+      return;
+    } catch (error) {
+      if (!(error instanceof CatalogConflictError) || served.isOwn(error.tool) || !upstreamTools) throw error;
+      log.error('upstream tool withheld: the catalog has another definition under its name', {
+        tool: error.tool,
+        error: error.message,
+      });
+      withheld.add(error.tool);
+      served.update(upstreamTools.current(), withheld);
+    }
+  }
+}
+
+/**
+ * Each beat (and each change of an upstream's tools: list_changed, a restart) publishes what is served now, runs the
+ * queues of new tools and stops taking jobs of tools that left. One sync at a time.
+ */
+export function keepPublished(
+  publishing: Publishing,
+  queueWorkers: QueueWorkers,
+  heartbeatMs: number,
+  cleanup: CleanupStack,
+): void {
+  const { served, upstreamTools, log } = publishing;
+  let syncing = Promise.resolve();
+  const sync = () => {
+    syncing = syncing
+      .then(async () => {
+        const before = served.names().join(',');
+        await publishServed(publishing);
+        if (!upstreamTools) return;
+        await queueWorkers.keepOnly(new Set(served.queuesRunHere()));
+        if (served.names().join(',') !== before) log.info('served tools changed', { tools: served.names() });
+      })
+      .catch((error: unknown) => {
+        log.error('tool catalog not refreshed', { error: error instanceof Error ? error.message : String(error) });
+      });
+  };
+  const heartbeat = setInterval(sync, heartbeatMs);
+  heartbeat.unref();
+  cleanup.add('catalog-heartbeat', heartbeat, clearInterval);
+  upstreamTools?.onChange(sync);
+}

@@ -1,0 +1,167 @@
+// The one place where what an attempt came to (RunOutcome) takes effect: the task's settlement, the job moved back to
+// the delayed set (BullMQ's DelayedError), its next run after the backoff (RetryLater), or nothing; and with it the
+// attempt's log line, its trace attributes and the scheduling counters.
+import { DelayedError, type Job } from 'bullmq';
+import type { Logger, ToolJobData } from '@mcp-tasks/engine';
+import { ErrorCode, settleWithError, settleWithResult, TaskStatus, type Settlement } from '@mcp-tasks/protocol';
+import type { Attempt, AttemptDeps } from './attempt.ts';
+import { inChildSpan, type JobTrace } from './job-trace.ts';
+import type { AttemptRefusal, RunOutcome, Skip } from './run-outcome.ts';
+import { AbortReason } from './running-tasks.ts';
+import { RetryLater, RunTimeoutError } from './scheduling.ts';
+
+type Outcome<K extends RunOutcome['kind']> = Extract<RunOutcome, { kind: K }>;
+
+export async function concludeRun(deps: AttemptDeps, attempt: Attempt, outcome: RunOutcome): Promise<void> {
+  const { log, traced } = attempt;
+  switch (outcome.kind) {
+    case 'completed':
+      return settle(deps, attempt, settleWithResult(outcome.result));
+    case 'failed':
+      countTimeout(deps, attempt, outcome.error);
+      return settle(deps, attempt, failedSettlement(attempt.job.data.tool, outcome.error, outcome.statusMessage));
+    case 'interrupted':
+      return settle(deps, attempt, interruptedSettlement(attempt.job.data.tool));
+    case 'retryLater':
+      countTimeout(deps, attempt, outcome.error);
+      return retryLater(deps, attempt, outcome);
+    case 'held':
+      return hold(deps, attempt, outcome);
+    case 'pollLater':
+      return moveBack(attempt, Date.now() + outcome.delayMs);
+    case 'handedBack':
+      // Without spending an attempt: another worker picks the job up.
+      log.info('handing the task back on shutdown');
+      return moveBack(attempt, Date.now());
+    case 'lockLost':
+      // No settlement: the job's next attempt (stalled-job recovery) runs the tool again and settles the task.
+      log.warn('tool stopped: this worker lost the job lock, so the task is left to the next attempt', {
+        reason: AbortReason.LockLost,
+      });
+      traced?.note({ 'mcp.task.stopped': AbortReason.LockLost });
+      return;
+    case 'stopped':
+      log.info('tool stopped', { reason: outcome.reason });
+      traced?.note({ 'mcp.task.stopped': outcome.reason });
+      return;
+    case 'noSettlement':
+      return;
+    case 'skipped':
+      return reportSkip(log, attempt.job, traced, outcome.skip);
+  }
+}
+
+/** Logs and notes why a job ran nothing; `log` is the job's own, except for a job whose task is gone. */
+export function reportSkip(log: Logger, job: Job<ToolJobData>, traced: JobTrace | undefined, skip: Skip): void {
+  switch (skip.reason) {
+    case 'gone':
+      log.info('skipping job: its task expired or was deleted', {
+        taskId: job.data.taskId,
+        tool: job.data.tool,
+        jobAttempt: job.attemptsStarted,
+      });
+      traced?.note({ 'mcp.task.skipped': 'missing' });
+      return;
+    case 'terminal':
+      log.info('skipping job: its task is already terminal', { status: skip.status });
+      traced?.note({ 'mcp.task.skipped': 'terminal' });
+      return;
+    case 'refused':
+      log.info('skipping job: its task cannot start this attempt', refusalFields(skip.refusal, 'status'));
+      traced?.note({ 'mcp.task.skipped': skip.refusal.reason });
+      return;
+  }
+}
+
+/** A timeout is a RunTimeoutError, which only the run's own timer makes (run-tool.ts). */
+function countTimeout(deps: AttemptDeps, attempt: Attempt, error: unknown): void {
+  if (error instanceof RunTimeoutError) deps.count?.(attempt.job.data.tool, 'timeouts');
+}
+
+async function retryLater(deps: AttemptDeps, attempt: Attempt, retry: Outcome<'retryLater'>): Promise<void> {
+  // The task stays working and says why and when the next run starts; BullMQ delays the job (backoffStrategy).
+  const noted = await deps.store.note(attempt.record, TaskStatus.Working, retry.statusMessage, {
+    attempt: attempt.fence,
+  });
+  if (!noted.ok) return;
+  deps.count?.(attempt.job.data.tool, 'retries');
+  attempt.log.info('run failed: retrying', { run: retry.run, delayMs: retry.delayMs, error: String(retry.error) });
+  attempt.traced?.note({ 'mcp.task.retry': retry.run });
+  throw new RetryLater(retry.statusMessage, retry.delayMs);
+}
+
+async function hold(deps: AttemptDeps, attempt: Attempt, held: Outcome<'held'>): Promise<never> {
+  const { record } = attempt;
+  // A held job is started again by every release of its principal and every sweep (OWNER_CAP_RECHECK_MS, on each
+  // worker) and held again: only a change is news, for the task's history, its client and the counter.
+  if (record.statusMessage !== held.statusMessage) {
+    await deps.store.note(record, record.status, held.statusMessage);
+    deps.count?.(attempt.job.data.tool, 'parked');
+    attempt.log.info('task held back by a per-requestor cap', { ...held.admission, admitted: undefined });
+  }
+  attempt.traced?.note({ 'mcp.task.held': 'per-requestor cap' });
+  return moveBack(attempt, Date.now() + held.parkMs);
+}
+
+/** Moves the job back to the delayed set until `at`, which spends no attempt, and tells BullMQ so. */
+async function moveBack({ job, token }: Attempt, at: number): Promise<never> {
+  if (!token) throw new Error('cannot move a job back to the delayed set without its lock token');
+  await job.moveToDelayed(at, token);
+  throw new DelayedError();
+}
+
+async function settle(deps: AttemptDeps, attempt: Attempt, settlement: Settlement): Promise<void> {
+  const { record: task, traced, log } = attempt;
+  const options = attempt.fence === undefined ? {} : { attempt: attempt.fence };
+  let moved;
+  if (!traced) moved = await deps.store.settle(task, settlement, options);
+  else {
+    traced.note({ 'mcp.task.status': settlement.status });
+    moved = await inChildSpan(
+      traced.context,
+      `settle ${settlement.status}`,
+      { 'mcp.task.id': task.taskId, 'mcp.task.status': settlement.status },
+      async (span) => {
+        const result = await deps.store.settle(task, settlement, options);
+        span?.setAttribute('mcp.task.transition', result.ok ? 'applied' : result.reason);
+        return result;
+      },
+    );
+  }
+  // The audit record of the transition (task.completed / task.failed, auditObserver) is the info line of a
+  // settlement; this one, with the job's attempt, is for debugging (LOG_LEVEL=debug), and is not even built otherwise.
+  if (moved.ok) {
+    if (log.isDebugEnabled()) log.debug('task settled', { status: settlement.status });
+  }
+  // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped. Or a later attempt
+  // runs the task now (this worker lost the job's lock): that attempt settles it.
+  else log.info('task outcome dropped', refusalFields(moved, 'current'));
+}
+
+/** The fields of a refused move, as the log lines about it carry them (the task's status under `currentAs`). */
+function refusalFields(refusal: AttemptRefusal, currentAs: 'status' | 'current'): Record<string, unknown> {
+  return {
+    reason: refusal.reason,
+    ...(refusal.reason === 'missing' ? {} : { [currentAs]: refusal.current }),
+    ...(refusal.reason === 'stale' ? { latestAttempt: refusal.attempt } : {}),
+  };
+}
+
+function failedSettlement(tool: string, error: unknown, statusMessage: string | undefined): Settlement {
+  const failed = settleWithError(tool, error);
+  return statusMessage !== undefined ? { ...failed, statusMessage } : failed;
+}
+
+function interruptedSettlement(tool: string): Settlement {
+  return {
+    status: TaskStatus.Failed,
+    statusMessage: `The worker running this task stopped before it finished, and tool '${tool}' is not safe to run twice.`,
+    outcome: {
+      error: {
+        code: ErrorCode.InternalError,
+        message: `Tool '${tool}' was interrupted and is not retry-safe`,
+        data: { tool },
+      },
+    },
+  };
+}

@@ -1,0 +1,38 @@
+// The worker's three Redis connections and the engine over them, each registered on the cleanup stack as it is
+// opened, so that a start that fails half way closes what it opened.
+import {
+  closeRedis,
+  coalesceWrites,
+  createEngine,
+  createRedis,
+  type CleanupStack,
+  type Engine,
+  type Logger,
+  type RedisClient,
+} from '@mcp-tasks/engine';
+import type { WorkerConfig } from './config.ts';
+
+export interface WorkerEngine {
+  /** Commands and pipelines of the worker's own (records, transitions, caps). */
+  redis: RedisClient;
+  /** The BullMQ Workers' connection, which the engine's BullMQ objects share. */
+  bullmq: RedisClient;
+  engine: Engine;
+}
+
+export async function openEngine(config: WorkerConfig, log: Logger, cleanup: CleanupStack): Promise<WorkerEngine> {
+  const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
+  const bullmq = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
+  const subscriber = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
+  for (const connection of [redis, bullmq, subscriber]) {
+    connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
+  }
+  // The commands of one event-loop turn leave in one socket write (redis.ts): jobs settling together send their
+  // record reads, transitions and BullMQ's moves as one write per connection instead of a system call each.
+  coalesceWrites(redis);
+  coalesceWrites(bullmq);
+  await redis.ping();
+  // BullMQ objects share the BullMQ worker's connection, so that pipelines on `redis` stay cheap (see api app.ts).
+  const engine = cleanup.add('engine', createEngine({ redis, queues: bullmq, subscriber }, config), (e) => e.close());
+  return { redis, bullmq, engine };
+}
