@@ -65,6 +65,11 @@ export default tseslint.config(
     },
   },
   {
+    // Small functions that read top-down (docs/architecture.md); tests' describe blocks are exempt.
+    files: ['apps/*/src/**/*.ts', 'packages/*/src/**/*.ts', 'scripts/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 120 }] },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unused-expressions': 'off',

@@ -1,5 +1,5 @@
 // The state machine in Redis under races: transitions are one Lua script each, so exactly one of two racing
-// moves out of a status wins, and terminal statuses never move again (DESIGN invariant 1). A worker's moves are
+// moves out of a status wins, and terminal statuses never move again (invariant 1 of docs/architecture.md). A worker's moves are
 // fenced by its attempt, and a later attempt withdraws the input requests an earlier one left.
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';

@@ -1,6 +1,6 @@
 // The expiry sweep against a Redis of its own: thousands of expired tasks are deleted with everything they left
 // behind (index entries, queued jobs, session events), by several sweepers at once without double work, and a
-// sweeper that dies after claiming a batch loses nothing (DESIGN invariant 4, T-RSRC-1).
+// sweeper that dies after claiming a batch loses nothing (invariant 4 of docs/architecture.md, T-RSRC-1).
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import {

@@ -1,4 +1,4 @@
-// Reliability (issue #5, DESIGN "Quality bar"): one rig of real processes — 2 api replicas, 3 workers, a
+// Reliability (docs/reliability.md): one rig of real processes — 2 api replicas, 3 workers, a
 // redis-server with AOF — broken on purpose, scenario after scenario, each ending by checking every task it created.
 // The scenarios run in order on the same rig: the destructive ones (killing replicas and workers) come last.
 // Long variants: `pnpm reliability` (scripts/reliability.ts).

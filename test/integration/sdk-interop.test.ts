@@ -1,6 +1,6 @@
 // Interop with code we did not write: the official MCP TypeScript SDK client (v1) drives real api and worker
 // processes over its StreamableHTTPClientTransport. Exact checks go through `client.request` and
-// `client.experimental.tasks.*`; `callToolStream` is only a "typical host" smoke test (see DESIGN.md).
+// `client.experimental.tasks.*`; `callToolStream` is only a "typical host" smoke test (docs/protocol.md).
 import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -1,5 +1,5 @@
 // Bad input at the Streamable HTTP endpoint never crashes, hangs or loses a task: every malformed message gets
-// the right HTTP status and JSON-RPC code with a message that says what is wrong (DESIGN.md, "Wire notes").
+// the right HTTP status and JSON-RPC code with a message that says what is wrong (docs/protocol.md).
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { McpTestClient } from '../support/mcp-client.ts';

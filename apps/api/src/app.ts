@@ -22,11 +22,13 @@ import {
   ConnectionSlots,
   startTracing,
   tracingRequested,
+  type Engine,
   type Logger,
+  type RedisClient,
 } from '@mcp-tasks/engine';
 import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
-import type { ApiServices } from './context.ts';
+import type { ApiServices, SecurityServices } from './context.ts';
 import { isLoopbackHost } from './http-guards.ts';
 import { operationsRouter } from './ops.ts';
 import { PlainCalls } from './calls/plain-calls.ts';
@@ -43,6 +45,11 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
+/**
+ * Starts one api process: its Redis connections and engine, the services the wires share, the express app and the
+ * HTTP server. Each resource is registered on the cleanup stack as it is acquired and released in reverse order, on
+ * close and when start-up fails half way.
+ */
 export async function startApi(config: ApiConfig): Promise<RunningApi> {
   const auth = createAuthenticator(config);
   // Without authentication a session id is the only credential of its tasks: logs show its digest instead.
@@ -57,103 +64,12 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     // First in, last out: the spans of the last requests are exported after everything else has closed.
     const tracing = await startTracing('mcp-task-runner-api');
     if (tracing) cleanup.add('tracing', tracing, (t) => t.shutdown());
-    const redis = cleanup.add('redis', createRedis(config, 'mcpt-api'), closeRedis);
-    const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-api-sub'), closeRedis);
-    // BullMQ's queues get a connection of their own: ioredis copies every script defined on a connection (BullMQ
-    // defines 60-odd) into each pipeline and MULTI made on it, which made each of ours cost ~40 us more.
-    const queueRedis = cleanup.add('redis-queue', createRedis(config, 'mcpt-api-queue'), closeRedis);
-    for (const connection of [redis, subscriberRedis, queueRedis]) {
-      connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
-    }
-    // Requests in flight send their commands in the same turns: one socket write per turn, not per command.
-    coalesceWrites(redis);
-    coalesceWrites(queueRedis);
-    const engine = cleanup.add(
-      'engine',
-      createEngine({ redis, queues: queueRedis, subscriber: subscriberRedis }, config),
-      (e) => e.close(),
-    );
-    const { keys, store } = engine;
-    const metrics = new RunnerMetrics('api');
-    store.observe(metrics.taskObserver());
-    const auditLog = auditLogger(log);
-    store.observe(auditObserver(auditLog));
-    if (config.DASHBOARD_FIGURES) store.observe(engine.activity.observer()); // the dashboard's charts (activity.ts)
-    const security = {
-      auth,
-      rates: new RateLimiter(redis, keys, {
-        windowMs: config.RATE_LIMIT_WINDOW_MS,
-        perPrincipal: config.RATE_LIMIT_PER_PRINCIPAL,
-        perAddress: config.RATE_LIMIT_PER_ADDRESS,
-        failedLookups: config.RATE_LIMIT_FAILED_LOOKUPS,
-        failedLookupsPerAddress: config.RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS,
-        initializePerPrincipal: config.RATE_LIMIT_INITIALIZE_PER_PRINCIPAL,
-        initializePerAddress: config.RATE_LIMIT_INITIALIZE_PER_ADDRESS,
-      }),
-      connections: new ConnectionSlots(redis, keys, config.MAX_STREAMS_PER_SESSION),
-      audit: auditLog,
-    };
-    registerSecurityGauges(metrics.registry, security.rates);
-    warnAboutSecurity(log, config, security.auth);
-    // tools/list is answered from this cache; a publisher's message or the periodic reload renews it.
-    const catalogView = new CatalogView(engine.catalog, engine.subscriber, {
-      reloadMs: config.CATALOG_RELOAD_MS,
-      onError: (error) => log.warn('tool catalog not read', { error: String(error) }),
-    });
-    await catalogView.start();
-    cleanup.add('catalog-view', catalogView, (view) => view.close());
+    const { redis, engine } = openEngine(config, log, cleanup);
     const stopping = new AbortController();
-    const services: ApiServices = {
-      config,
-      log,
-      store,
-      events: engine.events,
-      subscriber: engine.subscriber,
-      inputs: engine.inputs,
-      sessions: engine.sessions,
-      tasks: engine.tasks,
-      plainCalls: new PlainCalls({
-        redis,
-        keys,
-        store,
-        tasks: engine.tasks,
-        events: engine.events,
-        streamAfterMs: config.RESULT_STREAM_AFTER_MS,
-      }),
-      tools: new ApiTools(catalogView),
-      requestStates: new RequestStateSigner(redis, keys.requestStateKey()),
-      metrics,
-      security,
-      stopping: stopping.signal,
-    };
+    const services = await apiServices(config, log, auth, redis, engine, cleanup, stopping.signal);
     await redis.ping();
-
-    const app = express();
-    app.disable('x-powered-by');
-    app.set('etag', false);
-    app.set('trust proxy', config.TRUST_PROXY); // req.ip: the client address behind a proxy (per-address limits)
-    const { admin, queue } = engine;
+    const app = await expressApp(config, services, redis, engine, cleanup);
     const mcp = mcpEndpoint(services);
-    // health, metrics, admin dashboard
-    app.use(
-      await operationsRouter({
-        config,
-        redis,
-        admin,
-        queue,
-        metrics,
-        engine,
-        audit: auditLog,
-        log,
-        cleanup,
-        catalog: () => catalogView.entries().values(),
-      }),
-    );
-    if (config.CALLBACK_SECRET) {
-      const { external } = engine;
-      const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };
-      app.use(callbacksRouter(deps)); // reports of external systems on their tasks (docs/external-tools.md)
-    }
     app.use(mcp.router);
     // POST /mcp, every JSON-RPC message, is served first: it needs none of the routers above.
     const server: Server = createServer(mcp.serverOptions(app), mcp.listener(app)).listen(config.PORT, config.HOST);
@@ -162,27 +78,165 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
       stopping.abort();
       return closeServer(open);
     });
-    const { port } = server.address() as AddressInfo;
-    const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
-    const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;
+    const url = urlOf(server, config.HOST);
     log.info(`listening on ${url}`, { url, tools: services.tools.names(), tracing: tracingRequested() });
     return {
       url,
       log,
-      reloadKeys: () => {
-        try {
-          const count = security.auth.reloadKeyFile();
-          audit(auditLog, AuditEvent.KeysReloaded, { file: config.AUTH_API_KEYS_FILE, keys: count });
-        } catch (error) {
-          log.error('API keys not reloaded; the previous keys stay in force', { error: (error as Error).message });
-        }
-      },
+      reloadKeys: () => reloadKeys(config, services),
       close: () =>
         cleanup.releaseAll((name, error) => log.error('shutdown step failed', { step: name, error: String(error) })),
     };
   } catch (error) {
     await cleanup.releaseAll();
     throw error;
+  }
+}
+
+/** The api's three Redis connections and the engine built on them. */
+function openEngine(config: ApiConfig, log: Logger, cleanup: CleanupStack): { redis: RedisClient; engine: Engine } {
+  const redis = cleanup.add('redis', createRedis(config, 'mcpt-api'), closeRedis);
+  const subscriberRedis = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-api-sub'), closeRedis);
+  // BullMQ's queues get a connection of their own: ioredis copies every script defined on a connection (BullMQ
+  // defines 60-odd) into each pipeline and MULTI made on it, which made each of ours cost ~40 us more.
+  const queueRedis = cleanup.add('redis-queue', createRedis(config, 'mcpt-api-queue'), closeRedis);
+  for (const connection of [redis, subscriberRedis, queueRedis]) {
+    connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
+  }
+  // Requests in flight send their commands in the same turns: one socket write per turn, not per command.
+  coalesceWrites(redis);
+  coalesceWrites(queueRedis);
+  const engine = cleanup.add(
+    'engine',
+    createEngine({ redis, queues: queueRedis, subscriber: subscriberRedis }, config),
+    (e) => e.close(),
+  );
+  return { redis, engine };
+}
+
+/** What both wires' use cases share: the engine's objects, the catalog view, security and metrics. */
+async function apiServices(
+  config: ApiConfig,
+  log: Logger,
+  auth: Authenticator,
+  redis: RedisClient,
+  engine: Engine,
+  cleanup: CleanupStack,
+  stopping: AbortSignal,
+): Promise<ApiServices> {
+  const { keys, store } = engine;
+  const metrics = new RunnerMetrics('api');
+  store.observe(metrics.taskObserver());
+  const auditLog = auditLogger(log);
+  store.observe(auditObserver(auditLog));
+  if (config.DASHBOARD_FIGURES) store.observe(engine.activity.observer()); // the dashboard's charts (activity.ts)
+  const security = securityServices(config, redis, keys, auth, auditLog);
+  registerSecurityGauges(metrics.registry, security.rates);
+  warnAboutSecurity(log, config, security.auth);
+  // tools/list is answered from this cache; a publisher's message or the periodic reload renews it.
+  const catalogView = new CatalogView(engine.catalog, engine.subscriber, {
+    reloadMs: config.CATALOG_RELOAD_MS,
+    onError: (error) => log.warn('tool catalog not read', { error: String(error) }),
+  });
+  await catalogView.start();
+  cleanup.add('catalog-view', catalogView, (view) => view.close());
+  return {
+    config,
+    log,
+    store,
+    events: engine.events,
+    subscriber: engine.subscriber,
+    inputs: engine.inputs,
+    sessions: engine.sessions,
+    tasks: engine.tasks,
+    plainCalls: new PlainCalls({
+      redis,
+      keys,
+      store,
+      tasks: engine.tasks,
+      events: engine.events,
+      streamAfterMs: config.RESULT_STREAM_AFTER_MS,
+    }),
+    tools: new ApiTools(catalogView),
+    requestStates: new RequestStateSigner(redis, keys.requestStateKey()),
+    metrics,
+    security,
+    stopping,
+  };
+}
+
+function securityServices(
+  config: ApiConfig,
+  redis: RedisClient,
+  keys: Engine['keys'],
+  auth: Authenticator,
+  auditLog: Logger,
+): SecurityServices {
+  return {
+    auth,
+    rates: new RateLimiter(redis, keys, {
+      windowMs: config.RATE_LIMIT_WINDOW_MS,
+      perPrincipal: config.RATE_LIMIT_PER_PRINCIPAL,
+      perAddress: config.RATE_LIMIT_PER_ADDRESS,
+      failedLookups: config.RATE_LIMIT_FAILED_LOOKUPS,
+      failedLookupsPerAddress: config.RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS,
+      initializePerPrincipal: config.RATE_LIMIT_INITIALIZE_PER_PRINCIPAL,
+      initializePerAddress: config.RATE_LIMIT_INITIALIZE_PER_ADDRESS,
+    }),
+    connections: new ConnectionSlots(redis, keys, config.MAX_STREAMS_PER_SESSION),
+    audit: auditLog,
+  };
+}
+
+/** The express app with the operators' routes (health, metrics, dashboard) and the external systems' callbacks. */
+async function expressApp(
+  config: ApiConfig,
+  services: ApiServices,
+  redis: RedisClient,
+  engine: Engine,
+  cleanup: CleanupStack,
+): Promise<express.Express> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', config.TRUST_PROXY); // req.ip: the client address behind a proxy (per-address limits)
+  const { admin, queue, store } = engine;
+  const { log, metrics } = services;
+  app.use(
+    await operationsRouter({
+      config,
+      redis,
+      admin,
+      queue,
+      metrics,
+      engine,
+      audit: services.security.audit,
+      log,
+      cleanup,
+      catalog: () => services.tools.view.entries().values(),
+    }),
+  );
+  if (config.CALLBACK_SECRET) {
+    const { external } = engine;
+    const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };
+    app.use(callbacksRouter(deps)); // reports of external systems on their tasks (docs/external-tools.md)
+  }
+  return app;
+}
+
+function urlOf(server: Server, bindHost: string): string {
+  const { port } = server.address() as AddressInfo;
+  const host = bindHost.includes(':') ? `[${bindHost}]` : bindHost;
+  return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;
+}
+
+function reloadKeys(config: ApiConfig, services: ApiServices): void {
+  const { security, log } = services;
+  try {
+    const count = security.auth.reloadKeyFile();
+    audit(security.audit, AuditEvent.KeysReloaded, { file: config.AUTH_API_KEYS_FILE, keys: count });
+  } catch (error) {
+    log.error('API keys not reloaded; the previous keys stay in force', { error: (error as Error).message });
   }
 }
 

@@ -1,6 +1,6 @@
 // Server-to-client requests of a running tool (elicitation/create, sampling/createMessage): the worker asks, the
 // request waits in Redis for the client, and the client's response — POSTed to any api replica — is routed back
-// to the waiting worker through Redis (DESIGN: "the reply may arrive at any replica").
+// to the waiting worker through Redis (docs/protocol.md: the reply may arrive at any replica).
 import { randomUUID } from 'node:crypto';
 import {
   isPlainObject,

@@ -132,7 +132,7 @@ export class Maintenance {
         live[i] ? [stopTaskWork(queuesOf(task), this.redis, this.store.keys, task.taskId)] : [],
       ),
     );
-    // The events expire with the task (DESIGN invariant 4) rather than with the session.
+    // The events expire with the task (invariant 4, docs/architecture.md) rather than with the session.
     const eventsOf = new Map<string, Set<string>>();
     for (const { sessionId, taskId } of claimed) {
       if (sessionId) eventsOf.set(sessionId, (eventsOf.get(sessionId) ?? new Set()).add(taskId));
@@ -142,7 +142,7 @@ export class Maintenance {
     await indexes.deleteClaimed(claimed);
   }
 
-  /** Settles live tasks whose BullMQ job says they can no longer finish (DESIGN invariant 6). */
+  /** Settles live tasks whose BullMQ job says they can no longer finish (invariant 6, docs/architecture.md). */
   async reconcileStale(now: number): Promise<number> {
     const { indexes } = this.store;
     const ids = await indexes.liveSince(now - this.options.reconcileAfterMs, this.options.batchSize);

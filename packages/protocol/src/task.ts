@@ -27,7 +27,7 @@ export interface TaskRecord {
   /** Milliseconds from createdAt after which the record, its result and its job are deleted. */
   ttl: number;
   pollInterval: number;
-  /** The context the task belongs to (principal or MCP session): see DESIGN.md invariant 5. */
+  /** The context the task belongs to (principal or MCP session): invariant 5 of docs/architecture.md. */
   owner: string;
   /** The MCP session that created the task: its event stream carries the task's notifications and requests. */
   sessionId: string;

@@ -5,7 +5,7 @@ import { sleep } from './sleep.ts';
 /**
  * Stands for work that must not happen twice, like charging a card: it waits, then "commits" and returns a
  * receipt. It is declared not retry-safe, so when its worker dies mid-run the task ends `failed` with a
- * statusMessage that says so, instead of running again (DESIGN invariant 6; the reliability tests count its runs
+ * statusMessage that says so, instead of running again (invariant 6 of docs/architecture.md; the reliability tests count its runs
  * by the "side effect started" log line).
  */
 export const onceTool = defineTool({

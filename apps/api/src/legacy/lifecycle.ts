@@ -39,7 +39,7 @@ export async function initialize(
     clientCapabilities: usedClientCapabilities(parsed.capabilities),
     clientInfo: boundedClientInfo(parsed.clientInfo),
     createdAt: Date.now(),
-    // The binding of its tasks (DESIGN invariant 5): the token's principal, else the session itself.
+    // The binding of its tasks (invariant 5, docs/architecture.md): the token's principal, else the session itself.
     owner: principal !== undefined ? principalOwner(principal) : `session:${sessionId}`,
   };
   const owner = principal !== undefined ? session.owner : undefined;
