@@ -67,9 +67,9 @@ export function openedOf(reply: unknown): Opened {
  * The opening of a request of a session this process knows (SessionStore.deferOpening), left to the method's own
  * script so that the request costs one round trip (create-task-6.lua, get-owned-1.lua open it in their step). A
  * request whose method has no such script, or that fails before it, is opened on its own by `settle` (one more
- * round trip, as before). Either way the caller learns the outcome from `settle`, before answering.
+ * round trip, as before). Either way the caller learns the outcome from `settle`, before answering. `Known` is what
+ * the opener knows of the request's session (SessionStore gives its fields).
  */
-/** `Known` is what the opener knows of the request's session (SessionStore gives its fields). */
 export class RequestOpening<Known = unknown> {
   #outcome: Promise<Opened> | undefined;
 
