@@ -65,6 +65,26 @@ export default tseslint.config(
     },
   },
   {
+    // The engine speaks typed errors (packages/protocol/src/errors.ts); only the api's wires turn them into
+    // JSON-RPC codes (apps/api/src/wire-errors.ts).
+    files: ['packages/engine/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: ['**/packages/*/src/**', '**/apps/*/src/**', '@mcp-tasks/*/src/**'],
+          paths: [
+            {
+              name: '@mcp-tasks/protocol',
+              importNames: ['ProtocolError', 'ErrorCode'],
+              message: 'The engine throws typed errors (errors.ts); the api maps them to JSON-RPC codes.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Small functions that read top-down (docs/architecture.md); tests' describe blocks are exempt.
     files: ['apps/*/src/**/*.ts', 'packages/*/src/**/*.ts', 'scripts/**/*.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 120 }] },
