@@ -151,9 +151,9 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     });
     expect(overview.tasks.total).to.equal(8);
     expect(overview.tasks.byKind).to.deep.equal({ task: 8, call: 0 });
-    expect(overview.jobs['active']).to.equal(2);
-    // Tool queues keep their waiting jobs prioritized: the fair order between principals (docs/scheduling.md).
-    expect(overview.jobs['prioritized']).to.equal(1);
+    // Tool queues keep their waiting jobs in BullMQ's prioritized set (the fair order between principals,
+    // docs/scheduling.md): they count as waiting all the same.
+    expect(overview.jobs).to.deep.equal({ waiting: 1, active: 2, delayed: 0, held: 0 });
     expect(overview.workers.length).to.be.at.least(1);
     expect(overview.oldestWaiting?.taskId).to.equal(ids.waiting);
     expect(overview.oldestWaiting?.tool).to.equal('wait');
@@ -163,11 +163,12 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(table.out).to.match(/^Tasks: 8 \(tasks 8, plain calls 0\)$/m);
     expect(table.out).to.match(/^input_required\s+1$/m);
     expect(table.out).to.match(/^failed\s+2$/m);
-    expect(table.out).to.match(/^active\s+2$/m);
+    expect(table.out).to.match(/^waiting\s+1\s+ready to start/m);
+    expect(table.out).to.match(/^active\s+2\s/m);
     expect(table.out).to.match(/^Workers connected: [1-9]/m);
     expect(table.out).to.include(`Oldest waiting task: ${ids.waiting} (tool wait`);
-    // Per tool scheduling: wait runs 2 (no limit) and has 1 queued.
-    expect(table.out).to.match(/^wait\s+2\/-\s+1\s+\S+: 1\s/m);
+    // Per tool scheduling: wait runs 2 (no limit) and has 1 queued, none delayed.
+    expect(table.out).to.match(/^wait\s+2\/-\s+1\s+0\s+\S+: 1\s/m);
   });
 
   it('list: every owner, newest first, with statuses; filters by status, tool, owner and age', async () => {

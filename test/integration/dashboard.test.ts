@@ -271,7 +271,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(report.runTimeMs.p95.some((value) => value !== null)).to.equal(true);
       expect(report.queueWaitMs.p50.some((value) => value !== null)).to.equal(true);
       // Queue depth: a sample is taken when the figures are read, so the hour has at least one.
-      for (const state of ['waiting', 'active', 'delayed'] as const) {
+      for (const state of ['waiting', 'active', 'delayed', 'held'] as const) {
         expect(report.depth[state]).to.have.length(60);
         expect(report.depth[state].some((value) => typeof value === 'number')).to.equal(true);
       }
@@ -329,7 +329,7 @@ interface ActivityJson {
   finished: { completed: number[]; failed: number[]; cancelled: number[] };
   queueWaitMs: { p50: (number | null)[] };
   runTimeMs: { p95: (number | null)[] };
-  depth: Record<'waiting' | 'active' | 'delayed', (number | null)[]>;
+  depth: Record<'waiting' | 'active' | 'delayed' | 'held', (number | null)[]>;
   tools: { tool: string; finished: { completed: number } }[];
   owners: { owner: string }[];
 }

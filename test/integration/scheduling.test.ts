@@ -260,6 +260,8 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     expect(metrics.value('mcpt_tool_running', gpu)).to.equal(2);
     expect(metrics.value('mcpt_tool_concurrency_limit', gpu)).to.equal(2);
     expect(metrics.value('mcpt_tool_queued', gpu)).to.equal(3);
+    // The queue depth counts them as waiting, though BullMQ keeps them in its prioritized set (the fair order).
+    expect(metrics.value('mcpt_queue_jobs', { state: 'waiting' })).to.be.at.least(3);
     expect(metrics.value('mcpt_tool_queued_by_principal', { ...gpu, principal: principalA })).to.equal(1);
     expect(metrics.value('mcpt_tool_queued_by_principal', { ...gpu, principal: principalB })).to.equal(2);
     expect(metrics.value('mcpt_tool_retries', { tool: 'flaky' })).to.be.at.least(1);
@@ -287,12 +289,23 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
       env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
     });
     expect(code, err).to.equal(0);
-    expectGpuRow((JSON.parse(out) as { tools: Row[] }).tools, 'mcpt overview');
+    const overview = JSON.parse(out) as { tools: Row[]; jobs: { waiting: number } };
+    expectGpuRow(overview.tools, 'mcpt overview');
+    expect(overview.jobs.waiting, 'mcpt overview').to.be.at.least(3);
+    expect(out, 'mcpt overview').to.not.include('prioritized');
     const admin = await fetch(system.apiUrl.replace(/\/mcp$/, '/admin/api/overview'), {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
     expect(admin.status).to.equal(200);
-    expectGpuRow(((await admin.json()) as { tools: Row[] }).tools, '/admin/api/overview');
+    const adminOverview = (await admin.json()) as { tools: Row[]; jobs: { waiting: number } };
+    expectGpuRow(adminOverview.tools, '/admin/api/overview');
+    expect(adminOverview.jobs.waiting, '/admin/api/overview').to.be.at.least(3);
+    // The dashboard's depth chart: a read takes a sample of the current minute first (which may have just ended).
+    const activity = await fetch(system.apiUrl.replace(/\/mcp$/, '/admin/api/activity'), {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    const depth = ((await activity.json()) as { depth: { waiting: (number | null)[] } }).depth;
+    expect(Math.max(...depth.waiting.slice(-2).map((n) => n ?? 0)), '/admin/api/activity').to.be.at.least(3);
 
     // A rate limit spent shows as a wait (2 starts per 2 s; 6 calls keep it spent for about 4 s).
     const metered = await Promise.all(
@@ -442,6 +455,17 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
       20_000,
     );
     const next = String((await owner.createTask('gpu', { ms: 50 }))['taskId']);
+    // Held back, it waits among the queue's delayed jobs and is counted apart (docs/observability.md, "Queue depth"):
+    // each sweep starts it again for a moment, hence the eventually.
+    const metricsUrl = system.apiUrl.replace(/\/mcp$/, '/metrics');
+    await eventually(async () => {
+      const metrics = await scrape(metricsUrl);
+      return metrics.value('mcpt_queue_jobs_held') === 1 &&
+        metrics.value('mcpt_queue_jobs', { state: 'delayed' }) >= 1 &&
+        metrics.value('mcpt_tool_delayed', { tool: 'gpu' }) >= 1
+        ? true
+        : undefined;
+    }, 6000);
     const runs = await Promise.all(
       [long, next].map(async (id) => {
         expect((await finished(owner, id))['status']).to.equal('completed');

@@ -11,6 +11,7 @@ import { ACTIVITY_FLUSH_MS } from './config.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import type { TaskObserver } from './records/store.ts';
+import type { QueueDepth } from './task-admin.ts';
 
 export const ACTIVITY_MINUTES = 60;
 /** Principals kept per minute and measure (the busiest); each flush trims them to this many. */
@@ -31,7 +32,7 @@ export const LATENCY_BOUNDS_MS = [
 ] as const;
 const TERMINAL = [TaskStatus.Completed, TaskStatus.Failed, TaskStatus.Cancelled] as const;
 type Terminal = (typeof TERMINAL)[number];
-const DEPTH_STATES = ['waiting', 'active', 'delayed'] as const;
+const DEPTH_STATES = ['waiting', 'active', 'delayed', 'held'] as const;
 const MINUTE_MS = 60_000;
 const KEEP_MS = (ACTIVITY_MINUTES + 2) * MINUTE_MS;
 const MEASURES = ['created', 'finished'] as const;
@@ -59,7 +60,7 @@ export interface ActivityReport {
   finished: Record<Terminal, number[]>;
   queueWaitMs: Percentiles;
   runTimeMs: Percentiles;
-  /** The last sample of each minute; null where no dashboard was open to take one. */
+  /** The last sample of each minute (QueueDepth); null where no dashboard was open to take one. */
   depth: Record<(typeof DEPTH_STATES)[number], (number | null)[]>;
   tools: ToolActivity[];
   owners: { owner: string; created: number; finished: number }[];
@@ -129,11 +130,11 @@ export class ActivityRecorder {
     this.#count(at, fields, 'finished', owner);
   }
 
-  /** A sample of the queue depth (jobs by state) for the current minute, written at once (it is not per task). */
-  depth(jobs: Record<string, number>, at = Date.now()): Promise<void> {
+  /** A sample of the queue depth (TaskAdmin.queueJobs) for the current minute, written at once (it is not per task). */
+  depth(jobs: QueueDepth, at = Date.now()): Promise<void> {
     const minute = minuteOf(at);
     const key = this.keys.activityMinute(minute);
-    const fields = DEPTH_STATES.flatMap((state) => [`d|${state}`, String(jobs[state] ?? 0)]);
+    const fields = DEPTH_STATES.flatMap((state) => [`d|${state}`, String(jobs[state])]);
     return Promise.all([this.redis.hset(key, ...fields), this.redis.pexpireat(key, expiryOf(minute))]).then(
       () => undefined,
       this.#onError,
@@ -256,11 +257,12 @@ export class ActivityRecorder {
       },
       queueWaitMs: percentiles('w'),
       runTimeMs: percentiles('r'),
-      depth: {
-        waiting: hashes.map((hash) => (hash['d|waiting'] === undefined ? null : Number(hash['d|waiting']))),
-        active: hashes.map((hash) => (hash['d|active'] === undefined ? null : Number(hash['d|active']))),
-        delayed: hashes.map((hash) => (hash['d|delayed'] === undefined ? null : Number(hash['d|delayed']))),
-      },
+      depth: Object.fromEntries(
+        DEPTH_STATES.map((state) => [
+          state,
+          hashes.map((hash) => (hash[`d|${state}`] === undefined ? null : Number(hash[`d|${state}`]))),
+        ]),
+      ) as ActivityReport['depth'],
       tools: [...tools.values()]
         .map(({ run, ...entry }) => ({
           ...entry,

@@ -86,7 +86,14 @@ export {
 } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
-export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
+export {
+  AdminError,
+  operatorTask,
+  TaskAdmin,
+  type QueueDepth,
+  type TaskFilter,
+  type TaskInspection,
+} from './task-admin.ts';
 export { type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
 export {
   type Attributes,

@@ -9,7 +9,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Counte
 import { TASK_STATUSES, TaskStatus, type CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import type { ToolJobData } from './queue.ts';
-import type { TaskAdmin } from './task-admin.ts';
+import type { QueueDepth, TaskAdmin } from './task-admin.ts';
 import type { TaskObserver } from './records/store.ts';
 import type { ToolSchedulingView } from './tool-limits.ts';
 import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
@@ -148,17 +148,34 @@ export class RunnerMetrics {
     );
     const fromRedis = <L extends string>(gauge: Gauge<L>, read: () => Promise<void>, unlabelled = false) =>
       collectFromRedis(gauge, read, { ...options, unlabelled });
+    let depthRead: Promise<QueueDepth> | undefined;
+    // Both depth gauges of one scrape share one read.
+    const depth = () => {
+      depthRead ??= admin.queueJobs().finally(() => setTimeout(() => (depthRead = undefined), 0));
+      return depthRead;
+    };
     new Gauge({
       name: `${METRICS_PREFIX}queue_jobs`,
-      help: 'BullMQ jobs of the tool queues by state (cluster-wide)',
+      help:
+        'Jobs of the tool queues (cluster-wide) by state: waiting (ready to start when a worker slot frees), ' +
+        'active (taken by a worker, waiting for the client included), delayed (retry backoff, held by a ' +
+        'per-principal cap, next poll of an external tool)',
       labelNames: ['state'],
       registers: [this.registry],
       collect() {
         return fromRedis(this, async () => {
           // Counts only: a scrape's cost must not grow with anything but the number of tool queues.
-          const jobs = await admin.queueJobs();
-          for (const [state, count] of Object.entries(jobs)) this.set({ state }, count);
+          const jobs = await depth();
+          for (const state of ['waiting', 'active', 'delayed'] as const) this.set({ state }, jobs[state]);
         });
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}queue_jobs_held`,
+      help: 'Jobs held back by per-principal caps (cluster-wide; most are among mcpt_queue_jobs{state="delayed"})',
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => this.set((await depth()).held), true);
       },
     });
     new Gauge({
@@ -245,7 +262,12 @@ export class RunnerMetrics {
       });
     perTool('tool_running', 'Runs of the tool at once (its queue’s active jobs, cluster-wide)', (t) => t.running);
     perTool('tool_concurrency_limit', 'The tool’s global concurrency (absent: none)', (t) => t.limit);
-    perTool('tool_queued', 'Jobs of the tool waiting to start', (t) => t.queued);
+    perTool('tool_queued', 'Jobs of the tool ready to start when a slot frees', (t) => t.queued);
+    perTool(
+      'tool_delayed',
+      'Jobs of the tool not to start before a time: retry backoff, held by a per-principal cap, next poll',
+      (t) => t.delayed,
+    );
     perTool(
       'tool_rate_limit_wait_ms',
       'How long the tool’s rate limit holds starts back from now',

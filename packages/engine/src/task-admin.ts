@@ -94,11 +94,30 @@ export interface TaskInspection {
   inconsistency?: string;
 }
 
+/**
+ * The jobs of the tool queues by what they wait for (docs/observability.md, "Queue depth"). BullMQ's own states do
+ * not say it: our tool queues keep every job that waits for a worker in BullMQ's prioritized set (the fair order
+ * between principals, docs/scheduling.md), so BullMQ's `waiting` count is always 0 for them.
+ */
+export interface QueueDepth {
+  /** Ready to start when a worker slot frees: BullMQ's wait list and prioritized set. */
+  waiting: number;
+  /** Taken by a worker: running, or its tool waiting for the client's answer (a task in input_required). */
+  active: number;
+  /** Not before a time: a retry's backoff, a job held back by a per-principal cap, an external tool's next poll. */
+  delayed: number;
+  /**
+   * Jobs held back by per-principal caps (MAX_RUNNING_PER_OWNER, maxRunningPerOwner): most of them are among
+   * `delayed`, a few for a moment among `waiting` (started again, not admitted yet).
+   */
+  held: number;
+}
+
 export interface Overview {
   at: number;
   tasks: { total: number; byStatus: Record<TaskStatus, number>; byKind: Record<TaskKind, number> };
-  /** BullMQ job counts by state. */
-  jobs: Record<string, number>;
+  /** The jobs of the tool queues by what they wait for. */
+  jobs: QueueDepth;
   workers: { name: string; addr: string; age: number }[];
   oldestWaiting?: { taskId: string; tool: string; owner: string; waitingMs: number; createdAt: number };
   /** Per tool: running/limit, queued per principal, rate-limit wait, retries, timeouts (docs/scheduling.md). */
@@ -239,18 +258,21 @@ export class TaskAdmin {
   }
 
   /**
-   * The BullMQ side across the tool queues (and the shared queue of earlier versions): jobs by state, the worker
-   * processes connected (one per worker name, however many tool queues and connections each has), the oldest
-   * waiting job.
+   * The queue depth over the tool queues: what a metrics scrape and the dashboard's chart need, without the worker
+   * list or a job read. `heldByPrincipal`: the held jobs when the caller has read them already.
    */
-  /** Jobs by state summed over the tool queues: what a metrics scrape needs, without the worker list or a job read. */
-  async queueJobs(): Promise<Record<string, number>> {
-    const perQueue = await Promise.all((await this.#allQueues()).map((queue) => queue.getJobCounts()));
-    const jobs: Record<string, number> = {};
-    for (const counts of perQueue) {
-      for (const [state, count] of Object.entries(counts)) jobs[state] = (jobs[state] ?? 0) + count;
-    }
-    return jobs;
+  async queueJobs(heldByPrincipal?: Record<string, number>): Promise<QueueDepth> {
+    const queues = await this.#allQueues();
+    const [perQueue, held] = await Promise.all([
+      Promise.all(queues.map((queue) => queue.getJobCounts(...DEPTH_COUNTS))),
+      heldByPrincipal ? Promise.resolve(heldByPrincipal) : this.#held(),
+    ]);
+    return depthOf(perQueue, held);
+  }
+
+  /** Jobs held back by per-principal caps, by principal (none without the scheduling view). */
+  #held(): Promise<Record<string, number>> {
+    return this.tools?.scheduling?.parked() ?? Promise.resolve({});
   }
 
   /** How many worker processes are connected to the tool queues (one per worker name). */
@@ -259,23 +281,33 @@ export class TaskAdmin {
     return new Set(perQueue.flat().map((client) => workerName(client['rawname'] ?? ''))).size;
   }
 
-  async queueState(): Promise<{
-    jobs: Record<string, number>;
+  /**
+   * The BullMQ side across the tool queues (and the shared queue of earlier versions): the queue depth, the worker
+   * processes connected (one per worker name, however many tool queues and connections each has), the oldest
+   * waiting job.
+   */
+  async queueState(heldByPrincipal?: Record<string, number>): Promise<{
+    jobs: QueueDepth;
     workers: { name: string; addr: string; age: number }[];
     oldest: Job<ToolJobData> | undefined;
   }> {
     const queues = await this.#allQueues();
-    const perQueue = await Promise.all(
-      queues.map((queue) =>
-        // Our tool queues hold their waiting jobs as prioritized (fair order between principals).
-        Promise.all([queue.getJobCounts(), queue.getWorkers(), queue.getJobs(['waiting', 'prioritized'], 0, 0, true)]),
+    const [perQueue, held] = await Promise.all([
+      Promise.all(
+        queues.map((queue) =>
+          // Our tool queues hold their waiting jobs as prioritized (fair order between principals).
+          Promise.all([
+            queue.getJobCounts(...DEPTH_COUNTS),
+            queue.getWorkers(),
+            queue.getJobs(['waiting', 'prioritized'], 0, 0, true),
+          ]),
+        ),
       ),
-    );
-    const jobs: Record<string, number> = {};
+      heldByPrincipal ? Promise.resolve(heldByPrincipal) : this.#held(),
+    ]);
     const workers = new Map<string, { name: string; addr: string; age: number }>();
     let oldest: Job<ToolJobData> | undefined;
-    for (const [counts, clients, waiting] of perQueue) {
-      for (const [state, count] of Object.entries(counts)) jobs[state] = (jobs[state] ?? 0) + count;
+    for (const [, clients, waiting] of perQueue) {
       for (const client of clients) {
         // BullMQ names a worker's connection "<prefix>:<queue, base64>:w:<worker name>".
         const name = workerName(client['rawname'] ?? '');
@@ -284,6 +316,10 @@ export class TaskAdmin {
       }
       for (const first of waiting) if (!oldest || first.timestamp < oldest.timestamp) oldest = first;
     }
+    const jobs = depthOf(
+      perQueue.map(([counts]) => counts),
+      held,
+    );
     return { jobs, workers: [...workers.values()], oldest };
   }
 
@@ -310,8 +346,8 @@ export class TaskAdmin {
       if (members.length < COUNT_BATCH || last === undefined) break;
       upper = `(${last}`;
     }
-    const { jobs, workers, oldest } = await this.queueState();
     const { tools, heldByPrincipal } = await this.scheduling();
+    const { jobs, workers, oldest } = await this.queueState(heldByPrincipal);
     const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers, tools, heldByPrincipal };
     const job = oldest;
     if (job?.id) {
@@ -439,6 +475,20 @@ export class TaskAdmin {
     }
     return { taskIds, dryRun: options.dryRun === true };
   }
+}
+
+/** The BullMQ counts the queue depth is made of. */
+const DEPTH_COUNTS = ['wait', 'prioritized', 'active', 'delayed'] as const;
+
+function depthOf(perQueue: readonly Record<string, number>[], heldByPrincipal: Record<string, number>): QueueDepth {
+  const depth: QueueDepth = { waiting: 0, active: 0, delayed: 0, held: 0 };
+  for (const counts of perQueue) {
+    depth.waiting += (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0);
+    depth.active += counts['active'] ?? 0;
+    depth.delayed += counts['delayed'] ?? 0;
+  }
+  for (const count of Object.values(heldByPrincipal)) depth.held += count;
+  return depth;
 }
 
 /** Index members start with the zero-padded creation time: a bound on it is a lexical bound. */

@@ -45,7 +45,10 @@ export interface ToolSchedulingView {
   running: number;
   /** The global concurrency in force on the queue (what BullMQ enforces), if any. */
   limit?: number;
+  /** Jobs ready to start when a slot frees (BullMQ's wait list and prioritized set). */
   queued: number;
+  /** Jobs not to start before a time: a retry's backoff, held back by a per-principal cap, an external poll. */
+  delayed: number;
   /** Waiting jobs by principal, counted over the first QUEUED_SAMPLE of them (`queuedSampled` says when cut). */
   queuedByPrincipal: Record<string, number>;
   queuedSampled: boolean;
@@ -106,6 +109,7 @@ export class SchedulingView {
       running: counts['active'] ?? 0,
       ...(limit !== null ? { limit } : {}),
       queued,
+      delayed: counts['delayed'] ?? 0,
       queuedByPrincipal,
       queuedSampled: queued > waiting.length,
       rateLimitedForMs: Math.max(0, ttl),

@@ -16,6 +16,7 @@ const COLORS = {
   waiting: '#1f5fbf',
   active: '#17803d',
   delayed: '#a15c00',
+  held: '#b42318',
 };
 const plots = {};
 const msText = (v) => (v == null ? null : v >= 1000 ? v / 1000 + ' s' : v + ' ms');
@@ -149,11 +150,17 @@ function draw(r) {
     [x, r.queueWaitMs.p50, r.queueWaitMs.p95, r.runTimeMs.p50, r.runTimeMs.p95],
     true,
   );
+  // held: jobs held back by per-principal caps, most of them among delayed (docs/observability.md).
   plot(
     'depth',
     'Queue depth (jobs, sampled)',
-    [count('waiting', COLORS.waiting, 2), count('active', COLORS.active), count('delayed', COLORS.delayed)],
-    [x, r.depth.waiting, r.depth.active, r.depth.delayed],
+    [
+      count('waiting', COLORS.waiting, 2),
+      count('active', COLORS.active),
+      count('delayed', COLORS.delayed),
+      { ...count('held by caps', COLORS.held), dash: [4, 3] },
+    ],
+    [x, r.depth.waiting, r.depth.active, r.depth.delayed, r.depth.held || r.minutes.map(() => null)],
   );
   table(
     'per-tool',

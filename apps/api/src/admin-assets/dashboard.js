@@ -56,8 +56,9 @@ function render(tasks) {
 function renderOverview(o) {
   const cards = [['tasks', o.tasks.total]];
   for (const [status, count] of Object.entries(o.tasks.byStatus)) cards.push([status, count]);
-  cards.push(['jobs waiting', (o.jobs.waiting || 0) + (o.jobs.prioritized || 0)]);
-  cards.push(['jobs active', o.jobs.active || 0], ['jobs delayed', o.jobs.delayed || 0]);
+  // The queue depth as TaskAdmin.queueJobs counts it: waiting includes BullMQ's prioritized set.
+  cards.push(['jobs waiting', o.jobs.waiting], ['jobs active', o.jobs.active], ['jobs delayed', o.jobs.delayed]);
+  cards.push(['jobs held by caps', o.jobs.held]);
   cards.push(['workers', o.workers.length]);
   if (o.oldestWaiting) cards.push(['oldest waiting', age(o.oldestWaiting.waitingMs)]);
   renderScheduling(o.tools || []);

@@ -1,6 +1,6 @@
 // `mcpt overview`: tasks per MCP status, jobs per BullMQ state, connected workers, the oldest waiting task, and per
 // tool its scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md).
-import type { ToolSchedulingView } from '@mcp-tasks/engine';
+import type { QueueDepth, ToolSchedulingView } from '@mcp-tasks/engine';
 import type { Command } from 'commander';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';
@@ -10,7 +10,7 @@ import { withOperator } from '../operator.ts';
 export function registerOverview(program: Command, io: CliIo): void {
   program
     .command('overview')
-    .description('Counts of tasks per MCP status and of jobs per BullMQ state, workers connected, oldest waiting task')
+    .description('Counts of tasks per MCP status and of queued jobs, workers connected, oldest waiting task')
     .option('--json', 'print JSON for scripts instead of tables')
     .addHelpText('after', '\nCounting reads the status of every task: it takes about a second per 100k tasks.')
     .action(async (options: { json?: boolean }) => {
@@ -25,8 +25,8 @@ export function registerOverview(program: Command, io: CliIo): void {
           ),
           '',
           table(
-            [{ title: 'job state' }, { title: 'count', align: 'right' }],
-            Object.entries(jobs).map(([state, count]) => [state, String(count)]),
+            [{ title: 'jobs' }, { title: 'count', align: 'right' }, { title: 'meaning' }],
+            DEPTH_ROWS.map(([state, meaning]) => [state, String(jobs[state]), meaning]),
           ),
           '',
           `Workers connected: ${workers.length}`,
@@ -42,6 +42,7 @@ export function registerOverview(program: Command, io: CliIo): void {
               { title: 'tool' },
               { title: 'running/limit', align: 'right' },
               { title: 'queued', align: 'right' },
+              { title: 'delayed', align: 'right' },
               { title: 'queued per principal' },
               { title: 'rate limit' },
               { title: 'retries', align: 'right' },
@@ -59,6 +60,14 @@ export function registerOverview(program: Command, io: CliIo): void {
     });
 }
 
+/** The queue depth's rows (TaskAdmin.queueJobs), in the words of docs/observability.md. */
+const DEPTH_ROWS: readonly (readonly [keyof QueueDepth, string])[] = [
+  ['waiting', 'ready to start when a worker slot frees'],
+  ['active', 'taken by a worker (running, or waiting for the client)'],
+  ['delayed', 'not before a time: retry backoff, held by a cap, next external poll'],
+  ['held', 'held back by per-principal caps (most of them delayed)'],
+];
+
 function toolRow(tool: ToolSchedulingView): string[] {
   const perPrincipal = Object.entries(tool.queuedByPrincipal)
     .sort(([, a], [, b]) => b - a)
@@ -69,6 +78,7 @@ function toolRow(tool: ToolSchedulingView): string[] {
     tool.tool,
     `${tool.running}/${tool.limit ?? '-'}`,
     String(tool.queued),
+    String(tool.delayed),
     (perPrincipal || '-') + (tool.queuedSampled ? ' (first 1000)' : ''),
     rate
       ? `${rate.max} per ${formatDuration(rate.perMs)}` +
