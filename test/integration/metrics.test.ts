@@ -1,13 +1,15 @@
 // Prometheus metrics of the api (/metrics) and of a worker (WORKER_METRICS_PORT): scraped before and after real
 // tasks, the counters each process owns move, and the cluster-wide gauges read Redis.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import type { TaskRecord } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { repoRoot, startSystem, type System } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { scrape } from '../support/prometheus.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
@@ -45,27 +47,59 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
   it('serves the Prometheus text format with every metric documented, on both processes', async () => {
     const api = await scrape(apiMetrics);
     expect(api.contentType).to.match(/^text\/plain; version=0\.0\.4/);
-    for (const name of [
-      'mcpt_tasks_created_total',
-      'mcpt_tasks_finished_total',
-      'mcpt_task_duration_seconds',
-      'mcpt_task_queue_wait_seconds',
-      'mcpt_requests_rejected_total',
-      'mcpt_queue_jobs',
-      'mcpt_workers',
-      'mcpt_tasks_live',
-      'mcpt_tasks_live_total',
-      'mcpt_process_cpu_user_seconds_total',
-    ]) {
-      expect(api.text, name).to.match(new RegExp(`^# HELP ${name} \\S`, 'm'));
-    }
     expect(api.samples.every((sample) => sample.labels['service'] === 'api')).to.equal(true);
     const worker = await scrape(workerMetrics);
-    expect(worker.text).to.match(/^# HELP mcpt_worker_running_tasks /m);
     expect(worker.value('mcpt_worker_concurrency')).to.equal(16);
     expect(worker.samples.every((sample) => sample.labels['service'] === 'worker')).to.equal(true);
     const health = await fetch(workerMetrics.replace(/\/metrics$/, '/healthz'));
     expect(await health.json()).to.deep.equal({ status: 'ok' });
+  });
+
+  it('every metric is in docs/observability.md with its type, unit and labels, and follows the Prometheus naming conventions, on both processes', async () => {
+    const documented = documentedMetrics();
+    for (const [service, url] of [
+      ['api', apiMetrics],
+      ['worker', workerMetrics],
+    ] as const) {
+      const served = await scrape(url);
+      const types = new Map(
+        [...served.text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [String(m[1]), String(m[2])] as const),
+      );
+      for (const [name, type] of types) {
+        const doc = documented.get(name);
+        expect(doc, `${service} serves ${name}, which docs/observability.md does not list`).to.not.equal(undefined);
+        expect(doc?.type, `${name}: its type`).to.equal(type);
+        expect(doc?.servedBy, `${name}: served by`).to.include(service);
+        expect(name.endsWith('_total'), `${name}: a ${type} (only counters end in _total)`).to.equal(
+          type === 'counter',
+        );
+        if (type === 'histogram') expect(name, `${name}: a histogram in base units`).to.match(/_(seconds|bytes)$/);
+        expect(name, `${name}: base units`).to.not.match(/_ms(_|$)|milli/);
+      }
+      for (const doc of documented.values()) {
+        // prom-client's process metrics differ a little between platforms and Node versions: those served are listed.
+        if (!doc.servedBy.includes(service) || /^mcpt_(process|nodejs)_/.test(doc.name)) continue;
+        expect(
+          types.has(doc.name),
+          `${service} does not serve ${doc.name}, which docs/observability.md lists`,
+        ).to.equal(true);
+      }
+      for (const sample of served.samples) {
+        const base = types.has(sample.name) ? sample.name : sample.name.replace(/_(bucket|sum|count)$/, '');
+        const labels = Object.keys(sample.labels).filter((label) => label !== 'service' && label !== 'le');
+        expect(documented.get(base)?.labels, `${sample.name}: labels`).to.include.members(labels);
+      }
+    }
+    for (const doc of documented.values()) {
+      const unitInName = /_seconds(_|$)/.test(doc.name)
+        ? 'seconds'
+        : /_bytes(_|$)/.test(doc.name)
+          ? 'bytes'
+          : undefined;
+      if (unitInName !== undefined || ['seconds', 'bytes'].includes(doc.unit)) {
+        expect(doc.unit, `${doc.name}: the unit its name says`).to.equal(unitInName);
+      }
+    }
   });
 
   it('counters move with a task: created on the api; finished, duration and queue wait on the worker', async () => {
@@ -112,7 +146,7 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
     expect(running.value('mcpt_queue_jobs', { state: 'active' })).to.equal(1);
     expect(running.value('mcpt_workers')).to.equal(1);
     expect(running.value('mcpt_tasks_live', { status: 'working' })).to.equal(1);
-    expect(running.value('mcpt_tasks_live_total')).to.equal(1);
+    expect(running.value('mcpt_tasks_live_all')).to.equal(1);
     expect((await scrape(workerMetrics)).value('mcpt_worker_running_tasks')).to.equal(1);
 
     const store = new TaskStore(system.redis, new KeySpace(system.prefix));
@@ -132,7 +166,7 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
       return now.value('mcpt_tasks_finished_total', cancelled) === before + 1 ? now : undefined;
     }, 2000);
     expect(after.value('mcpt_task_duration_seconds_count', { tool: 'wait', status: 'cancelled' })).to.equal(1);
-    expect(after.value('mcpt_tasks_live_total')).to.equal(0);
+    expect(after.value('mcpt_tasks_live_all')).to.equal(0);
   });
 
   it('rejected requests are counted by reason', async () => {
@@ -276,12 +310,12 @@ describe('metrics: the cost of a scrape does not grow with the tasks in Redis (o
   it('with 2,500 live tasks, ten scrapes run a bounded number of Redis commands and read no record', async () => {
     // The first scrape of a process waits for one pass over the live records (the status breakdown).
     const first = await scrape(apiMetrics);
-    expect(first.value('mcpt_tasks_live_total')).to.equal(TASKS);
+    expect(first.value('mcpt_tasks_live_all')).to.equal(TASKS);
     expect(first.value('mcpt_tasks_live', { status: 'working' })).to.equal(TASKS);
     await inspect.config('RESETSTAT');
     for (let i = 0; i < 10; i++) {
       const now = await scrape(apiMetrics);
-      expect(now.value('mcpt_tasks_live_total')).to.equal(TASKS);
+      expect(now.value('mcpt_tasks_live_all')).to.equal(TASKS);
     }
     const calls = await commandCalls();
     // Per scrape: the live-set size, BullMQ's job counts (one script of ZCARDs and LLENs), its worker list and the
@@ -316,3 +350,39 @@ describe('metrics: the cost of a scrape does not grow with the tasks in Redis (o
     expect(passes / TASKS).to.be.at.most(Math.ceil(elapsed / 5000) + 1);
   });
 });
+
+interface DocumentedMetric {
+  name: string;
+  type: string;
+  unit: string;
+  labels: string[];
+  servedBy: string[];
+}
+
+/** The metrics tables of docs/observability.md ("Metrics", up to "Renamed in this release"), by name. */
+function documentedMetrics(): Map<string, DocumentedMetric> {
+  const text = readFileSync(join(repoRoot, 'docs', 'observability.md'), 'utf8');
+  const start = text.indexOf('\n## Metrics\n');
+  const section = text.slice(start, text.indexOf('\n### Renamed in this release\n', start));
+  const metrics = new Map<string, DocumentedMetric>();
+  for (const line of section.split('\n')) {
+    if (!line.startsWith('| `mcpt_')) continue;
+    const [name, type, unit, labels, servedBy] = line
+      .split('|')
+      .slice(1, 6)
+      .map((cell) => cell.trim());
+    const names = (cell: string | undefined) =>
+      [...(cell ?? '').matchAll(/`([a-z0-9_]+)`/g)].map((m) => m[1] as string);
+    const metric = String(names(name)[0]);
+    expect(metrics.has(metric), `${metric} is listed twice`).to.equal(false);
+    metrics.set(metric, {
+      name: metric,
+      type: String(type),
+      unit: String(unit),
+      labels: names(labels),
+      servedBy: String(servedBy).split(/,\s*/),
+    });
+  }
+  expect(metrics.size, 'metrics listed in docs/observability.md').to.be.at.least(20);
+  return metrics;
+}

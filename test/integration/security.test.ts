@@ -686,7 +686,7 @@ describe('rate limits and enumeration (API keys, short failed-lookup budget)', f
     const metrics = await (await fetch(system.apiUrl.replace(/\/mcp$/, '/metrics'))).text();
     const line = metrics
       .split('\n')
-      .find((l) => l.startsWith('mcpt_security_events{') && l.includes('event="failed_lookups"'));
+      .find((l) => l.startsWith('mcpt_security_events_total{') && l.includes('event="failed_lookups"'));
     expect(Number(line?.split(' ').pop())).to.be.at.least(20);
   });
 

@@ -89,7 +89,7 @@ const ENGINE_EXPORTS = [
   'parseEnv',
   'prefixPinsOneSlot',
   'redactSessionFields',
-  'registerSecurityGauges',
+  'registerSecurityCounters',
   'sessionDigest',
   'signCallbackToken',
   'startTracing',

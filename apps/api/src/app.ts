@@ -17,7 +17,7 @@ import {
   createLogger,
   createRedis,
   RateLimiter,
-  registerSecurityGauges,
+  registerSecurityCounters,
   RunnerMetrics,
   ConnectionSlots,
   startTracing,
@@ -131,7 +131,7 @@ async function apiServices(
   store.observe(auditObserver(auditLog));
   if (config.DASHBOARD_FIGURES) store.observe(engine.activity.observer()); // the dashboard's charts (activity.ts)
   const security = securityServices(config, redis, keys, auth, auditLog);
-  registerSecurityGauges(metrics.registry, security.rates);
+  registerSecurityCounters(metrics.registry, security.rates);
   warnAboutSecurity(log, config, security.auth);
   // tools/list is answered from this cache; a publisher's message or the periodic reload renews it.
   const catalogView = new CatalogView(engine.catalog, engine.subscriber, {

@@ -59,7 +59,7 @@ export {
   RateLimiter,
   RateScope,
   type RateVerdict,
-  registerSecurityGauges,
+  registerSecurityCounters,
   SecurityEvent,
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';

@@ -18,6 +18,13 @@ import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
 const METRICS_QUEUED_SAMPLE = 200;
 const TOP_PRINCIPALS = 10;
 
+/** prom-client's default gauges that end in `_total`: sum(mcpt_nodejs_active_handles) etc. replace them. */
+const SUMMED_DEFAULT_GAUGES = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
 const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 21600, 86400];
 const WAIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 
@@ -64,7 +71,12 @@ export class RunnerMetrics {
 
   constructor(service: 'api' | 'worker', options: { processMetrics?: boolean } = {}) {
     this.registry.setDefaultLabels({ service });
-    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
+    if (options.processMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
+      // Gauges named as counters (Prometheus naming: `_total` is a counter's); each is the sum of the labelled
+      // gauge of the same name without the suffix, which stays.
+      for (const name of SUMMED_DEFAULT_GAUGES) this.registry.removeSingleMetric(`${METRICS_PREFIX}${name}`);
+    }
     const counter = <L extends string>(config: CounterConfiguration<L>) =>
       new Counter<L>({ ...config, registers: [this.registry] });
     this.tasksCreated = counter({
@@ -146,8 +158,11 @@ export class RunnerMetrics {
       async () => (await admin.liveCounts(options.liveScanLimit ?? 10_000)).counts,
       options.liveRefreshMs ?? 30_000,
     );
-    const fromRedis = <L extends string>(gauge: Gauge<L>, read: () => Promise<void>, unlabelled = false) =>
-      collectFromRedis(gauge, read, { ...options, unlabelled });
+    const fromRedis = <L extends string>(
+      metric: Gauge<L> | Counter<L>,
+      read: () => Promise<void>,
+      unlabelled = false,
+    ) => collectFromRedis(metric, read, { ...options, unlabelled });
     let depthRead: Promise<QueueDepth> | undefined;
     // Both depth gauges of one scrape share one read.
     const depth = () => {
@@ -207,7 +222,8 @@ export class RunnerMetrics {
     });
     this.#addSchedulingGauges(admin, fromRedis, options.catalog);
     new Gauge({
-      name: `${METRICS_PREFIX}tasks_live_total`,
+      // Not `_total`: that suffix is a counter's (Prometheus naming); this is the exact sum mcpt_tasks_live samples.
+      name: `${METRICS_PREFIX}tasks_live_all`,
       help: 'Non-terminal tasks (cluster-wide, exact)',
       registers: [this.registry],
       collect() {
@@ -223,7 +239,7 @@ export class RunnerMetrics {
    */
   #addSchedulingGauges(
     admin: TaskAdmin,
-    fromRedis: <L extends string>(gauge: Gauge<L>, read: () => Promise<void>) => Promise<void>,
+    fromRedis: <L extends string>(metric: Gauge<L> | Counter<L>, read: () => Promise<void>) => Promise<void>,
     catalog: (() => Iterable<CatalogEntry>) | undefined,
   ): void {
     let pending: Promise<Awaited<ReturnType<TaskAdmin['scheduling']>>> | undefined;
@@ -269,17 +285,36 @@ export class RunnerMetrics {
       (t) => t.delayed,
     );
     perTool(
-      'tool_rate_limit_wait_ms',
+      'tool_rate_limit_wait_seconds',
       'How long the tool’s rate limit holds starts back from now',
-      (t) => t.rateLimitedForMs,
+      (t) => t.rateLimitedForMs / 1000,
     );
-    perTool(
-      'tool_retries',
-      'Runs of the tool that failed and were retried (counted in Redis since it was reset)',
+    // Counted in Redis by every worker since the key prefix began (the same value on every replica: max()).
+    const perToolCounter = (name: string, help: string, value: (tool: ToolSchedulingView) => number) =>
+      new Counter({
+        name: `${METRICS_PREFIX}${name}`,
+        help,
+        labelNames: ['tool'],
+        registers: [this.registry],
+        collect() {
+          return fromRedis(this, async () => {
+            const { tools } = await read();
+            this.reset();
+            for (const tool of tools) this.inc({ tool: tool.tool }, value(tool));
+          });
+        },
+      });
+    perToolCounter(
+      'tool_retries_total',
+      'Runs of the tool that failed and were retried (cluster-wide, counted in Redis)',
       (t) => t.counters.retries,
     );
-    perTool('tool_timeouts', 'Runs of the tool aborted at its timeoutMs', (t) => t.counters.timeouts);
-    perTool('tool_held', 'Times a job of the tool was held back by a per-principal cap', (t) => t.counters.parked);
+    perToolCounter('tool_timeouts_total', 'Runs of the tool aborted at its timeoutMs', (t) => t.counters.timeouts);
+    perToolCounter(
+      'tool_held_total',
+      'Times a job of the tool was held back by a per-principal cap',
+      (t) => t.counters.parked,
+    );
     perToolSeries(
       'tool_queued_by_principal',
       `Waiting jobs of the tool by principal (the ${TOP_PRINCIPALS} biggest of its first ${METRICS_QUEUED_SAMPLE} waiting jobs)`,

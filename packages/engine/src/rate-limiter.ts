@@ -1,6 +1,6 @@
 // Rate limits on task operations, shared by every api replica through Redis (T-SEC-3), and the counters of
 // suspicious events that operators watch (T-AUDIT-1): failed task lookups, throttled requests, bad tokens.
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import type { KeySpace } from './keys.ts';
 import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
 import type { RedisClient } from './redis.ts';
@@ -211,9 +211,10 @@ export class RateLimiter {
 }
 
 /** Exposes the security counters on /metrics, read from Redis at scrape time (the same value on every replica). */
-export function registerSecurityGauges(registry: Registry, rates: RateLimiter): void {
-  new Gauge({
-    name: `${METRICS_PREFIX}security_events`,
+export function registerSecurityCounters(registry: Registry, rates: RateLimiter): void {
+  // A counter (it only grows, but for a Redis that lost its data, which Prometheus reads as a counter reset).
+  new Counter({
+    name: `${METRICS_PREFIX}security_events_total`,
     help:
       'Suspicious or refused requests since the key prefix was first used, cluster-wide (aggregate with max()): ' +
       'failed task lookups, throttled requests and lookups, bad tokens, foreign session use, limits hit',
@@ -222,7 +223,8 @@ export function registerSecurityGauges(registry: Registry, rates: RateLimiter): 
     collect() {
       // Bounded, so that a Redis outage cannot hang the scrape (see collectFromRedis).
       return collectFromRedis(this, async () => {
-        for (const [event, count] of Object.entries(await rates.counters())) this.set({ event }, count);
+        this.reset();
+        for (const [event, count] of Object.entries(await rates.counters())) this.inc({ event }, count);
       });
     },
   });
