@@ -118,6 +118,21 @@ describe('dashboard figures: summed in memory, one pipeline per flush (own redis
     await recorder.close();
   });
 
+  it('a run of hours and a wait of hours show in their own buckets: the percentiles read hours, not the hour bound', async () => {
+    const keys = new KeySpace(uniquePrefix());
+    const recorder = new ActivityRecorder(redis, keys, { flushMs: 100 });
+    const HOUR = 3_600_000;
+    const now = Date.now();
+    recorder.started(2.5 * HOUR, now);
+    recorder.finished('render', 'principal-a', 'completed', now, 3 * HOUR);
+    const report = await recorder.read(now); // its own figures are sent first
+    expect(report.runTimeMs.p50.at(-1)).to.equal(4 * HOUR);
+    expect(report.queueWaitMs.p95.at(-1)).to.equal(4 * HOUR);
+    expect(report.tools).to.have.length(1);
+    expect(report.tools[0]).to.include({ tool: 'render', runP50Ms: 4 * HOUR, runP95Ms: 4 * HOUR });
+    await recorder.close();
+  });
+
   it('a minute key that lost its expiry (Redis lost its data) gets it back within ten flushes of a process', async () => {
     const keys = new KeySpace(uniquePrefix());
     const recorder = new ActivityRecorder(redis, keys, { flushMs: 60_000 });

@@ -284,6 +284,9 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       await page.waitForSelector('#charts[data-updated]');
       expect(await page.$$eval('#charts .uplot', (plots) => plots.length)).to.equal(3);
       expect(await page.$$eval('#charts canvas', (canvases) => canvases.length)).to.be.at.least(3);
+      // Latencies span milliseconds to hours: a log axis keeps a slow tool's tail from flattening the rest.
+      expect(await page.getAttribute('#chart-latency', 'data-y-scale')).to.equal('log');
+      expect(await page.getAttribute('#chart-tasks', 'data-y-scale')).to.equal('linear');
       await page.waitForSelector('#per-tool tr[data-key="count_primes"]');
       await page.waitForSelector(`#per-principal tr[data-key="session:${String(b.sessionId)}"]`);
       await shoot(page, 'dashboard.png');

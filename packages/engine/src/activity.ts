@@ -26,9 +26,17 @@ const PENDING_OWNERS = 1000;
 const EXPIRY_EVERY = 10;
 /** How long close() waits for its last flush: a Redis that does not answer must not hold a shutdown. */
 const CLOSE_WAIT_MS = 2000;
-/** Upper bounds (ms) of the latency histogram buckets; a percentile is read as its bucket's upper bound. */
+/**
+ * Upper bounds (ms) of the latency histogram buckets; a percentile is read as its bucket's upper bound. They reach a
+ * week, past the longest task ttl allowed by default (TASK_TTL_MAX_MS, a day), so that a long tool's runs and waits
+ * show where they are instead of piling up at the last bound; a longer one counts in the last bucket. Stored fields
+ * name buckets by index: new bounds go after the old ones, so that figures written before an upgrade keep their
+ * meaning.
+ */
 export const LATENCY_BOUNDS_MS = [
   5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000,
+  // hours and days (2 h, 4 h, 8 h, 12 h, 1 d, 2 d, 7 d)
+  7_200_000, 14_400_000, 28_800_000, 43_200_000, 86_400_000, 172_800_000, 604_800_000,
 ] as const;
 const TERMINAL = [TaskStatus.Completed, TaskStatus.Failed, TaskStatus.Cancelled] as const;
 type Terminal = (typeof TERMINAL)[number];

@@ -19,7 +19,18 @@ const COLORS = {
   held: '#b42318',
 };
 const plots = {};
-const msText = (v) => (v == null ? null : v >= 1000 ? v / 1000 + ' s' : v + ' ms');
+const UNITS = [
+  [86_400_000, ' d'],
+  [3_600_000, ' h'],
+  [60_000, ' min'],
+  [1000, ' s'],
+];
+// A duration in its largest unit: latencies run from milliseconds to days (activity.ts LATENCY_BOUNDS_MS).
+const msText = (v) => {
+  if (v == null) return null;
+  const [size, unit] = UNITS.find(([size]) => v >= size) || [1, ' ms'];
+  return Math.round((v / size) * 10) / 10 + unit;
+};
 
 function box(id, title) {
   let el = document.getElementById(id);
@@ -58,6 +69,15 @@ const ms = (label, color, dash) => ({
   value: (u, v) => (v == null ? '-' : msText(v)),
 });
 
+// Counts on a linear axis from 0. Latencies on a log axis: they span milliseconds to hours, and on a linear one a
+// slow tool's tail flattens every other line to the floor.
+const LINEAR = { range: (u, min, max) => [0, Math.max(1, max == null ? 1 : max * 1.1)] };
+const LOG = {
+  distr: 3,
+  log: 10,
+  range: (u, min, max) => (min == null ? [1, 1000] : uPlot.rangeLog(min, Math.max(max, min * 10), 10, true)),
+};
+
 function plot(key, title, series, data, msAxis) {
   const el = box('chart-' + key, title);
   const { width, height } = size();
@@ -70,14 +90,16 @@ function plot(key, title, series, data, msAxis) {
       width,
       height,
       series: [{}, ...series],
-      scales: { y: { range: (u, min, max) => [0, Math.max(1, max == null ? 1 : max * 1.1)] } },
-      axes: [{}, { size: 56, ...(msAxis ? { values: (u, vals) => vals.map(msText) } : {}) }],
+      scales: { y: msAxis ? LOG : LINEAR },
+      axes: [{}, { size: 64, ...(msAxis ? { values: (u, vals) => vals.map(msText) } : {}) }],
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
     },
     data,
     el,
   );
+  // What the chart draws, for the page's tests.
+  el.dataset.yScale = plots[key].scales.y.distr === 3 ? 'log' : 'linear';
 }
 
 function table(id, title, headings, rows) {

@@ -85,6 +85,7 @@ function renderScheduling(tools) {
       cell(row, t.tool);
       cell(row, t.running + '/' + (t.limit === undefined ? '-' : t.limit));
       cell(row, String(t.queued));
+      cell(row, String(t.delayed));
       cell(
         row,
         Object.entries(t.queuedByPrincipal)
