@@ -1,6 +1,6 @@
 // The operator CLI against a real system (api + worker processes, real Redis) holding tasks in every status:
 // each command's table output and its --json, filters and pagination, errors and exit statuses.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
@@ -61,6 +61,22 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     const run = await cli(...args, '--json');
     expect(run.code, run.err).to.equal(0);
     return JSON.parse(run.out) as T;
+  }
+
+  /** A run at a terminal where the operator answers every question with `answer`; the questions go to `asked`. */
+  async function cliAnswering(answer: string, asked: string[], ...args: string[]): Promise<CliRun> {
+    let out = '';
+    let err = '';
+    const code = await runCli(args, {
+      out: (text) => (out += text),
+      err: (text) => (err += text),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+      ask: (question) => {
+        asked.push(question);
+        return Promise.resolve(answer);
+      },
+    });
+    return { code, out, err };
   }
 
   async function statusOf(taskId: string): Promise<string> {
@@ -285,7 +301,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
   });
 
   it('cancel: moves a task of any owner to cancelled and stops its tool; a terminal one is refused', async () => {
-    const run = await cli('cancel', ids.running);
+    const run = await cli('cancel', ids.running, '--yes');
     expect(run.code, run.err).to.equal(0);
     expect(run.out).to.equal(`Cancelled task ${ids.running} (tool wait).\n`);
     const task = await client.call('tasks/get', { taskId: ids.running });
@@ -296,11 +312,11 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
         ? true
         : undefined,
     );
-    const again = await cli('cancel', ids.running);
+    const again = await cli('cancel', ids.running, '--yes');
     expect(again.code).to.equal(1);
     expect(again.err).to.include('is already cancelled');
 
-    const json = await cliJson<JsonTask>('cancel', ids.inputRequired, '--message', 'Stopped for maintenance.');
+    const json = await cliJson<JsonTask>('cancel', ids.inputRequired, '--message', 'Stopped for maintenance.', '--yes');
     expect(json).to.deep.include({
       taskId: ids.inputRequired,
       status: 'cancelled',
@@ -310,7 +326,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
   });
 
   it('retry: a failed task runs again as a new task of the same owner, tool and arguments', async () => {
-    const retried = await cliJson<{ retriedFrom: string; task: JsonTask }>('retry', ids.failedResult);
+    const retried = await cliJson<{ retriedFrom: string; task: JsonTask }>('retry', ids.failedResult, '--yes');
     expect(retried.retriedFrom).to.equal(ids.failedResult);
     const fresh = retried.task;
     expect(fresh.taskId).to.not.equal(ids.failedResult);
@@ -325,20 +341,20 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(inspected.arguments).to.deep.equal({ seconds: 0, fail: true });
     expect(await statusOf(ids.failedResult)).to.equal('failed');
 
-    const text = await cli('retry', ids.crashed);
+    const text = await cli('retry', ids.crashed, '--yes');
     expect(text.code).to.equal(0);
     expect(text.out).to.match(
       new RegExp(`^Retried task ${ids.crashed} as new task [0-9a-f-]{36} \\(tool crash, owner session:`),
     );
 
-    const refused = await cli('retry', ids.completed);
+    const refused = await cli('retry', ids.completed, '--yes');
     expect(refused.code).to.equal(1);
     expect(refused.err).to.include('is completed; only failed tasks can be retried');
   });
 
   it('purge: deletes terminal tasks finished before the cutoff, never live ones; --dry-run only lists', async () => {
     await eventually(async () => ((await statusOf(ids.waiting)) === 'completed' ? true : undefined));
-    expect((await cliJson<{ purged: number }>('purge', '--older-than', '1h')).purged).to.equal(0);
+    expect((await cliJson<{ purged: number }>('purge', '--older-than', '1h', '--yes')).purged).to.equal(0);
     const live = String((await client.createTask('wait', { seconds: 30 }))['taskId']);
     const dry = await cliJson<{ purged: number; taskIds: string[]; dryRun: boolean }>(
       'purge',
@@ -351,7 +367,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(dry.taskIds).to.not.include(live);
     expect(await statusOf(ids.completed)).to.equal('completed');
 
-    const text = await cli('purge', '--older-than', '1ms');
+    const text = await cli('purge', '--older-than', '1ms', '--yes');
     expect(text.code).to.equal(0);
     expect(text.out).to.equal(`Purged ${dry.taskIds.length} terminal task(s) finished more than 1ms ago.\n`);
     for (const taskId of dry.taskIds) expect((await cli('inspect', taskId)).code, taskId).to.equal(1);
@@ -417,7 +433,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     const owner = await McpTestClient.connect(system.apiUrl);
     const taskId = String((await owner.createTask('shout', { text: 'never' }))['taskId']);
     expect(await system.redis.exists(`${system.prefix}:ext-shout:${taskId}`)).to.equal(1);
-    const run = await cli('cancel', taskId);
+    const run = await cli('cancel', taskId, '--yes');
     expect(run.code, run.err).to.equal(0);
     expect((await owner.call('tasks/get', { taskId }))['status']).to.equal('cancelled');
     expect(await system.redis.exists(`${system.prefix}:ext-shout:${taskId}`)).to.equal(0);
@@ -432,7 +448,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     try {
       await shared.add('shout', { taskId, tool: 'shout', arguments: { text: 'never' } }, toolJobOptions(taskId, true));
       expect(await system.redis.exists(`${system.prefix}:tools:${taskId}`)).to.equal(1);
-      const run = await cli('cancel', taskId);
+      const run = await cli('cancel', taskId, '--yes');
       expect(run.code, run.err).to.equal(0);
       expect(await system.redis.exists(`${system.prefix}:tools:${taskId}`)).to.equal(0);
       expect(await system.redis.exists(`${system.prefix}:ext-shout:${taskId}`)).to.equal(0);
@@ -444,10 +460,111 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
   it("cancel: the session's event stream keeps the installation's SESSION_IDLE_TTL_MS, read like the api and workers do", async () => {
     const owner = await McpTestClient.connect(system.apiUrl);
     const taskId = String((await owner.createTask('shout', { text: 'never' }))['taskId']);
-    const run = await cliWithEnv({ SESSION_IDLE_TTL_MS: '120000' }, 'cancel', taskId);
+    const run = await cliWithEnv({ SESSION_IDLE_TTL_MS: '120000' }, 'cancel', taskId, '--yes');
     // The cancel appended the task's status notification and restarted the stream's idle expiry: the CLI's.
     const ttl = await system.redis.pttl(`${system.prefix}:session:${String(owner.sessionId)}:events`);
     expect(ttl).to.be.within(1, 120_000);
     expect(run.code, run.err).to.equal(0);
   });
+  it('cancel, retry and purge ask first: without a terminal and without --yes they refuse and change nothing; at a terminal only y goes ahead', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    // A task of `shout` waits in a queue nobody reads: it stays working until cancelled.
+    const live = String((await owner.createTask('shout', { text: 'keep' }))['taskId']);
+    const failed = String((await owner.createTask('wait', { seconds: 0, fail: true }))['taskId']);
+    await owner.call('tasks/result', { taskId: failed });
+    const statusOfOwn = async (taskId: string) => String((await owner.call('tasks/get', { taskId }))['status']);
+
+    // No terminal (a script, CI): refused before anything is read, saying what to add.
+    for (const args of [
+      ['cancel', live],
+      ['retry', failed],
+      ['purge', '--older-than', '1ms'],
+    ]) {
+      const run = await cli(...args);
+      expect(run.code, args.join(' ')).to.equal(2);
+      expect(run.err, args.join(' ')).to.match(new RegExp(`^error: mcpt ${args[0]} changes state .*add --yes`));
+    }
+    expect(await statusOfOwn(live)).to.equal('working');
+    expect(await statusOfOwn(failed)).to.equal('failed');
+    expect(((await owner.call('tasks/list'))['tasks'] as JsonTask[]).length).to.equal(2);
+    // A dry run changes nothing: it needs no answer.
+    expect((await cli('purge', '--older-than', '1ms', '--dry-run')).code).to.equal(0);
+
+    // At a terminal: the question names what would change; anything but y or yes changes nothing.
+    const asked: string[] = [];
+    const no = await cliAnswering('n', asked, 'cancel', live);
+    expect(no.code).to.equal(1);
+    expect(no.err).to.equal('error: Nothing changed: not confirmed.\n');
+    expect(asked[0]).to.match(
+      new RegExp(`^Cancel task ${live} \\(tool shout, owner session:\\S+, working\\)\\? \\[y/N\\] $`),
+    );
+    expect(await statusOfOwn(live)).to.equal('working');
+    const yes = await cliAnswering('y', asked, 'cancel', live);
+    expect(yes.code, yes.err).to.equal(0);
+    expect(await statusOfOwn(live)).to.equal('cancelled');
+
+    const retried = await cliAnswering('yes', asked, 'retry', failed);
+    expect(retried.code, retried.err).to.equal(0);
+    expect(asked.at(-1)).to.match(new RegExp(`^Run failed task ${failed} \\(tool wait, owner session:\\S+\\) again`));
+    const purged = await cliAnswering('Y', asked, 'purge', '--older-than', '1ms');
+    expect(purged.code, purged.err).to.equal(0);
+    expect(asked.at(-1)).to.match(
+      /^Delete [1-9]\d* terminal task\(s\) finished more than 1ms ago \(before \S+Z\)\? \[y\/N\] $/,
+    );
+    expect(purged.out).to.match(/^Purged [1-9]\d* terminal task\(s\)/);
+  });
+
+  it('the mcpt binary asks at a real terminal (a pseudo-terminal) and refuses on a pipe, even with an answer on it', async () => {
+    const owner = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await owner.createTask('shout', { text: 'keep' }))['taskId']);
+    const bin = join(repoRoot, 'apps', 'cli', 'bin', 'mcpt.mjs');
+    const env = { ...process.env, REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix };
+
+    const piped = await runChild(spawn(bin, ['cancel', taskId], { cwd: repoRoot, env }), (child) =>
+      child.stdin?.end('y\n'),
+    );
+    expect(piped.code).to.equal(2);
+    expect(piped.err).to.include('add --yes to cancel without asking');
+    expect((await owner.call('tasks/get', { taskId }))['status']).to.equal('working');
+
+    // util-linux `script` runs the command on a pseudo-terminal and copies its own stdin there: the prompt goes to the
+    // terminal, and "y" typed after it answers.
+    const terminal = spawn('script', ['-qec', 'exec "$MCPT_BIN" cancel "$MCPT_TASK"', '/dev/null'], {
+      cwd: repoRoot,
+      env: { ...env, SHELL: '/bin/sh', MCPT_BIN: bin, MCPT_TASK: taskId },
+    });
+    const answered = await runChild(terminal, async (child, screen) => {
+      await eventually(() => (screen().includes('[y/N]') ? true : undefined), 15_000);
+      child.stdin?.write('y\n');
+    });
+    expect(answered.code, answered.out).to.equal(0);
+    expect(answered.out).to.match(new RegExp(`Cancel task ${taskId} \\(tool shout, .*\\[y/N\\]`));
+    expect(answered.out).to.include(`Cancelled task ${taskId} (tool shout).`);
+    expect((await owner.call('tasks/get', { taskId }))['status']).to.equal('cancelled');
+  });
 });
+
+/**
+ * Runs a child to its exit, with `drive` given the child and what it printed so far (stdout; a pseudo-terminal's
+ * whole screen); kills it if driving fails.
+ */
+async function runChild(
+  child: ChildProcess,
+  drive: (child: ChildProcess, screen: () => string) => unknown,
+): Promise<CliRun> {
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  try {
+    await drive(child, () => out);
+  } catch (error) {
+    child.kill('SIGKILL');
+    await exited;
+    throw error;
+  }
+  const code = await exited;
+  child.stdin?.end();
+  return { code: code ?? -1, out, err };
+}

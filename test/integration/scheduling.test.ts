@@ -403,7 +403,7 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
     expect((await finished(client, spent))['statusMessage']).to.match(noAttemptsLeft);
     let out = '';
     let err = '';
-    const code = await runCli(['retry', spent, '--json'], {
+    const code = await runCli(['retry', spent, '--json', '--yes'], {
       out: (text) => (out += text),
       err: (text) => (err += text),
       env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },

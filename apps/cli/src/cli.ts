@@ -21,7 +21,10 @@ Environment (the same as for the api and the workers):
   REDIS_PREFIX          key prefix of the installation (default mcpt)
   SESSION_IDLE_TTL_MS   idle lifetime of a session's event stream, which cancel writes to (default 3600000)
 
-Exit status: 0 done, 1 the command failed (unknown task, not allowed, Redis unreachable), 2 usage error.`;
+cancel, retry and purge ask for confirmation at a terminal; add --yes in scripts (without a terminal they refuse).
+
+Exit status: 0 done, 1 the command failed (unknown task, not allowed, not confirmed, Redis unreachable), 2 usage
+error (--yes missing without a terminal included).`;
 
 export function buildProgram(io: CliIo): Command {
   const program = new Command('mcpt')
@@ -53,7 +56,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     }
     if (error instanceof CliError || error instanceof AdminError || error instanceof ProtocolError) {
       io.err(`error: ${error.message}\n`);
-      return ExitCode.Failed;
+      return error instanceof CliError && error.exitCode === ExitCode.Usage ? ExitCode.Usage : ExitCode.Failed;
     }
     io.err(`error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     return ExitCode.Failed;
