@@ -122,6 +122,46 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
     expect(one(spans, 'settle completed').attributes['mcp.task.status']).to.equal('completed');
   });
 
+  it('tasks/* spans name their task (mcp.task.id) and link to its trace, whatever trace the client sends them in', async () => {
+    const taskTrace = hex(16);
+    const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
+    client.headers = { traceparent: `00-${taskTrace}-${hex(8)}-01` };
+    const taskId = String((await client.createTask('wait', { seconds: 30 }))['taskId']);
+    const later = { 'tasks/get': hex(16), 'tasks/cancel': hex(16), 'tasks/result': hex(16) };
+    for (const [method, traceId] of Object.entries(later)) {
+      client.headers = { traceparent: `00-${traceId}-${hex(8)}-01` };
+      await client.rpc(method, { taskId });
+    }
+    const spans = await eventually(() => {
+      const all = [taskTrace, ...Object.values(later)].map(spansOf);
+      return all.every((found) => found.length > 0) ? all.flat() : undefined;
+    }, 30_000);
+    const call = one(spans, 'tools/call wait');
+    expect(call.traceId).to.equal(taskTrace);
+    for (const [method, traceId] of Object.entries(later)) {
+      const span = one(spansOf(traceId), method);
+      expect(span.attributes['mcp.task.id'], method).to.equal(taskId);
+      expect(span.links, method).to.deep.include({ traceId: taskTrace, spanId: call.spanId });
+    }
+  });
+
+  it('span names stay a bounded set: a method no wire serves and a tool the catalog lacks are named _OTHER', async () => {
+    const traceId = hex(16);
+    const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
+    client.headers = { traceparent: `00-${traceId}-${hex(8)}-01` };
+    const method = `no/such-method-${hex(4)}`;
+    const tool = `no-such-tool-${hex(4)}`;
+    await client.rpc(method);
+    await client.rpc('tools/call', { name: tool, arguments: {}, task: {} });
+    await client.rpc('tools/call', { name: 'wait', arguments: { seconds: 0 }, task: {} });
+    const requests = () => spansOf(traceId).filter((span) => span.service === 'mcp-task-runner-api');
+    const spans = await eventually(() => (requests().length === 3 ? requests() : undefined), 30_000);
+    expect(spans.map((span) => span.name).sort()).to.deep.equal(['_OTHER', 'tools/call _OTHER', 'tools/call wait']);
+    // What the client sent stays in the attributes, for whoever looks into one span.
+    expect(one(spans, '_OTHER').attributes['mcp.method.name']).to.equal(method);
+    expect(one(spans, 'tools/call _OTHER').attributes['gen_ai.tool.name']).to.equal(tool);
+  });
+
   it('2026-07-28: the _meta traceparent/tracestate of a stateless tools/call (tasks extension) and the traceparent header of its tasks/get join one trace', async () => {
     const traceId = hex(16);
     const clientSpan = hex(8);
@@ -170,7 +210,14 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
     const api = one(spans, 'tools/call wait');
     expect(api.parentSpanId).to.equal(clientSpan);
     expect(api.traceState).to.equal('vendor=modern');
-    expect(api.attributes).to.include({ 'mcp.protocol.version': MODERN, 'mcp.method.name': 'tools/call' });
+    expect(api.attributes).to.include({
+      'mcp.protocol.version': MODERN,
+      'mcp.method.name': 'tools/call',
+      'mcp.task.id': taskId,
+    });
+    const get = spans.find((span) => span.name === 'tasks/get' && span.parentSpanId === getParent) as ReceivedSpan;
+    expect(get.attributes['mcp.task.id']).to.equal(taskId);
+    expect(get.links).to.deep.include({ traceId, spanId: api.spanId });
     const wait = one(spans, 'queue wait');
     const run = one(spans, 'execute_tool wait');
     const settle = one(spans, 'settle completed');

@@ -18,6 +18,8 @@ export interface ReceivedSpan {
   endNs: bigint;
   attributes: Record<string, unknown>;
   status: { code?: number; message?: string };
+  /** The spans this one links to (in other traces, or its own). */
+  links: { traceId: string; spanId: string }[];
 }
 
 export interface OtlpReceiver {
@@ -54,6 +56,7 @@ interface OtlpExport {
         endTimeUnixNano: string;
         attributes?: OtlpAttribute[];
         status?: { code?: number; message?: string };
+        links?: { traceId: string; spanId: string }[];
       }[];
     }[];
   }[];
@@ -103,6 +106,7 @@ function collect(body: OtlpExport, into: ReceivedSpan[]): void {
           endNs: BigInt(span.endTimeUnixNano),
           attributes: attributesOf(span.attributes),
           status: span.status ?? {},
+          links: (span.links ?? []).map(({ traceId, spanId }) => ({ traceId, spanId })),
         });
       }
     }

@@ -79,6 +79,7 @@ const ENGINE_EXPORTS = [
   'isSecretVariable',
   'latencyBucketOf',
   'latencyPercentile',
+  'linkTo',
   'loadSchedulingSettings',
   'maskUrlPasswords',
   'metricsAccessAllowed',

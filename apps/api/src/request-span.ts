@@ -18,35 +18,61 @@ export interface RequestSpan {
   context: TraceContext;
 }
 
+/**
+ * What a span may be named after. A client can send any method and any tool name: span names must stay a bounded
+ * set (backends index them), so a method no wire serves and a tool the catalog does not have get OTHER_NAME.
+ */
+export interface SpanNames {
+  knownMethod: boolean;
+  knownTool: (name: string) => boolean;
+}
+
+/** The name of what is outside a known set, as OpenTelemetry's conventions write it (`http.request.method`). */
+export const OTHER_NAME = '_OTHER';
+/** Attributes copy what the client sent, cut to this many characters. */
+const MAX_ATTRIBUTE_CHARS = 128;
+
 export function startRequestSpan(
   request: { id: JsonRpcId; method: string; params?: Record<string, unknown> | undefined },
   req: Request,
   protocolVersion: string,
+  names: SpanNames,
 ): RequestSpan | undefined {
   const otel = tracer();
   if (!otel) return undefined;
-  const meta = request.params?.['_meta'];
+  const params = request.params;
+  const meta = params?.['_meta'];
   const parent = clientContext(
     meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>) : undefined,
     req.headers,
   );
-  const toolName = request.method === 'tools/call' ? request.params?.['name'] : undefined;
-  const target = typeof toolName === 'string' ? toolName : undefined;
+  const method = names.knownMethod ? request.method : OTHER_NAME;
+  const toolName = request.method === 'tools/call' ? params?.['name'] : undefined;
+  const tool = typeof toolName === 'string' ? toolName : undefined;
+  // Every tasks/* request names its task (tasks/list excepted): the span says which.
+  const taskId = request.method.startsWith('tasks/') ? params?.['taskId'] : undefined;
   const span = otel.startSpan(
-    target ? `${request.method} ${target}` : request.method,
+    request.method === 'tools/call'
+      ? `${method} ${tool !== undefined && names.knownTool(tool) ? tool : OTHER_NAME}`
+      : method,
     {
       kind: SpanKind.SERVER,
       attributes: {
-        'mcp.method.name': request.method,
-        'jsonrpc.request.id': String(request.id),
-        'mcp.protocol.version': protocolVersion,
+        'mcp.method.name': clip(request.method),
+        'jsonrpc.request.id': clip(String(request.id)),
+        'mcp.protocol.version': clip(protocolVersion),
         'network.transport': 'tcp',
-        ...(target ? { 'gen_ai.tool.name': target, 'gen_ai.operation.name': 'execute_tool' } : {}),
+        ...(tool !== undefined ? { 'gen_ai.tool.name': clip(tool), 'gen_ai.operation.name': 'execute_tool' } : {}),
+        ...(typeof taskId === 'string' ? { 'mcp.task.id': clip(taskId) } : {}),
       },
     },
     parent,
   );
   return { span, context: withSpan(parent, span) };
+}
+
+function clip(text: string): string {
+  return text.length > MAX_ATTRIBUTE_CHARS ? `${text.slice(0, MAX_ATTRIBUTE_CHARS - 1)}…` : text;
 }
 
 /** Marks the span of a request answered with a JSON-RPC error. */

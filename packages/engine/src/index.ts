@@ -102,6 +102,7 @@ export {
   type Context as TraceContext,
   contextOf,
   endWithError,
+  linkTo,
   type Span,
   SpanKind,
   SpanStatusCode,

@@ -134,6 +134,7 @@ export class TaskService {
       tool: input.tool,
       ...(input.progressToken !== undefined ? { progressToken: input.progressToken } : {}),
       ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
+      ...(input.trace ? { trace: input.trace } : {}),
     };
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;

@@ -10,6 +10,7 @@ import {
   trace,
   type Attributes,
   type Context,
+  type Link,
   type Span,
   type TextMapPropagator,
   type Tracer,
@@ -138,6 +139,15 @@ export function carrierFor(context: Context | undefined): TraceCarrier | undefin
   const { traceparent, tracestate } = carrier;
   if (!traceparent) return undefined;
   return { traceparent, ...(tracestate ? { tracestate } : {}) };
+}
+
+/**
+ * A link to the span a carrier names (the request that created a task: the task's trace), for a span that lives in
+ * another trace; undefined while tracing is off or without a valid carrier.
+ */
+export function linkTo(carrier: TraceCarrier | undefined): Link | undefined {
+  const context = trace.getSpanContext(contextOf(carrier));
+  return context ? { context } : undefined;
 }
 
 /** A context whose parent is `span` (children of the span are started in it). */

@@ -37,6 +37,11 @@ export interface TaskRecord {
   outcome?: Outcome;
   /** Set when the work runs outside our workers (see docs/external-tools.md): where it is and how it reports back. */
   external?: ExternalRef;
+  /**
+   * While tracing is on: the W3C trace context of the request that created the task, the task's trace. Its later
+   * requests (tasks/get, ...) link their spans to it, and a lost attempt is recorded in it (docs/observability.md).
+   */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 /**

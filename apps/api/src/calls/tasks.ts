@@ -1,7 +1,7 @@
 // The task operations after creation, whichever wire asks: find the caller's task, list them, cancel one. Which
 // task a caller may read is decided here once: its owner's, or (2026-07-28 without authentication) whoever holds
 // its unguessable id, for tasks created without authentication only (X-SEC-2).
-import type { RequestOpening, TaskPage } from '@mcp-tasks/engine';
+import { linkTo, type RequestOpening, type TaskPage } from '@mcp-tasks/engine';
 import { isTerminal, TaskKind, TaskNotFoundError, InvalidStateError, type TaskRecord } from '@mcp-tasks/protocol';
 import type { CallContext } from './request.ts';
 
@@ -20,6 +20,12 @@ export interface FindOptions {
  * tell them apart (T-ERR-1, T-SEC-1).
  */
 export async function findTask(context: CallContext, taskId: string, options: FindOptions = {}): Promise<TaskRecord> {
+  const record = await readTask(context, taskId, options);
+  linkToTask(context, record);
+  return record;
+}
+
+async function readTask(context: CallContext, taskId: string, options: FindOptions): Promise<TaskRecord> {
   const { services, caller } = context;
   if (!caller.readsByCapability) return services.tasks.getOwned(taskId, caller.owner, options);
   const record = await services.store.get(taskId);
@@ -28,6 +34,18 @@ export async function findTask(context: CallContext, taskId: string, options: Fi
   }
   if (!options.watch) return record;
   return services.tasks.getOwned(taskId, record.owner, { watch: true });
+}
+
+/**
+ * The request's span (tracing on) names the task and links to the task's trace: a client's tasks/get or tasks/cancel
+ * lives in the trace it sent, and from there leads to the task's own (docs/observability.md).
+ */
+function linkToTask(context: CallContext, record: TaskRecord): void {
+  const { span } = context;
+  if (!span) return;
+  span.setAttribute('mcp.task.id', record.taskId);
+  const link = linkTo(record.trace);
+  if (link) span.addLink(link);
 }
 
 /** A page of the caller's tasks, newest first (tasks/list). */

@@ -15,6 +15,11 @@ export type DispatchOutcome =
   /** The request's session is gone, as the method's script found opening the request (HTTP 404). */
   | { sessionGone: true };
 
+/** Whether this wire serves `method` (a request span is named after it only then). */
+export function isLegacyMethod(method: string): boolean {
+  return LEGACY_METHODS.has(method);
+}
+
 export async function dispatch(
   method: string,
   params: Record<string, unknown> | undefined,

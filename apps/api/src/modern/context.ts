@@ -1,7 +1,7 @@
 // What a 2026-07-28 method handler gets: no session, only what this one request says (C26-SES-2) — its caller
 // (principal or address), its declared capabilities, its id — and the shared services.
 import type { Response } from 'express';
-import type { Logger, RateVerdict, TraceContext } from '@mcp-tasks/engine';
+import type { Logger, RateVerdict, Span, TraceContext } from '@mcp-tasks/engine';
 import { TASKS_EXTENSION, type JsonRpcId } from '@mcp-tasks/protocol';
 import type { CallContext } from '../calls/request.ts';
 import type { ApiServices } from '../context.ts';
@@ -30,6 +30,8 @@ export interface ModernContext {
   res: Response;
   /** The request span's context while tracing is on: a task created here carries it to its job. */
   trace?: TraceContext;
+  /** The request's span while tracing is on (a task created here sets its id on it, as on 2025-11-25). */
+  span?: Span;
   /**
    * Sends the progress notifications of a synchronous call found in its event stream after `cursor` (only when
    * the request asked for progress and takes SSE; the answer then ends that stream), and returns the new cursor.
@@ -62,6 +64,7 @@ export function callContextOf(context: ModernContext): CallContext {
       readsByCapability: !caller.authenticated,
     },
     log: context.log,
+    ...(context.span ? { span: context.span } : {}),
   };
   made.set(context, call);
   return call;

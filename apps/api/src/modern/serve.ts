@@ -57,7 +57,10 @@ export async function serveModern(
     return;
   }
   // The request's span, parented by the trace context of its `_meta` (SEP-414) or headers; none while tracing is off.
-  const traced = startRequestSpan(request, req, request.protocolVersion);
+  const traced = startRequestSpan(request, req, request.protocolVersion, {
+    knownMethod: true,
+    knownTool: (name) => services.tools.view.entries().has(name),
+  });
   try {
     await answerModern(services, request, handler, req, res, traced);
   } finally {
@@ -94,7 +97,7 @@ async function answerModern(
     admission,
     log,
     res,
-    ...(traced ? { trace: traced.context } : {}),
+    ...(traced ? { trace: traced.context, span: traced.span } : {}),
     forwardProgress: async (sessionId, cursor) => {
       if (progressToken === undefined || !streams) return cursor;
       for (const event of await services.events.after(sessionId, cursor)) {

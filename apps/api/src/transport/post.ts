@@ -16,7 +16,7 @@ import {
 import { answerInputById } from '../calls/inputs.ts';
 import { cancelledRequestOf } from '../calls/plain-calls.ts';
 import type { ApiServices, RequestContext } from '../context.ts';
-import { dispatch } from '../legacy/dispatch.ts';
+import { dispatch, isLegacyMethod } from '../legacy/dispatch.ts';
 import { initialize } from '../legacy/lifecycle.ts';
 import { classifyPost } from '../modern/classify.ts';
 import { sendRefusal, serveModern } from '../modern/serve.ts';
@@ -121,7 +121,10 @@ function answerRequest(
   req: Request,
   res: Response,
 ): Promise<void> {
-  const traced = startRequestSpan(request, req, opened.session.protocolVersion);
+  const traced = startRequestSpan(request, req, opened.session.protocolVersion, {
+    knownMethod: isLegacyMethod(request.method),
+    knownTool: (name) => services.tools.view.entries().has(name),
+  });
   const answered = dispatchAndAnswer(services, opened, request, format, address, req, res, traced);
   // Without tracing there is no span to end: no callback waits for the answer.
   return traced ? answered.finally(() => traced.span.end()) : answered;

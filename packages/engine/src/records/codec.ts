@@ -26,6 +26,7 @@ export function encodeRecord(record: TaskRecord): Record<string, string> {
   if (record.outcome) fields['outcome'] = JSON.stringify(record.outcome);
   if (record.progressToken !== undefined) fields['progressToken'] = JSON.stringify(record.progressToken);
   if (record.external) fields['external'] = JSON.stringify(record.external);
+  if (record.trace) fields['trace'] = JSON.stringify(record.trace);
   return fields;
 }
 
@@ -51,6 +52,7 @@ export function decodeRecord(
   if (hash['outcome']) record.outcome = JSON.parse(hash['outcome']) as Outcome;
   if (hash['progressToken']) record.progressToken = JSON.parse(hash['progressToken']) as string | number;
   if (hash['external']) record.external = decodeExternal(hash['external']);
+  if (hash['trace']) record.trace = JSON.parse(hash['trace']) as NonNullable<TaskRecord['trace']>;
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;
