@@ -2,14 +2,15 @@
 // context (SEP-414 `_meta` keys, or the traceparent/tracestate headers) parents the api request span; the job
 // carries it to the worker, whose queue wait, tool run, input wait and final transition join the same trace, all
 // received by a local OTLP/HTTP endpoint, on both eras. Without OTEL_EXPORTER_OTLP_ENDPOINT nothing is carried or sent.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { MODERN, modernPost, WITH_TASKS } from '../support/modern-client.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
 import { openTaskResultStream } from '../support/sse-client.ts';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
@@ -160,6 +161,23 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
     // What the client sent stays in the attributes, for whoever looks into one span.
     expect(one(spans, '_OTHER').attributes['mcp.method.name']).to.equal(method);
     expect(one(spans, 'tools/call _OTHER').attributes['gen_ai.tool.name']).to.equal(tool);
+
+    // A job any producer queued, naming a tool the worker does not serve: its attempt's span is bounded too.
+    const jobTrace = hex(16);
+    const redis = new Redis(system.redisUrl, { maxRetriesPerRequest: null });
+    const queue = new Queue('tool-wait', { connection: redis, prefix: system.prefix });
+    try {
+      const data = { taskId: randomUUID(), tool, arguments: {}, trace: { traceparent: `00-${jobTrace}-${hex(8)}-01` } };
+      await queue.add(tool, data, { jobId: data.taskId, removeOnComplete: true, removeOnFail: true });
+      const run = await eventually(
+        () => spansOf(jobTrace).find((span) => span.name.startsWith('execute_tool')),
+        30_000,
+      );
+      expect(run.name).to.equal('execute_tool _OTHER');
+    } finally {
+      await queue.close();
+      redis.disconnect();
+    }
   });
 
   it('2026-07-28: the _meta traceparent/tracestate of a stateless tools/call (tasks extension) and the traceparent header of its tasks/get join one trace', async () => {
@@ -284,6 +302,72 @@ describe('tracing: a task run twice (a worker lost its job lock; 1 s locks)', fu
     expect(settles[0]?.parentSpanId).to.equal(runs[1]?.spanId);
     expect(spans.filter((span) => span.name === 'queue wait')).to.have.length(1);
   });
+  /**
+   * A task whose attempt noted its start (tracing on: the record's `runs` field) on the system's one live worker,
+   * which is then killed; `next` (a worker's settings) takes over.
+   */
+  async function killedMidAttempt(traceId: string, next: Record<string, string> = {}): Promise<string> {
+    const doomed = system.workers.at(-1) as ChildHandle;
+    const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
+    client.headers = { traceparent: `00-${traceId}-${hex(8)}-01` };
+    const taskId = String((await client.createTask('wait', { seconds: 2 }))['taskId']);
+    const record = `${system.prefix}:task:${taskId}`;
+    await eventually(async () => ((await system.redis.hexists(record, 'runs')) === 1 ? true : undefined));
+    await doomed.stop('SIGKILL');
+    await system.addWorker(next);
+    return taskId;
+  }
+
+  it("an attempt lost to a SIGKILL is in the task's trace: the next attempt records it from its start, failed", async () => {
+    const traceId = hex(16);
+    const taskId = await killedMidAttempt(traceId);
+    const spans = await eventually(() => {
+      const found = receiver.spans.filter((span) => span.traceId === traceId);
+      return found.filter((span) => span.name === 'execute_tool wait').length === 2 &&
+        found.some((span) => span.name === 'settle completed')
+        ? found
+        : undefined;
+    }, 30_000);
+    const api = spans.find((span) => span.name === 'tools/call wait') as ReceivedSpan;
+    const [lost, next] = spans
+      .filter((span) => span.name === 'execute_tool wait')
+      .sort((a, b) => Number(a.attributes['mcp.task.attempt']) - Number(b.attributes['mcp.task.attempt']));
+    expect(lost?.attributes).to.include({
+      'mcp.task.id': taskId,
+      'mcp.task.attempt': 1,
+      'mcp.task.attempt.lost': true,
+      'mcp.task.attempt.noticed_by': 'attempt 2',
+    });
+    expect(lost?.status.code, 'an error status').to.equal(2);
+    expect(lost?.status.message).to.match(/stopped without ending it/);
+    expect(lost?.attributes['mcp.worker.name']).to.be.a('string').and.not.equal(next?.attributes['mcp.worker.name']);
+    expect(lost?.parentSpanId).to.equal(api.spanId);
+    expect((lost?.startNs ?? 0n) < (next?.startNs ?? 0n)).to.equal(true);
+    expect(next?.attributes).to.include({ 'mcp.task.attempt': 2, 'mcp.task.status': 'completed' });
+    // Ended attempts leave no note behind.
+    const record = `${system.prefix}:task:${taskId}`;
+    await eventually(async () => ((await system.redis.hexists(record, 'runs')) === 0 ? true : undefined));
+  });
+
+  it('an attempt lost to a SIGKILL that no attempt follows (BullMQ gave the stalled job up) is recorded by the reconciler', async () => {
+    const traceId = hex(16);
+    // No second attempt: a stalled job fails at once, and the reconciler settles its task soon after.
+    const givesUp = { WORKER_MAX_STALLED_COUNT: '0', MAINTENANCE_INTERVAL_MS: '200', RECONCILE_AFTER_MS: '500' };
+    const taskId = await killedMidAttempt(traceId, givesUp);
+    const lost = await eventually(
+      () => receiver.spans.find((span) => span.traceId === traceId && span.name === 'execute_tool wait'),
+      30_000,
+    );
+    expect(lost.attributes).to.include({
+      'mcp.task.id': taskId,
+      'mcp.task.attempt': 1,
+      'mcp.task.attempt.lost': true,
+      'mcp.task.attempt.noticed_by': 'reconciler',
+    });
+    expect(lost.status.code).to.equal(2);
+    const store = new TaskStore(system.redis, new KeySpace(system.prefix));
+    expect((await store.get(taskId))?.status).to.equal('failed');
+  });
 });
 
 describe('tracing off: nothing carried, nothing sent', function () {
@@ -300,7 +384,7 @@ describe('tracing off: nothing carried, nothing sent', function () {
     await receiver?.close();
   });
 
-  it('without OTEL_EXPORTER_OTLP_ENDPOINT the job data has no trace field, whatever the client sent', async () => {
+  it('without OTEL_EXPORTER_OTLP_ENDPOINT the job data and the record have no trace field, whatever the client sent', async () => {
     const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
     client.headers = { traceparent: `00-${hex(16)}-${hex(8)}-01` };
     const task = await client.createTask('wait', { seconds: 30 });
@@ -310,6 +394,10 @@ describe('tracing off: nothing carried, nothing sent', function () {
       const job = await eventually(() => queue.getJob(String(task['taskId'])));
       expect(job.data).to.include.keys('taskId', 'tool', 'arguments');
       expect(job.data).to.not.have.property('trace');
+      // Nor does the record keep a trace context or note its attempts.
+      await eventually(async () => ((await job.getState()) === 'active' ? true : undefined));
+      const record = `${system.prefix}:task:${String(task['taskId'])}`;
+      expect(await redis.hmget(record, 'status', 'trace', 'runs')).to.deep.equal(['working', null, null]);
     } finally {
       await client.call('tasks/cancel', { taskId: task['taskId'] });
       await queue.close();

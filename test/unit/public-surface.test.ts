@@ -95,6 +95,7 @@ const ENGINE_EXPORTS = [
   'signCallbackToken',
   'startTracing',
   'toolJobOptions',
+  'traceLostAttempts',
   'tracer',
   'tracingRequested',
   'verifyCallbackToken',

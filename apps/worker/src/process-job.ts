@@ -39,7 +39,11 @@ export function toolProcessor(jobDeps: JobDeps) {
 }
 
 async function processJob(deps: AttemptDeps, job: Job<ToolJobData>, token: string | undefined): Promise<void> {
-  const traced = startJobTrace(job, deps.workerName);
+  const traced = await startJobTrace(job, {
+    workerName: deps.workerName,
+    store: deps.store,
+    knownTool: (name) => servedTool(deps, name) !== undefined,
+  });
   if (!traced) return runAttempt(deps, job, token, undefined);
   try {
     await runAttempt(deps, job, token, traced);

@@ -63,7 +63,8 @@ export {
   SecurityEvent,
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
-export { DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
+export { type AttemptStart, DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
+export { traceLostAttempts } from './lost-attempts.ts';
 export { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from './redact.ts';
 export {
   clusterOptions,

@@ -9,6 +9,7 @@ import {
   settleWithJobReturn,
   type ObservedJobState,
   type Settlement,
+  type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { SessionEvents } from './session-events.ts';
@@ -18,6 +19,8 @@ import { jobQueueOf, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { ClaimedExpiry } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
+import { traceLostAttempts } from './lost-attempts.ts';
+import { contextOf, tracer } from './tracing.ts';
 
 export interface MaintenanceOptions {
   intervalMs: number;
@@ -173,6 +176,7 @@ export class Maintenance {
         }
         if (moved.ok) {
           settled++;
+          await this.#traceLostAttempts(record);
           this.log.warn('task settled by reconciliation', {
             taskId,
             tool: record.tool,
@@ -187,5 +191,12 @@ export class Maintenance {
       }
     }
     return settled;
+  }
+
+  /** An attempt whose worker died mid-run is put in the task's trace: no attempt comes after it (lost-attempts.ts). */
+  async #traceLostAttempts(record: TaskRecord): Promise<void> {
+    if (!tracer()) return;
+    const lost = await this.store.takeUnendedAttempts(record.taskId).catch(() => []);
+    traceLostAttempts(contextOf(record.trace), record, lost, 'reconciler');
   }
 }

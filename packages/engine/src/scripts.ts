@@ -411,6 +411,23 @@ export class RedisScripts {
     return status === undefined ? { verdict } : { verdict, status };
   }
 
+  /** note-attempt-1.lua: notes an attempt's start or end, or takes every attempt left; answers those taken. */
+  async noteAttempt(call: {
+    keys: { record: string };
+    attempt?: number;
+    start?: { at: number; worker: string };
+  }): Promise<{ attempt: number; at: number; worker: string }[]> {
+    const flat = (await this.#run('noteAttempt', new ScriptKeys([call.keys.record]), {
+      ...(call.attempt !== undefined ? { attempt: call.attempt } : {}),
+      ...(call.start ? { start: call.start } : {}),
+    })) as (number | string)[];
+    const taken = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      taken.push({ attempt: Number(flat[i]), at: Number(flat[i + 1]), worker: String(flat[i + 2]) });
+    }
+    return taken;
+  }
+
   /** answer-input-1.lua: 1 accepted, 0 no such request for this session or owner, 2 answered already. */
   async answerInput(call: {
     keys: { request: string };

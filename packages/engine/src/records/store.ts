@@ -68,6 +68,15 @@ export interface TransitionChange {
 }
 
 /** What a settlement or a note of a worker or the reconciler carries for the transition's guards. */
+/** An attempt of a task's job under way, as its record notes it while tracing is on (markAttemptStarted). */
+export interface AttemptStart {
+  attempt: number;
+  /** Epoch ms. */
+  at: number;
+  /** The name of the worker running it. */
+  worker: string;
+}
+
 export type TransitionGuard = Pick<TransitionChange, 'attempt' | 'unchangedSince'>;
 
 export interface NewTask {
@@ -472,6 +481,25 @@ export class TaskStore {
     });
     if (verdict === 'ok') return { ok: true };
     return { ok: false, status: isTaskStatus(status) ? status : undefined };
+  }
+
+  /**
+   * Notes in the record that `start.attempt` of the task's job began (while tracing is on), and takes the earlier
+   * attempts still noted: their worker never ended them (killed mid-attempt), so the caller puts them in the trace.
+   */
+  markAttemptStarted(taskId: string, start: AttemptStart): Promise<AttemptStart[]> {
+    const { attempt, at, worker } = start;
+    return this.#scripts.noteAttempt({ keys: { record: this.#tasks.record(taskId) }, attempt, start: { at, worker } });
+  }
+
+  /** Notes that the attempt ended: its worker ended its span. */
+  async markAttemptEnded(taskId: string, attempt: number): Promise<void> {
+    await this.#scripts.noteAttempt({ keys: { record: this.#tasks.record(taskId) }, attempt });
+  }
+
+  /** Takes every attempt still noted (the reconciler, settling a task whose job can no longer run). */
+  takeUnendedAttempts(taskId: string): Promise<AttemptStart[]> {
+    return this.#scripts.noteAttempt({ keys: { record: this.#tasks.record(taskId) } });
   }
 
   /** The task's external reference as stored now (also on a terminal record, until it expires). */
