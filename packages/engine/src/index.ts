@@ -77,13 +77,8 @@ export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './red
 export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
 export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
-export {
-  type RequestContextRecord,
-  type Session,
-  type SessionAdmission,
-  SessionCap,
-  SessionStore,
-} from './sessions.ts';
+export { type RequestContextRecord } from './request-context.ts';
+export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
