@@ -512,13 +512,14 @@ export class RedisScripts {
     keys: { principalBucket: string; addressBucket: string; counters: string };
     windowMs: number;
     counter: string;
-  }): Promise<number> {
+  }): Promise<{ principal: number; address: number }> {
     const { keys, windowMs, counter } = call;
-    return (await this.#run(
+    const [principal, address] = (await this.#run(
       'recordFailedLookup',
       new ScriptKeys([keys.principalBucket, keys.addressBucket, keys.counters]),
       { windowMs, counter },
-    )) as number;
+    )) as [number, number];
+    return { principal, address };
   }
 
   /** acquire-connection-slot-1.lua: a lease on one of the session's stream slots, if one is free. */
