@@ -158,7 +158,11 @@ async function apiServices(
       streamAfterMs: config.RESULT_STREAM_AFTER_MS,
     }),
     tools: new ApiTools(catalogView),
-    requestStates: new RequestStateSigner(redis, keys.requestStateKey()),
+    requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {
+      rotationMs: config.REQUEST_STATE_KEY_ROTATION_MS,
+      overlapMs: config.REQUEST_STATE_KEY_OVERLAP_MS,
+      recheckMs: config.REQUEST_STATE_KEY_RECHECK_MS,
+    }),
     metrics,
     security,
     stopping,
