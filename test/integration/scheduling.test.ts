@@ -4,6 +4,7 @@
 // visibly, a killed worker's slots come back, a Redis restart leaks no lease, and operators see it all. Limits are
 // checked from the start and end times the tools themselves report.
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
@@ -231,8 +232,12 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     const metricsUrl = system.apiUrl.replace(/\/mcp$/, '/metrics');
     const a = await McpTestClient.connect(system.apiUrl);
     const b = await McpTestClient.connect(system.apiUrl);
-    const principalA = `session:${String(a.sessionId)}`;
-    const principalB = `session:${String(b.sessionId)}`;
+    // Operators see a session owner by its label, never its id, which is the session's credential (issue 30).
+    const labelOf = (client: McpTestClient) =>
+      `session:sha256:${createHash('sha256').update(String(client.sessionId)).digest('hex').slice(0, 16)}`;
+    const principalA = labelOf(a);
+    const principalB = labelOf(b);
+    const secrets = [String(a.sessionId), String(b.sessionId)];
     // One retry and one timeout of this test's own.
     const retried = String((await a.createTask('flaky', { failures: 1 }))['taskId']);
     const timedOut = String((await a.createTask('slow', { ms: 30_000 }))['taskId']);
@@ -257,6 +262,8 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     ];
     const gpu = { tool: 'gpu' };
     const metrics = await scrape(metricsUrl);
+    const metricsText = await (await fetch(metricsUrl)).text();
+    for (const secret of secrets) expect(metricsText).not.to.contain(secret);
     expect(metrics.value('mcpt_tool_running', gpu)).to.equal(2);
     expect(metrics.value('mcpt_tool_concurrency_limit', gpu)).to.equal(2);
     expect(metrics.value('mcpt_tool_queued', gpu)).to.equal(3);
@@ -292,7 +299,9 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
     expect(admin.status).to.equal(200);
-    expectGpuRow(((await admin.json()) as { tools: Row[] }).tools, '/admin/api/overview');
+    const adminText = await admin.text();
+    expectGpuRow((JSON.parse(adminText) as { tools: Row[] }).tools, '/admin/api/overview');
+    for (const secret of secrets) expect(out + adminText).not.to.contain(secret);
 
     // A rate limit spent shows as a wait (2 starts per 2 s; 6 calls keep it spent for about 4 s).
     const metered = await Promise.all(

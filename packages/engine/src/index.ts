@@ -64,7 +64,14 @@ export {
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
 export { DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
-export { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from './redact.ts';
+export {
+  isSecretVariable,
+  isSessionOwnerLabel,
+  maskUrlPasswords,
+  ownerLabel,
+  redactSessionFields,
+  sessionDigest,
+} from './redact.ts';
 export {
   clusterOptions,
   type ClusterSeeds,
@@ -81,7 +88,15 @@ export { type RequestContextRecord } from './request-context.ts';
 export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
-export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
+export {
+  AdminError,
+  operatorInspection,
+  operatorRecord,
+  operatorTask,
+  TaskAdmin,
+  type TaskFilter,
+  type TaskInspection,
+} from './task-admin.ts';
 export { type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
 export {
   type Attributes,

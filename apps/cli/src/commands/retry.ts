@@ -1,6 +1,6 @@
 // `mcpt retry <taskId>`: a failed task runs again as a new task of the same owner; the failed one stays.
 import type { Command } from 'commander';
-import { operatorTask } from '@mcp-tasks/engine';
+import { operatorTask, ownerLabel } from '@mcp-tasks/engine';
 import { emit, type CliIo } from '../io.ts';
 import { withOperator } from '../operator.ts';
 
@@ -19,7 +19,8 @@ export function registerRetry(program: Command, io: CliIo): void {
         io,
         options.json === true,
         { retriedFrom: taskId, task: operatorTask(created) },
-        () => `Retried task ${taskId} as new task ${created.taskId} (tool ${created.tool}, owner ${created.owner}).`,
+        () =>
+          `Retried task ${taskId} as new task ${created.taskId} (tool ${created.tool}, owner ${ownerLabel(created.owner)}).`,
       );
     });
 }
