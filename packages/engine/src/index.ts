@@ -45,6 +45,7 @@ export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
 export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
+export { isLoopbackHost, metricsAccess, type MetricsGate, metricsWarning } from './metrics-access.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
 export {
   BULLMQ_JOB_LAYOUT_VERSION,
