@@ -1,6 +1,7 @@
 // The operator CLI against a real system (api + worker processes, real Redis) holding tasks in every status:
 // each command's table output and its --json, filters and pagination, errors and exit statuses.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
@@ -41,6 +42,16 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     waiting: '',
     foreign: '',
   };
+
+  /** How the CLI shows a session owner (docs/security.md, "Operators' views"): never the session id itself. */
+  const labelOf = (of: McpTestClient) =>
+    `session:sha256:${createHash('sha256').update(String(of.sessionId)).digest('hex').slice(0, 16)}`;
+
+  function expectNoSessionId(...outputs: string[]): void {
+    for (const output of outputs) {
+      for (const id of [client.sessionId, other.sessionId]) expect(output).not.to.contain(String(id));
+    }
+  }
 
   function cli(...args: string[]): Promise<CliRun> {
     return cliWithEnv({}, ...args);
@@ -183,8 +194,10 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(table.out).to.match(/^active\s+2\s/m);
     expect(table.out).to.match(/^Workers connected: [1-9]/m);
     expect(table.out).to.include(`Oldest waiting task: ${ids.waiting} (tool wait`);
-    // Per tool scheduling: wait runs 2 (no limit) and has 1 queued, none delayed.
-    expect(table.out).to.match(/^wait\s+2\/-\s+1\s+0\s+\S+: 1\s/m);
+    // Per tool scheduling: wait runs 2 (no limit) and has 1 queued (none delayed), by its owner's label.
+    expect(table.out).to.match(new RegExp(`^wait\\s+2\\/-\\s+1\\s+0\\s+${labelOf(client)}: 1\\s`, 'm'));
+    expect(table.out).to.include(`owner ${labelOf(client)}), waiting`);
+    expectNoSessionId(table.out, JSON.stringify(overview));
   });
 
   it('list: every owner, newest first, with statuses; filters by status, tool, owner and age', async () => {
@@ -213,15 +226,23 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(live.tasks.map((task) => task.taskId)).to.have.members([ids.running, ids.inputRequired, ids.waiting]);
     const crash = await cliJson<{ tasks: JsonTask[] }>('list', '--tool', 'crash');
     expect(crash.tasks.map((task) => task.taskId)).to.deep.equal([ids.crashed]);
-    const foreign = await cliJson<{ tasks: JsonTask[] }>('list', '--owner', `session:${String(other.sessionId)}`);
-    expect(foreign.tasks.map((task) => task.taskId)).to.deep.equal([ids.foreign]);
+    // An owner by the label the CLI shows (or by the owner itself, for an operator who has it).
+    for (const owner of [labelOf(other), `session:${String(other.sessionId)}`]) {
+      const foreign = await cliJson<{ tasks: JsonTask[] }>('list', '--owner', owner);
+      expect(foreign.tasks.map((task) => task.taskId)).to.deep.equal([ids.foreign]);
+      expect(foreign.tasks[0]?.owner).to.equal(labelOf(other));
+    }
+    expectNoSessionId(JSON.stringify(all));
     expect((await cliJson<{ tasks: JsonTask[] }>('list', '--older-than', '1h')).tasks).to.deep.equal([]);
     expect((await cliJson<{ tasks: JsonTask[] }>('list', '--newer-than', '1h')).tasks).to.have.length(8);
 
     const table = await cli('list', '--status', 'input_required');
     expect(table.code).to.equal(0);
     expect(table.out).to.match(/^TASK\s+STATUS\s+TOOL\s+OWNER\s+CREATED\s+UPDATED\s+STATUS MESSAGE$/m);
-    expect(table.out).to.match(new RegExp(`^${ids.inputRequired}\\s+input_required\\s+wait\\s+session:`, 'm'));
+    expect(table.out).to.match(
+      new RegExp(`^${ids.inputRequired}\\s+input_required\\s+wait\\s+${labelOf(client)}\\s`, 'm'),
+    );
+    expectNoSessionId(table.out, (await cli('list')).out);
     expect(table.out).to.include('Waiting for the client to answer.');
     expect((await cli('list', '--tool', 'nope')).out).to.equal('No tasks match.\n');
   });
@@ -291,6 +312,12 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(text.out).to.match(/^\d{4}-\d\d-\d\dT\S+Z\s+failed\s+Tool 'crash' failed: disk on fire$/m);
     expect(text.out).to.include('Error:\n{\n  "code": -32603');
 
+    // The owner and the session by their labels: the session id is the session's credential.
+    expect(text.out).to.match(new RegExp(`^owner\\s+${labelOf(client)}$`, 'm'));
+    expect(text.out).to.match(new RegExp(`^session\\s+${labelOf(client).slice('session:'.length)}$`, 'm'));
+    expect(done.task.owner).to.equal(labelOf(client));
+    expectNoSessionId(text.out, JSON.stringify(done), JSON.stringify(await cliJson('inspect', ids.foreign)));
+
     const running = await cli('inspect', ids.running);
     expect(running.out).to.match(/^job\s+active \(running\), attempt 1 of 3, 0 failed$/m);
     expect(running.out).to.match(/^worker\s+worker-/m);
@@ -330,7 +357,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     expect(retried.retriedFrom).to.equal(ids.failedResult);
     const fresh = retried.task;
     expect(fresh.taskId).to.not.equal(ids.failedResult);
-    expect(fresh).to.deep.include({ tool: 'wait', owner: `session:${String(client.sessionId)}`, kind: 'task' });
+    expect(fresh).to.deep.include({ tool: 'wait', owner: labelOf(client), kind: 'task' });
     expect(fresh.statusMessage).to.equal(`Retry of task ${ids.failedResult}, queued for a worker.`);
     // The owner sees it, and it runs with the same arguments (it fails again, on purpose).
     const page = await client.call('tasks/list');
@@ -344,8 +371,9 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     const text = await cli('retry', ids.crashed, '--yes');
     expect(text.code).to.equal(0);
     expect(text.out).to.match(
-      new RegExp(`^Retried task ${ids.crashed} as new task [0-9a-f-]{36} \\(tool crash, owner session:`),
+      new RegExp(`^Retried task ${ids.crashed} as new task [0-9a-f-]{36} \\(tool crash, owner ${labelOf(client)}\\)`),
     );
+    expectNoSessionId(text.out, JSON.stringify(retried));
 
     const refused = await cli('retry', ids.completed, '--yes');
     expect(refused.code).to.equal(1);

@@ -99,6 +99,53 @@ describe('creating a task: one script of ours, which adds the job too (own redis
     expect(Number(await inspect.hget(fairKey, '\0x'))).to.equal(fairExpiry);
   });
 
+  it('T-RSRC-1: a 2026-07-28 request context is stored by the create step itself (no round trip more), only for an admitted task, and expires with it', async () => {
+    const owner = `frank-${randomUUID().slice(0, 8)}`;
+    const contextOf = () => {
+      const id = `m-${randomUUID()}`;
+      const context = {
+        id,
+        owner,
+        protocolVersion: '2026-07-28',
+        clientCapabilities: { elicitation: {} },
+        clientInfo: { name: 'costs', version: '1' },
+        createdAt: Date.now(),
+      };
+      return { id, context };
+    };
+    const createWith = ({ id, context }: ReturnType<typeof contextOf>) =>
+      engine.tasks.create({
+        kind: 'task',
+        owner,
+        sessionId: id,
+        tool: 'wait',
+        arguments: { seconds: 0 },
+        retrySafe: true,
+        requestedTtl: 60_000,
+        requestContext: context,
+      });
+    await create(owner);
+    const admitted = contextOf();
+    let record: TaskRecord | undefined;
+    const calls = await commandsOf(async () => (record = await createWith(admitted)));
+    // One round trip as without a context: its HSET and PEXPIREAT (one each more than the first test counts: the
+    // record's, the fair order's and the job's HSET) run inside the create script.
+    expect(calls['evalsha'], JSON.stringify(calls)).to.equal(1);
+    expect(calls['multi'] ?? 0).to.equal(0);
+    expect(calls['hset'], JSON.stringify(calls)).to.equal(4);
+    expect(calls['pexpireat'], JSON.stringify(calls)).to.equal(4);
+    const stored = await engine.sessions.get(admitted.id);
+    expect(stored).to.deep.include({ sessionId: admitted.id, owner, clientCapabilities: { elicitation: {} } });
+    const expiry = Number(await inspect.call('PEXPIRETIME', engine.keys.session(admitted.id)));
+    expect(expiry).to.equal((record as TaskRecord).createdAt + (record as TaskRecord).ttl);
+    // At the owner's cap: refused, and nothing of its context is left.
+    await createWith(contextOf());
+    const refused = contextOf();
+    const error = await createWith(refused).catch((failure: unknown) => failure);
+    expect((error as Error).message).to.match(/MAX_TASKS_PER_OWNER/);
+    expect(await inspect.exists(engine.keys.session(refused.id))).to.equal(0);
+  });
+
   it('fairness: a task that would outlive the fair-order hash moves its expiry', async () => {
     const fairKey = engine.keys.fairQueue('wait');
     const before = Number(await inspect.call('PEXPIRETIME', fairKey));

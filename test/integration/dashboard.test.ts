@@ -3,6 +3,7 @@
 // the auth rules, the pages' files and headers, and the JSON endpoints behind the page. Browser traffic targets
 // 127.0.0.1 only.
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
@@ -53,7 +54,8 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
         status: 'completed',
         tool: 'wait',
         kind: 'task',
-        owner: `session:${String(client.sessionId)}`,
+        owner: ownerLabelOf(client),
+        sessionId: digestOf(String(client.sessionId)),
         createdAt: task['createdAt'],
       });
       expect(listed).to.include.keys('lastUpdatedAt', 'ttl', 'statusMessage', 'expiresAt');
@@ -65,6 +67,56 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(inspection.history.map((entry) => entry.status)).to.deep.equal(['working', 'completed']);
       const bad = await fetch(`${base}/admin/api/tasks?status=done`, { headers: { authorization: `Bearer ${TOKEN}` } });
       expect(bad.status).to.equal(400);
+    });
+  });
+
+  describe("operators' views show no session id (issue 30, finding 7)", () => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const json = async (path: string) => {
+      const response = await fetch(`${base}${path}`, { headers });
+      expect(response.status, path).to.equal(200);
+      return { text: await response.clone().text(), body: (await response.json()) as Record<string, unknown> };
+    };
+
+    it('T-SEC-2: the task list, a task, its inputs, the overview, the activity and bull-board show the session by its label, and the label finds its tasks', async () => {
+      const [client, other] = [await McpTestClient.connect(system.apiUrl), await McpTestClient.connect(system.apiUrl)];
+      const done = await client.createTask('wait', { seconds: 0 });
+      await client.call('tasks/result', { taskId: done['taskId'] });
+      const running = await client.createTask('wait', { seconds: 30 });
+      const foreign = await other.createTask('wait', { seconds: 0 });
+      await other.call('tasks/result', { taskId: foreign['taskId'] });
+      const label = ownerLabelOf(client);
+      const secrets = [String(client.sessionId), String(other.sessionId)];
+      const views = [
+        await json('/admin/api/tasks?limit=500'),
+        await json(`/admin/api/tasks/${String(done['taskId'])}`),
+        await json(`/admin/api/tasks/${String(running['taskId'])}/inputs`),
+        await json('/admin/api/overview'),
+      ];
+      // The running task's job, as bull-board shows it: its data names the owner by its label too.
+      const queue = await eventually(async () => {
+        const { body } = await json('/admin/queues/api/queues?activeQueue=&status=latest&page=1&jobsPerPage=10');
+        const queues = body['queues'] as { name: string; counts: Record<string, number> }[];
+        return queues.find((entry) => entry.name.endsWith('tool-wait') && (entry.counts['active'] ?? 0) > 0);
+      });
+      const job = await json(`/admin/queues/api/queues/${encodeURIComponent(queue.name)}/${String(running['taskId'])}`);
+      expect(JSON.stringify(job.body)).to.contain(`"owner":"${label}"`);
+      views.push(job);
+      const activity = await eventually(async () => {
+        const view = await json('/admin/api/activity');
+        const owners = (view.body as unknown as ActivityJson).owners.map((entry) => entry.owner);
+        return owners.includes(label) ? view : undefined;
+      }, 15_000);
+      views.push(activity);
+      for (const { text } of views) for (const secret of secrets) expect(text).not.to.contain(secret);
+      const detail = views[1]?.body as { task: { owner: string }; record: { owner: string; sessionId: string } };
+      expect(detail.task.owner).to.equal(label);
+      expect(detail.record).to.deep.include({ owner: label, sessionId: digestOf(String(client.sessionId)) });
+      // An operator who has only the label finds that session's tasks, and no other's.
+      const { body } = await json(`/admin/api/tasks?owner=${encodeURIComponent(label)}`);
+      const ids = (body['tasks'] as { taskId: string }[]).map((task) => task.taskId);
+      expect(ids).to.have.members([String(done['taskId']), String(running['taskId'])]);
+      await client.call('tasks/cancel', { taskId: running['taskId'] });
     });
   });
 
@@ -139,7 +191,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       const row = `tr[data-task-id="${String(task['taskId'])}"]`;
       await page.waitForSelector(`${row} td.status[data-status="working"]`, { timeout: 5000 });
       expect(await page.textContent(`${row} td:nth-child(3)`)).to.equal('wait');
-      expect(await page.textContent(`${row} td:nth-child(4)`)).to.equal(`session:${String(client.sessionId)}`);
+      expect(await page.textContent(`${row} td:nth-child(4)`)).to.equal(ownerLabelOf(client));
       await page.waitForSelector(`${row} td.status[data-status="completed"]`, { timeout: 10_000 });
       expect(await page.textContent(`${row} td:last-child`)).to.equal('The operation completed.');
       await page.waitForSelector('.card[data-name="workers"]');
@@ -261,8 +313,8 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
         return sum(body.finished.failed) >= 1 &&
           (wait?.finished.completed ?? 0) >= 2 &&
           sum(body.created) >= tasks.length &&
-          owners.includes(`session:${String(a.sessionId)}`) &&
-          owners.includes(`session:${String(b.sessionId)}`)
+          owners.includes(ownerLabelOf(a)) &&
+          owners.includes(ownerLabelOf(b))
           ? body
           : undefined;
       }, 15_000);
@@ -275,10 +327,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
         expect(report.depth[state]).to.have.length(60);
         expect(report.depth[state].some((value) => typeof value === 'number')).to.equal(true);
       }
-      expect(report.owners.map((owner) => owner.owner)).to.include.members([
-        `session:${String(a.sessionId)}`,
-        `session:${String(b.sessionId)}`,
-      ]);
+      expect(report.owners.map((owner) => owner.owner)).to.include.members([ownerLabelOf(a), ownerLabelOf(b)]);
 
       await page.goto(`${base}/admin`);
       await page.waitForSelector('#charts[data-updated]');
@@ -288,7 +337,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(await page.getAttribute('#chart-latency', 'data-y-scale')).to.equal('log');
       expect(await page.getAttribute('#chart-tasks', 'data-y-scale')).to.equal('linear');
       await page.waitForSelector('#per-tool tr[data-key="count_primes"]');
-      await page.waitForSelector(`#per-principal tr[data-key="session:${String(b.sessionId)}"]`);
+      await page.waitForSelector(`#per-principal tr[data-key="${ownerLabelOf(b)}"]`);
       await shoot(page, 'dashboard.png');
       expect(pageProblems).to.deep.equal([]);
     });
@@ -335,6 +384,15 @@ interface ActivityJson {
   depth: Record<'waiting' | 'active' | 'delayed' | 'held', (number | null)[]>;
   tools: { tool: string; finished: { completed: number } }[];
   owners: { owner: string }[];
+}
+
+/** What operators see of a session id (docs/security.md, "Operators' views"): its SHA-256, first 16 hex digits. */
+function digestOf(sessionId: string): string {
+  return `sha256:${createHash('sha256').update(sessionId).digest('hex').slice(0, 16)}`;
+}
+
+function ownerLabelOf(client: McpTestClient): string {
+  return `session:${digestOf(String(client.sessionId))}`;
 }
 
 function basic(user: string, password: string): string {

@@ -4,6 +4,7 @@
 // visibly, a killed worker's slots come back, a Redis restart leaks no lease, and operators see it all. Limits are
 // checked from the start and end times the tools themselves report.
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
@@ -231,8 +232,12 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     const metricsUrl = system.apiUrl.replace(/\/mcp$/, '/metrics');
     const a = await McpTestClient.connect(system.apiUrl);
     const b = await McpTestClient.connect(system.apiUrl);
-    const principalA = `session:${String(a.sessionId)}`;
-    const principalB = `session:${String(b.sessionId)}`;
+    // Operators see a session owner by its label, never its id, which is the session's credential (issue 30).
+    const labelOf = (client: McpTestClient) =>
+      `session:sha256:${createHash('sha256').update(String(client.sessionId)).digest('hex').slice(0, 16)}`;
+    const principalA = labelOf(a);
+    const principalB = labelOf(b);
+    const secrets = [String(a.sessionId), String(b.sessionId)];
     // One retry and one timeout of this test's own.
     const retried = String((await a.createTask('flaky', { failures: 1 }))['taskId']);
     const timedOut = String((await a.createTask('slow', { ms: 30_000 }))['taskId']);
@@ -257,6 +262,8 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
     ];
     const gpu = { tool: 'gpu' };
     const metrics = await scrape(metricsUrl);
+    const metricsText = await (await fetch(metricsUrl)).text();
+    for (const secret of secrets) expect(metricsText).not.to.contain(secret);
     expect(metrics.value('mcpt_tool_running', gpu)).to.equal(2);
     expect(metrics.value('mcpt_tool_concurrency_limit', gpu)).to.equal(2);
     expect(metrics.value('mcpt_tool_queued', gpu)).to.equal(3);
@@ -297,9 +304,11 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
     expect(admin.status).to.equal(200);
-    const adminOverview = (await admin.json()) as { tools: Row[]; jobs: { waiting: number } };
+    const adminText = await admin.text();
+    const adminOverview = JSON.parse(adminText) as { tools: Row[]; jobs: { waiting: number } };
     expectGpuRow(adminOverview.tools, '/admin/api/overview');
     expect(adminOverview.jobs.waiting, '/admin/api/overview').to.be.at.least(3);
+    for (const secret of secrets) expect(out + adminText).not.to.contain(secret);
     // The dashboard's depth chart: a read takes a sample of the current minute first (which may have just ended).
     const activity = await fetch(system.apiUrl.replace(/\/mcp$/, '/admin/api/activity'), {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },

@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
+import { freePort } from '../../scripts/lib/ports.ts';
 import { spawnService, startSystem, type System } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { SseConnection } from '../support/sse-client.ts';
@@ -871,8 +872,9 @@ describe('secrets stay out of start-up errors (real api and worker processes)', 
   });
 });
 
-describe('Origin on a non-loopback bind (HOST=0.0.0.0, without authentication)', function () {
+describe('Origin and /metrics on a non-loopback bind (HOST=0.0.0.0, without authentication)', function () {
   this.timeout(60_000);
+  const METRICS_TOKEN = `metrics-${randomUUID()}`;
   let open: System;
   let listed: System;
   const INITIALIZE = JSON.stringify({
@@ -892,7 +894,11 @@ describe('Origin on a non-loopback bind (HOST=0.0.0.0, without authentication)',
       startSystem({ workers: 0, env: { HOST: '0.0.0.0' } }),
       startSystem({
         workers: 0,
-        env: { HOST: '0.0.0.0', ALLOWED_ORIGINS: 'https://App.Example.com:8443/, http://localhost:5173' },
+        env: {
+          HOST: '0.0.0.0',
+          ALLOWED_ORIGINS: 'https://App.Example.com:8443/, http://localhost:5173',
+          METRICS_TOKEN,
+        },
       }),
     ]);
   });
@@ -920,6 +926,32 @@ describe('Origin on a non-loopback bind (HOST=0.0.0.0, without authentication)',
     expect((await post(open, { host: `mcp.example.com:${port}` })).status).to.equal(200);
     const warning = open.apis[0]?.records().find((r) => String(r['message']).includes('ALLOWED_ORIGINS'));
     expect(warning?.['level']).to.equal('warn');
+  });
+
+  it('/metrics is open without a token only on a loopback bind: on 0.0.0.0 it answers 403 saying what to set (api and worker); /admin needs ADMIN_TOKEN on any bind', async () => {
+    const base = `http://127.0.0.1:${new URL(open.apiUrl).port}`;
+    const port = await freePort();
+    const worker = await open.addWorker({ WORKER_METRICS_HOST: '0.0.0.0', WORKER_METRICS_PORT: String(port) });
+    const cases = [
+      { process: open.apis[0], url: `${base}/metrics`, variable: 'HOST' },
+      { process: worker, url: `http://127.0.0.1:${port}/metrics`, variable: 'WORKER_METRICS_HOST' },
+    ];
+    for (const { process, url, variable } of cases) {
+      const refused = await fetch(url);
+      expect(refused.status, url).to.equal(403);
+      const text = await refused.text();
+      expect(text).to.match(new RegExp(`^Forbidden: ${variable}=0\\.0\\.0\\.0 is not a loopback address`));
+      expect(text).to.include('Set METRICS_TOKEN').and.not.match(/mcpt_/);
+      expect((await fetch(url.replace(/\/metrics$/, '/healthz'))).status, url).to.equal(200);
+      // Said at start-up too, so the refusal is no surprise.
+      const warning = process?.records().find((r) => String(r['message']).includes('METRICS_TOKEN is unset'));
+      expect(warning?.['level'], variable).to.equal('warn');
+    }
+    expect((await fetch(`${base}/admin/api/tasks`)).status).to.equal(404);
+    // With METRICS_TOKEN the same bind serves the token's bearer (and only it: test/integration/metrics.test.ts).
+    const token = `http://127.0.0.1:${new URL(listed.apiUrl).port}/metrics`;
+    expect((await fetch(token)).status).to.equal(401);
+    expect((await fetch(token, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).status).to.equal(200);
   });
 
   it('C26-SEC-1: with ALLOWED_ORIGINS exactly the listed origins pass (written in any case, with or without a slash)', async () => {

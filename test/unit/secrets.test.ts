@@ -1,10 +1,18 @@
 // Secrets stay out of start-up errors (issue 14, item 10): a rejected value of a credential variable is named, not
 // echoed, and passwords in URLs are masked, in every process's configuration.
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { createAuthenticator } from '@mcp-tasks/api/auth';
 import { loadApiConfig } from '@mcp-tasks/api/config';
 import { loadCliConfig } from '@mcp-tasks/cli/config';
-import { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from '@mcp-tasks/engine';
+import {
+  isSecretVariable,
+  isSessionOwnerLabel,
+  maskUrlPasswords,
+  ownerLabel,
+  redactSessionFields,
+  sessionDigest,
+} from '@mcp-tasks/engine';
 import { loadWorkerConfig } from '@mcp-tasks/worker/config';
 import { configError } from '../support/config-error.ts';
 
@@ -84,5 +92,28 @@ describe('session ids in log records', () => {
   it('with authentication, the session id stays (it is not a credential there); principals are untouched', () => {
     const record = { sessionId: id, principal: 'principal:key:alice', owner: 'principal:jwt:https://idp|alice' };
     expect(redactSessionFields({ ...record }, false)).to.deep.equal(record);
+  });
+});
+
+describe("owners in operators' views (ownerLabel: the dashboard, /metrics labels, the CLI, logs)", () => {
+  const id = '6ffdb70f-df0a-40b6-b10c-2196b0c1d2e3';
+
+  it('T-SEC-2: a session owner is shown as the digest of its id, the same one log lines carry, which an operator can compute', () => {
+    const label = ownerLabel(`session:${id}`);
+    expect(label).to.equal(`session:${sessionDigest(id)}`);
+    expect(label).to.equal(`session:sha256:${createHash('sha256').update(id).digest('hex').slice(0, 16)}`);
+    expect(label).not.to.contain(id);
+    expect(isSessionOwnerLabel(label)).to.equal(true);
+    // Labelled twice, still the same label (a view built from labelled data).
+    expect(ownerLabel(label)).to.equal(label);
+    expect(redactSessionFields({ owner: label }, true)).to.deep.equal({ owner: label });
+  });
+
+  it('principals (names an operator configured or an identity provider issued) and client addresses stay readable', () => {
+    for (const owner of ['principal:key:alice', 'principal:jwt:https://idp.example.com|alice', 'anonymous:10.0.0.7']) {
+      expect(ownerLabel(owner)).to.equal(owner);
+      expect(isSessionOwnerLabel(owner)).to.equal(false);
+    }
+    expect(isSessionOwnerLabel(`session:${id}`)).to.equal(false);
   });
 });

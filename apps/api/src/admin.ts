@@ -4,7 +4,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import {
+  operatorInspection,
   operatorTask,
+  ownerLabel,
   TOOL_QUEUE_NAME,
   type ActivityRecorder,
   type Logger,
@@ -87,7 +89,7 @@ export async function adminRouter(options: AdminOptions): Promise<Router> {
         res.status(404).json({ error: 'Task not found (it never existed, expired or was purged)' });
         return;
       }
-      res.json({ ...inspection, task: operatorTask(inspection.record) });
+      res.json({ ...operatorInspection(inspection), task: operatorTask(inspection.record) });
     }, next);
   });
   router.get(`${ADMIN_PATH}/api/overview`, (_req, res, next) => {
@@ -133,13 +135,15 @@ async function queueBoard(admin: TaskAdmin, basePath: string): Promise<Router> {
     if (names === shown) return;
     shown = names;
     replaceQueues(
-      queues.map(
-        (queue) =>
-          new BullMQAdapter(queue, {
-            readOnlyMode: true,
-            description: queue.name === TOOL_QUEUE_NAME ? 'MCP tool calls of earlier versions' : 'MCP tool calls',
-          }),
-      ),
+      queues.map((queue) => {
+        const adapter = new BullMQAdapter(queue, {
+          readOnlyMode: true,
+          description: queue.name === TOOL_QUEUE_NAME ? 'MCP tool calls of earlier versions' : 'MCP tool calls',
+        });
+        // A job's data names its owner (the fair order's principal): shown by its label, as everywhere else.
+        adapter.setFormatter('data', labelledJobData);
+        return adapter;
+      }),
     );
   };
   const router = express.Router();
@@ -151,6 +155,12 @@ async function queueBoard(admin: TaskAdmin, basePath: string): Promise<Router> {
   });
   router.use(board.getRouter() as Router);
   return router;
+}
+
+function labelledJobData(data: unknown): unknown {
+  if (typeof data !== 'object' || data === null) return data;
+  const { owner } = data as { owner?: unknown };
+  return typeof owner === 'string' ? { ...data, owner: ownerLabel(owner) } : data;
 }
 
 /** Accepts `Authorization: Bearer <token>` or Basic auth with the token as password (any user name). */

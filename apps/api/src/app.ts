@@ -16,6 +16,8 @@ import {
   createEngine,
   createLogger,
   createRedis,
+  isLoopbackHost,
+  metricsWarning,
   RateLimiter,
   registerSecurityCounters,
   RunnerMetrics,
@@ -29,8 +31,7 @@ import {
 import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices, SecurityServices } from './context.ts';
-import { isLoopbackHost } from './http-guards.ts';
-import { operationsRouter } from './ops.ts';
+import { metricsGate, operationsRouter } from './ops.ts';
 import { PlainCalls } from './calls/plain-calls.ts';
 import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
@@ -158,7 +159,11 @@ async function apiServices(
       streamAfterMs: config.RESULT_STREAM_AFTER_MS,
     }),
     tools: new ApiTools(catalogView),
-    requestStates: new RequestStateSigner(redis, keys.requestStateKey()),
+    requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {
+      rotationMs: config.REQUEST_STATE_KEY_ROTATION_MS,
+      overlapMs: config.REQUEST_STATE_KEY_OVERLAP_MS,
+      recheckMs: config.REQUEST_STATE_KEY_RECHECK_MS,
+    }),
     metrics,
     security,
     stopping,
@@ -258,12 +263,8 @@ function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator):
         'clients, e.g. https://app.example.com.',
     );
   }
-  if (!isLoopbackHost(config.HOST) && config.METRICS_TOKEN === undefined) {
-    log.warn(
-      `HOST=${config.HOST} is not a loopback address and METRICS_TOKEN is unset: anyone who reaches this port can ` +
-        'read /metrics. Set METRICS_TOKEN (Prometheus: authorization.credentials), or keep the port private.',
-    );
-  }
+  const closedMetrics = metricsWarning(metricsGate(config));
+  if (closedMetrics !== undefined) log.warn(closedMetrics);
   if (auth.enabled) {
     log.info('authentication on: every /mcp request needs a bearer token; tasks are bound to its principal', {
       methods: auth.methods,

@@ -118,6 +118,14 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: intFromEnv(3000, { max: 65535 }),
     RESULT_STREAM_AFTER_MS: intFromEnv(250, { max: 60_000 }),
+    /**
+     * The keys that sign MRTR requestStates (docs/security.md, "Request states"): each signs this long, then verifies
+     * the states it signed for the overlap more (keep the overlap at least 10 min, a state's lifetime, or states
+     * signed near the end of a period live shorter); a replica re-reads a key it holds after the recheck time.
+     */
+    REQUEST_STATE_KEY_ROTATION_MS: intFromEnv(DAY, { min: 1000 }),
+    REQUEST_STATE_KEY_OVERLAP_MS: intFromEnv(15 * 60_000, { max: DAY }),
+    REQUEST_STATE_KEY_RECHECK_MS: intFromEnv(5000, { max: 60_000 }),
     /** How often an SSE stream with nothing to send gets a `:` comment line (C26-SSE-2). */
     SSE_KEEPALIVE_MS: intFromEnv(15_000, { min: 100, max: SSE_KEEPALIVE_MAX_MS }),
     LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),

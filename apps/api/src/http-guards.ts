@@ -1,14 +1,9 @@
 // Transport-level checks of the Streamable HTTP spec that run before any JSON-RPC: DNS-rebinding protection
 // (Host and Origin). Content negotiation is in responses.ts.
 import type { NextFunction, Request, Response } from 'express';
+import { isLoopbackHost } from '@mcp-tasks/engine';
 import { ErrorCode } from '@mcp-tasks/protocol';
 import { sendHttpError } from './responses.ts';
-
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
-export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK_NAMES.has(host.toLowerCase());
-}
 
 function hostnameOf(hostHeader: string): string {
   // "[::1]:3000" -> "[::1]", "localhost:3000" -> "localhost"

@@ -1,13 +1,13 @@
 // Endpoints for the people and machines that run the api: liveness, readiness (Redis reachable), Prometheus
-// metrics (behind METRICS_TOKEN when set), and the admin dashboard when ADMIN_TOKEN is set. Refused /mcp requests
+// metrics (behind METRICS_TOKEN, or open on a loopback bind only), and the admin dashboard when ADMIN_TOKEN is set. Refused /mcp requests
 // are counted where /mcp is served (transport/router.ts).
 import express, { type Router } from 'express';
 import {
-  METRICS_CHALLENGE,
-  metricsAccessAllowed,
+  metricsAccess,
   type CleanupStack,
   type Engine,
   type Logger,
+  type MetricsGate,
   type RedisClient,
   type RunnerMetrics,
   type TaskAdmin,
@@ -58,13 +58,11 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
       (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
     );
   });
+  const gate = metricsGate(config);
   router.get('/metrics', (req, res, next) => {
-    if (!metricsAccessAllowed(req.headers.authorization, config.METRICS_TOKEN)) {
-      res
-        .status(401)
-        .set('WWW-Authenticate', METRICS_CHALLENGE)
-        .type('text/plain')
-        .send('Unauthorized: /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+    const access = metricsAccess(req.headers.authorization, gate);
+    if (!access.allowed) {
+      res.status(access.status).set(access.headers).type('text/plain').send(access.text);
       return;
     }
     metrics.text().then((text) => {
@@ -101,6 +99,11 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
     );
   }
   return router;
+}
+
+/** Who may read the api's /metrics: METRICS_TOKEN, or anyone on a loopback HOST (docs/security.md, "Metrics"). */
+export function metricsGate(config: ApiConfig): MetricsGate {
+  return { token: config.METRICS_TOKEN, bindHost: config.HOST, bindVariable: 'HOST' };
 }
 
 async function redisReady(redis: RedisClient): Promise<void> {

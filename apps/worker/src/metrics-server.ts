@@ -1,14 +1,15 @@
-// The worker's optional HTTP listener (WORKER_METRICS_PORT): /metrics for Prometheus (behind METRICS_TOKEN when
-// set) and /healthz. Workers have no other HTTP server; the counters they own (tasks finished, durations, queue
+// The worker's optional HTTP listener (WORKER_METRICS_PORT): /metrics for Prometheus (behind METRICS_TOKEN, or open
+// on a loopback bind only) and /healthz. Workers have no other HTTP server; the counters they own (tasks finished, durations, queue
 // wait) can only be scraped here.
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  METRICS_CHALLENGE,
-  metricsAccessAllowed,
+  metricsAccess,
+  metricsWarning,
   type CleanupStack,
   type Logger,
+  type MetricsGate,
   type RunnerMetrics,
 } from '@mcp-tasks/engine';
 import type { WorkerConfig } from './config.ts';
@@ -29,6 +30,8 @@ export async function serveMetrics(
     ...(config.METRICS_TOKEN !== undefined ? { token: config.METRICS_TOKEN } : {}),
   });
   cleanup.add('metrics-server', server, stopMetricsServer);
+  const closed = metricsWarning(gateOf({ host: config.WORKER_METRICS_HOST, token: config.METRICS_TOKEN }));
+  if (closed !== undefined) log.warn(closed);
   log.info('metrics served', {
     url: metricsUrl(server, config.WORKER_METRICS_HOST),
     token: config.METRICS_TOKEN !== undefined,
@@ -39,6 +42,7 @@ export async function startMetricsServer(
   metrics: RunnerMetrics,
   listen: { host: string; port: number; token?: string },
 ): Promise<Server> {
+  const gate = gateOf(listen);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -53,10 +57,9 @@ export async function startMetricsServer(
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found: try /metrics or /healthz\n');
       return;
     }
-    if (!metricsAccessAllowed(req.headers.authorization, listen.token)) {
-      res
-        .writeHead(401, { 'Content-Type': 'text/plain', 'WWW-Authenticate': METRICS_CHALLENGE })
-        .end('Unauthorized: /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+    const access = metricsAccess(req.headers.authorization, gate);
+    if (!access.allowed) {
+      res.writeHead(access.status, { 'Content-Type': 'text/plain', ...access.headers }).end(access.text);
       return;
     }
     metrics.text().then(
@@ -67,6 +70,11 @@ export async function startMetricsServer(
   server.listen(listen.port, listen.host);
   await once(server, 'listening');
   return server;
+}
+
+/** Who may read the worker's /metrics: METRICS_TOKEN, or anyone on a loopback WORKER_METRICS_HOST. */
+function gateOf(listen: { host: string; token?: string | undefined }): MetricsGate {
+  return { token: listen.token, bindHost: listen.host, bindVariable: 'WORKER_METRICS_HOST' };
 }
 
 export function metricsUrl(server: Server, host: string): string {

@@ -10,6 +10,7 @@ import { TaskStatus } from '@mcp-tasks/protocol';
 import { ACTIVITY_FLUSH_MS } from './config.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
+import { ownerLabel } from './redact.ts';
 import type { TaskObserver } from './records/store.ts';
 import type { QueueDepth } from './task-admin.ts';
 
@@ -71,6 +72,7 @@ export interface ActivityReport {
   /** The last sample of each minute (QueueDepth); null where no dashboard was open to take one. */
   depth: Record<(typeof DEPTH_STATES)[number], (number | null)[]>;
   tools: ToolActivity[];
+  /** The busiest owners, as operators see them (ownerLabel). */
   owners: { owner: string; created: number; finished: number }[];
 }
 
@@ -246,7 +248,8 @@ export class ActivityRecorder {
     const addOwners = (lists: string[][], measure: 'created' | 'finished') => {
       for (const list of lists) {
         for (let i = 0; i + 1 < list.length; i += 2) {
-          const owner = String(list[i]);
+          // The minute's sets keep the owner; operators see its label (a session id is a credential).
+          const owner = ownerLabel(String(list[i]));
           const entry = owners.get(owner) ?? { owner, created: 0, finished: 0 };
           entry[measure] += Number(list[i + 1]);
           owners.set(owner, entry);

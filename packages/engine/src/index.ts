@@ -45,6 +45,7 @@ export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
 export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
+export { isLoopbackHost, metricsAccess, type MetricsGate, metricsWarning } from './metrics-access.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
 export {
   BULLMQ_JOB_LAYOUT_VERSION,
@@ -65,7 +66,14 @@ export {
 export { TaskKeys } from './records/keys.ts';
 export { type AttemptStart, DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
 export { traceLostAttempts } from './lost-attempts.ts';
-export { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from './redact.ts';
+export {
+  isSecretVariable,
+  isSessionOwnerLabel,
+  maskUrlPasswords,
+  ownerLabel,
+  redactSessionFields,
+  sessionDigest,
+} from './redact.ts';
 export {
   clusterOptions,
   type ClusterSeeds,
@@ -78,17 +86,14 @@ export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './red
 export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
 export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
-export {
-  type RequestContextRecord,
-  type Session,
-  type SessionAdmission,
-  SessionCap,
-  SessionStore,
-} from './sessions.ts';
+export { type RequestContextRecord } from './request-context.ts';
+export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export {
   AdminError,
+  operatorInspection,
+  operatorRecord,
   operatorTask,
   TaskAdmin,
   type QueueDepth,

@@ -95,9 +95,13 @@ export class KeySpace {
     return `${this.prefix}:address-sessions:${address}`;
   }
 
-  /** String: the HMAC key of MRTR requestState (2026-07-28), shared by every api replica; created once. */
-  requestStateKey(): string {
-    return `${this.prefix}:request-state-key`;
+  /**
+   * String: the HMAC key (`<generation>:<secret>`) that signs MRTR requestStates (2026-07-28) during one rotation
+   * period (`period` = its number), shared by every api replica; it expires when its states may no longer be
+   * verified (apps/api/src/modern/request-state.ts).
+   */
+  requestStateKey(period: number): string {
+    return `${this.prefix}:request-state-key:${period}`;
   }
 
   /** Counter: requests of one principal or client address in one rate-limit window (`window` = its number). */

@@ -182,10 +182,13 @@ export class RateLimiter {
     };
   }
 
-  /** Counts a lookup of an unknown, expired or foreign task id against the caller's failed-lookup budgets. */
-  async recordFailedLookup(principal: string, address: string): Promise<void> {
+  /**
+   * Counts a lookup of an unknown, expired or foreign task id against the caller's failed-lookup budgets; whether a
+   * budget is spent now (the next lookup in this window is refused).
+   */
+  async recordFailedLookup(principal: string, address: string): Promise<boolean> {
     const window = Math.floor(Date.now() / this.limits.windowMs);
-    await this.#scripts.recordFailedLookup({
+    const counts = await this.#scripts.recordFailedLookup({
       keys: {
         principalBucket: this.keys.rateBucket(RateScope.FailedLookupsOfPrincipal, principal, window),
         addressBucket: this.keys.rateBucket(RateScope.FailedLookupsOfAddress, address, window),
@@ -194,6 +197,10 @@ export class RateLimiter {
       windowMs: this.limits.windowMs,
       counter: SecurityEvent.FailedLookup,
     });
+    const spent = (count: number, limit: number) => limit > 0 && count >= limit;
+    return (
+      spent(counts.principal, this.limits.failedLookups) || spent(counts.address, this.limits.failedLookupsPerAddress)
+    );
   }
 
   /** Adds one to a security counter. */

@@ -1,5 +1,5 @@
-// What must not reach a log line or an error message: credentials in configuration values and URLs, and session
-// ids where they are the only credential.
+// What must not reach a log line, an error message or an operator's view: credentials in configuration values and
+// URLs, and session ids where they are the only credential.
 import { createHash } from 'node:crypto';
 
 /**
@@ -22,6 +22,8 @@ export function maskUrlPasswords(text: string): string {
  * (`printf %s "$SESSION_ID" | sha256sum | cut -c1-16`), but a log reader cannot use the session.
  */
 export function sessionDigest(sessionId: string): string {
+  // A digest is left as it is: a line or a view labelled twice still names the same session.
+  if (DIGEST.test(sessionId)) return sessionId;
   let digest = recentDigests.get(sessionId);
   if (digest === undefined) {
     digest = `sha256:${createHash('sha256').update(sessionId, 'utf8').digest('hex').slice(0, 16)}`;
@@ -35,8 +37,27 @@ export function sessionDigest(sessionId: string): string {
 
 const MAX_KEPT_DIGESTS = 4096;
 const recentDigests = new Map<string, string>();
+/** A digest as sessionDigest writes it; session ids are UUIDs (`m-<uuid>` for a 2026 request context), never this. */
+const DIGEST = /^sha256:[0-9a-f]{16}$/;
 
 const SESSION_OWNER = 'session:';
+
+/**
+ * How an owner is shown wherever people read it (logs, audit records, the dashboard and its JSON, `/metrics` labels,
+ * the CLI): `session:<id>`, whose id is a bearer credential (the only one without authentication), as
+ * `session:sha256:<16 hex digits>`; principals (`principal:key:<name>`, `principal:jwt:<iss>|<sub>`: names an
+ * operator configured or an identity provider issued, not credentials) and `anonymous:<address>` as they are.
+ * Unkeyed on purpose: a session id has 122 random bits, so its digest cannot be reversed by guessing, and an
+ * operator who holds an id can compute its label (docs/security.md, "Operators' views").
+ */
+export function ownerLabel(owner: string): string {
+  return owner.startsWith(SESSION_OWNER) ? SESSION_OWNER + sessionDigest(owner.slice(SESSION_OWNER.length)) : owner;
+}
+
+/** Whether `owner` is a label ownerLabel made of a session owner (it cannot be turned back into the owner). */
+export function isSessionOwnerLabel(owner: string): boolean {
+  return owner.startsWith(SESSION_OWNER) && DIGEST.test(owner.slice(SESSION_OWNER.length));
+}
 
 /**
  * A log record's fields with session credentials replaced by their digests: task owners of the form
@@ -46,9 +67,7 @@ const SESSION_OWNER = 'session:';
 export function redactSessionFields<T extends Record<string | symbol, unknown>>(record: T, hashSessionIds: boolean): T {
   for (const field of ['owner', 'principal'] as const) {
     const value = record[field];
-    if (typeof value === 'string' && value.startsWith(SESSION_OWNER)) {
-      (record as Record<string, unknown>)[field] = SESSION_OWNER + sessionDigest(value.slice(SESSION_OWNER.length));
-    }
+    if (typeof value === 'string') (record as Record<string, unknown>)[field] = ownerLabel(value);
   }
   const sessionId = record['sessionId'];
   if (hashSessionIds && typeof sessionId === 'string') {

@@ -124,6 +124,8 @@ export interface CreateTaskCall {
   open?: OpeningCall;
   /** The task's BullMQ job, added in the same step with the priority of `fair` (required with it). */
   job?: ScriptedJob;
+  /** A 2026-07-28 request's context (sessions.ts), stored in the same step: only for an admitted task. */
+  context?: { keys: { hash: string }; fields: Record<string, string> };
   fields: Record<string, string>;
 }
 
@@ -266,13 +268,14 @@ export class RedisScripts {
 
   /**
    * create-task-6.lua: the record and its index entries, after the owner's cap admits it, and with `fair` the
-   * job's priority (0 without), and with `job` the job itself (with that priority). With `open`, the request is
-   * opened first: `opened` is not 0 when that refused it (then nothing was written).
+   * job's priority (0 without), and with `job` the job itself (with that priority), and with `context` the request
+   * context. With `open`, the request is opened first: `opened` is not 0 when that refused it (then nothing was
+   * written).
    */
   async createTask(
     call: CreateTaskCall,
   ): Promise<{ opened: Opened; admitted: boolean; count: number; priority: number }> {
-    const { fair, open, job } = call;
+    const { fair, open, job, context } = call;
     if (job && !fair) throw new Error('createTask: a job is added only with its fair priority');
     const keys = new ScriptKeys([
       call.keys.record,
@@ -305,6 +308,7 @@ export class RedisScripts {
         timestamp: job.timestamp,
       },
       open: open && openingArgs(open, keys.add),
+      context: context && { key: keys.add(context.keys.hash), fields: Object.entries(context.fields).flat() },
     })) as [number, number, number?];
     if (admitted === -1) return { opened: openedOf(count), admitted: false, count: 0, priority: 0 };
     return { opened: 0, admitted: admitted === 1, count, priority: priority ?? 0 };
@@ -525,13 +529,14 @@ export class RedisScripts {
     keys: { principalBucket: string; addressBucket: string; counters: string };
     windowMs: number;
     counter: string;
-  }): Promise<number> {
+  }): Promise<{ principal: number; address: number }> {
     const { keys, windowMs, counter } = call;
-    return (await this.#run(
+    const [principal, address] = (await this.#run(
       'recordFailedLookup',
       new ScriptKeys([keys.principalBucket, keys.addressBucket, keys.counters]),
       { windowMs, counter },
-    )) as number;
+    )) as [number, number];
+    return { principal, address };
   }
 
   /** acquire-connection-slot-1.lua: a lease on one of the session's stream slots, if one is free. */

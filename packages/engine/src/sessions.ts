@@ -17,19 +17,6 @@ export interface Session {
   owner: string;
 }
 
-/**
- * The context of one 2026-07-28 request that starts work: what its worker reads of the client (its capabilities)
- * where it reads a session's. It is not a session: no client can name it.
- */
-export interface RequestContextRecord {
-  id: string;
-  owner: string;
-  protocolVersion: string;
-  clientCapabilities: Record<string, unknown>;
-  clientInfo: Record<string, unknown>;
-  createdAt: number;
-}
-
 export interface SessionLimits {
   /** The most live sessions of one principal (only with authentication); 0: no cap. */
   maxPerPrincipal: number;
@@ -139,27 +126,6 @@ export class SessionStore {
     if (refused === 3) return { ok: false, cap: SessionCap.PerPrincipal, max: maxPerPrincipal };
     if (refused === 4) return { ok: false, cap: SessionCap.PerAddress, max: maxPerAddress };
     return { ok: false, refusedBucket: refused };
-  }
-
-  /**
-   * Stores the context of one stateless (2026-07-28) request that starts work: the work's worker reads the
-   * request's client capabilities here as it reads a session's (apps/worker/src/tool-context.ts). It is not a
-   * session a client can name (its id is never sent), is counted under no session cap, and expires with the work.
-   */
-  async putRequestContext(context: RequestContextRecord, ttlMs: number): Promise<void> {
-    const key = this.keys.session(context.id);
-    await this.redis
-      .multi()
-      .hset(key, {
-        sessionId: context.id,
-        protocolVersion: context.protocolVersion,
-        clientCapabilities: JSON.stringify(context.clientCapabilities),
-        clientInfo: JSON.stringify(context.clientInfo),
-        createdAt: String(context.createdAt),
-        owner: context.owner,
-      })
-      .pexpire(key, ttlMs)
-      .exec();
   }
 
   /**

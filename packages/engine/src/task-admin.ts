@@ -23,6 +23,7 @@ import type { ExternalQueues } from './external-queues.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
 import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.ts';
+import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
 import type { TaskService } from './task-service.ts';
@@ -30,7 +31,10 @@ import type { SchedulingView, ToolSchedulingView } from './tool-limits.ts';
 
 export type { HistoryEntry } from './records/codec.ts';
 
-/** A task as operators see it: the MCP `Task` plus who owns it, what it runs and when it expires. */
+/**
+ * A task as operators see it: the MCP `Task` plus who owns it, what it runs and when it expires. The owner and the
+ * session are labels (ownerLabel): a session id is a bearer credential, which no operator's view shows.
+ */
 export interface OperatorTask extends Task {
   kind: TaskKind;
   tool: string;
@@ -40,19 +44,35 @@ export interface OperatorTask extends Task {
 }
 
 export function operatorTask(record: TaskRecord): OperatorTask {
+  const labelled = operatorRecord(record);
   return {
-    ...toWireTask(record),
-    kind: record.kind,
-    tool: record.tool,
-    owner: record.owner,
-    sessionId: record.sessionId,
-    expiresAt: new Date(record.createdAt + record.ttl).toISOString(),
+    ...toWireTask(labelled),
+    kind: labelled.kind,
+    tool: labelled.tool,
+    owner: labelled.owner,
+    sessionId: labelled.sessionId,
+    expiresAt: new Date(labelled.createdAt + labelled.ttl).toISOString(),
   };
+}
+
+/** The record with its owner and session as labels (ownerLabel, sessionDigest), for operators' views. */
+export function operatorRecord(record: TaskRecord): TaskRecord {
+  return {
+    ...record,
+    owner: ownerLabel(record.owner),
+    sessionId: record.sessionId === '' ? '' : sessionDigest(record.sessionId),
+  };
+}
+
+/** An inspection as operators see it: its record labelled (operatorRecord). */
+export function operatorInspection(inspection: TaskInspection): TaskInspection {
+  return { ...inspection, record: operatorRecord(inspection.record) };
 }
 
 export interface TaskFilter {
   statuses?: readonly TaskStatus[];
   tool?: string;
+  /** The owner, or its label as operators see it (ownerLabel): `session:sha256:...` finds that session's tasks. */
   owner?: string;
   kind?: TaskKind;
   /** Epoch ms: only tasks created at or before. */
@@ -187,8 +207,11 @@ export class TaskAdmin {
    * call, so a filter that matches little answers a short page with a cursor rather than scanning everything.
    */
   async list(filter: TaskFilter, options: { cursor?: string; limit: number; scanLimit?: number }): Promise<AdminPage> {
-    // Owner indexes hold tasks only, the global index plain calls too.
-    const index: TaskIndex = filter.owner && filter.kind !== TaskKind.PlainToolCall ? { owner: filter.owner } : 'all';
+    // Owner indexes hold tasks only, the global index plain calls too. A session owner's label names no index: the
+    // global one is scanned and each task's owner labelled.
+    const { owner } = filter;
+    const index: TaskIndex =
+      owner && filter.kind !== TaskKind.PlainToolCall && !isSessionOwnerLabel(owner) ? { owner } : 'all';
     const scanLimit = options.scanLimit ?? 10_000;
     let upper =
       options.cursor !== undefined
@@ -356,7 +379,7 @@ export class TaskAdmin {
       overview.oldestWaiting = {
         taskId: job.id,
         tool: record?.tool ?? job.data.tool,
-        owner: record?.owner ?? '',
+        owner: ownerLabel(record?.owner ?? ''),
         createdAt,
         waitingMs: Math.max(0, now - createdAt),
       };
@@ -501,11 +524,16 @@ function workerName(clientName: string): string {
   return marker === -1 ? clientName : clientName.slice(marker + 3);
 }
 
+/** Whether a task of `owner` matches the filter's owner: the owner itself, or its label. */
+function ownedBy(owner: string, wanted: string): boolean {
+  return owner === wanted || (isSessionOwnerLabel(wanted) && ownerLabel(owner) === wanted);
+}
+
 function matchesFilter(summary: TaskSummary | undefined, filter: TaskFilter): boolean {
   if (!summary || isExpired(summary, Date.now())) return false;
   if (filter.statuses && filter.statuses.length > 0 && !filter.statuses.includes(summary.status)) return false;
   if (filter.tool !== undefined && summary.tool !== filter.tool) return false;
-  if (filter.owner !== undefined && summary.owner !== filter.owner) return false;
+  if (filter.owner !== undefined && !ownedBy(summary.owner ?? '', filter.owner)) return false;
   if (filter.kind !== undefined && summary.kind !== filter.kind) return false;
   return true;
 }

@@ -24,6 +24,7 @@ import type { FairQueue } from './fair-queue.ts';
 import type { ToolJobData } from './queue.ts';
 import { externalJobOptions, jobQueueOf, scriptedJob, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
+import type { RequestContextRecord } from './request-context.ts';
 import { type RequestOpening, RequestRefusedError, withOpening } from './request-opening.ts';
 import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
 import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
@@ -55,6 +56,11 @@ export interface CreateTaskInput {
   trace?: TraceCarrier;
   /** The tool's scheduling settings as its catalog entry has them (docs/scheduling.md). */
   scheduling?: Scheduling;
+  /**
+   * The context of the 2026-07-28 request that starts the work (its id is `sessionId`): stored in the step that
+   * writes the record, so that a refused call stores none.
+   */
+  requestContext?: RequestContextRecord;
 }
 
 /** How TaskService.waitFor waits (see there). */
@@ -166,6 +172,7 @@ export class TaskService {
             ...(fair ? { fair } : {}),
             ...(job ? { job } : {}),
             ...(open ? { open } : {}),
+            ...(input.requestContext ? { requestContext: input.requestContext } : {}),
           }),
         (error) => error instanceof OwnerTaskLimitError,
       );

@@ -8,6 +8,7 @@ import type { ExternalQueues } from './external-queues.ts';
 import type { KeySpace } from './keys.ts';
 import type { ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
+import { ownerLabel } from './redact.ts';
 
 /** Sets (or removes) the tool queue's global concurrency and rate limit from the tool's settings. */
 export async function applyQueueLimits(queue: Queue, scheduling: Scheduling | undefined): Promise<void> {
@@ -49,7 +50,10 @@ export interface ToolSchedulingView {
   queued: number;
   /** Jobs not to start before a time: a retry's backoff, held back by a per-principal cap, an external poll. */
   delayed: number;
-  /** Waiting jobs by principal, counted over the first QUEUED_SAMPLE of them (`queuedSampled` says when cut). */
+  /**
+   * Waiting jobs by principal (as operators see it: ownerLabel), counted over the first QUEUED_SAMPLE of them
+   * (`queuedSampled` says when cut).
+   */
   queuedByPrincipal: Record<string, number>;
   queuedSampled: boolean;
   /** How long the queue stays rate limited from now (0: not limited). */
@@ -74,14 +78,14 @@ export class SchedulingView {
     return Promise.all(own.map((entry) => this.#tool(entry, counters, sample)));
   }
 
-  /** Jobs held back by per-principal caps, by principal. */
+  /** Jobs held back by per-principal caps, by principal as operators see it (ownerLabel). */
   async parked(): Promise<Record<string, number>> {
     const owners = await this.redis.smembers(this.keys.parkedOwners());
     const counts = await Promise.all(owners.map((owner) => this.redis.zcard(this.keys.ownerParked(owner))));
     const parked: Record<string, number> = {};
     owners.forEach((owner, i) => {
       const count = counts[i] ?? 0;
-      if (count > 0) parked[owner] = count;
+      if (count > 0) parked[ownerLabel(owner)] = count;
     });
     return parked;
   }
@@ -97,7 +101,8 @@ export class SchedulingView {
     ]);
     const queuedByPrincipal: Record<string, number> = {};
     for (const job of waiting) {
-      const owner = job.data.owner ?? '(unknown)';
+      // Operators' view (the CLI, the dashboard, /metrics labels): a session owner by its label, never its id.
+      const owner = job.data.owner !== undefined ? ownerLabel(job.data.owner) : '(unknown)';
       queuedByPrincipal[owner] = (queuedByPrincipal[owner] ?? 0) + 1;
     }
     const queued = (counts['wait'] ?? 0) + (counts['prioritized'] ?? 0);

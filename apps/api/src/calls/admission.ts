@@ -41,10 +41,19 @@ const SCOPE_TEXT: Record<RateScope, { what: string; variable: string }> = {
   },
 };
 
-/** What a request of `method` counts against (RateLimiter.charge): task operations and lookups pay, the rest not. */
-export function rateChargeOf(method: string): 'free' | 'operation' | 'lookup' {
-  if (LOOKUPS.has(method)) return 'lookup';
+/**
+ * What a request of `method` counts against (RateLimiter.charge): task operations and lookups pay, the rest not. A
+ * `subscriptions/listen` that names task ids looks each one up: it pays as a lookup, and is refused as one while the
+ * caller's failed-lookup budget is spent (T-SEC-3).
+ */
+export function rateChargeOf(method: string, params?: Record<string, unknown>): 'free' | 'operation' | 'lookup' {
+  if (LOOKUPS.has(method) || (method === 'subscriptions/listen' && namesTasks(params))) return 'lookup';
   return TASK_OPERATIONS.has(method) ? 'operation' : 'free';
+}
+
+function namesTasks(params: Record<string, unknown> | undefined): boolean {
+  const notifications = params?.['notifications'];
+  return typeof notifications === 'object' && notifications !== null && 'taskIds' in notifications;
 }
 
 /**
@@ -96,14 +105,15 @@ export function isFailedLookup(method: string, error: unknown): boolean {
 
 /**
  * After a lookup answered "not found" (the same answer and the same work for each case, T-SEC-1), counts it against
- * the caller's failed-lookup budget and audits it.
+ * the caller's failed-lookup budget and audits it; whether the budget is spent now (a request that looks up several
+ * ids stops there).
  */
 export async function noteFailedLookup(
   services: ApiServices,
   caller: Caller,
   method: string,
   taskId: unknown,
-): Promise<void> {
+): Promise<boolean> {
   audit(services.security.audit, AuditEvent.AccessRejected, {
     reason: 'task_not_found',
     principal: caller.owner,
@@ -113,7 +123,8 @@ export async function noteFailedLookup(
     method,
     ...(typeof taskId === 'string' ? { taskId: taskId.slice(0, 128) } : {}),
   });
-  await services.security.rates.recordFailedLookup(caller.owner, caller.address).catch((failure: unknown) => {
+  return services.security.rates.recordFailedLookup(caller.owner, caller.address).catch((failure: unknown) => {
     services.log.warn('could not count a failed lookup', { error: String(failure) });
+    return false;
   });
 }

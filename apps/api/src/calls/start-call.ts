@@ -48,16 +48,8 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
 
 /** Writes the prepared call's record and its job in one step (invariant 2), audited; nothing for a refused one. */
 export async function startCall(context: CallContext, prepared: PreparedCall): Promise<StartedCall> {
-  const { services } = context;
   const { request, tool, asTask } = prepared;
   const { client } = request;
-  if (client.kind === 'request') {
-    // The worker reads the request's capabilities where it reads a session's: stored before the job can start.
-    await services.sessions.putRequestContext(
-      { ...client, owner: context.caller.owner, createdAt: Date.now() },
-      services.tasks.grantTtl(request.requestedTtl),
-    );
-  }
   const input: CreateTaskInput = {
     kind: asTask ? TaskKind.Task : TaskKind.PlainToolCall,
     owner: context.caller.owner,
@@ -73,6 +65,11 @@ export async function startCall(context: CallContext, prepared: PreparedCall): P
       ? { progressToken: request.progressToken }
       : {}),
     ...(request.trace ? { trace: request.trace } : {}),
+    // The worker reads a 2026 request's capabilities where it reads a session's: stored by the step that writes the
+    // record and its job, so a refused call leaves none behind.
+    ...(client.kind === 'request'
+      ? { requestContext: { ...client, owner: context.caller.owner, createdAt: Date.now() } }
+      : {}),
   };
   // The create script opens the request in its step when the transport left that to it (RequestOpening).
   const record = await createAudited(context, input, asTask ? request.opening : undefined);

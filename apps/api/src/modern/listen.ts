@@ -11,8 +11,10 @@ import {
   ModernMeta,
   ProtocolError,
   TASKS_EXTENSION,
+  TaskNotFoundError,
   ErrorCode,
 } from '@mcp-tasks/protocol';
+import { noteFailedLookup } from '../calls/admission.ts';
 import { outstandingInputs } from '../calls/inputs.ts';
 import { findTask } from '../calls/tasks.ts';
 import { SseWriter } from '../sse.ts';
@@ -26,6 +28,28 @@ export const listen = {
   method: 'subscriptions/listen',
   handle: (params: Record<string, unknown> | undefined, context: ModernContext) => listenFor(params ?? {}, context),
 };
+
+/**
+ * The ids the caller may read, each once. The others are silently left out of the ack (X-NTF-4), but each is a failed
+ * lookup, counted as a `tasks/get` of an unknown id is (T-SEC-3); once the caller's budget is spent, the ids left are
+ * not looked up, so a listen probes no more ids than as many `tasks/get` would.
+ */
+async function followable(context: ModernContext, taskIds: readonly string[]): Promise<string[]> {
+  const followed: string[] = [];
+  const call = callContextOf(context);
+  for (const taskId of new Set(taskIds)) {
+    const missed = await findTask(call, taskId).then(
+      () => false,
+      (error: unknown) => {
+        if (error instanceof TaskNotFoundError) return true;
+        throw error;
+      },
+    );
+    if (!missed) followed.push(taskId);
+    else if (await noteFailedLookup(context.services, call.caller, 'subscriptions/listen', taskId)) break;
+  }
+  return followed;
+}
 
 /** The stream of a listen request: its acknowledgement, then every change of what it follows until it ends. */
 async function listenFor(params: Record<string, unknown>, context: ModernContext): Promise<ModernReply> {
@@ -52,15 +76,7 @@ async function listenFor(params: Record<string, unknown>, context: ModernContext
       );
     }
   }
-  // Only tasks the caller may read are followed; others are silently left out of the ack (X-NTF-4).
-  const followed: string[] = [];
-  for (const taskId of taskIds ?? []) {
-    const known = await findTask(callContextOf(context), taskId).then(
-      () => true,
-      () => false,
-    );
-    if (known && !followed.includes(taskId)) followed.push(taskId);
-  }
+  const followed = await followable(context, taskIds ?? []);
   const toolsListChanged = notifications['toolsListChanged'] === true;
   const subscriptionId = request.id;
   const tag = { [ModernMeta.SubscriptionId]: subscriptionId };

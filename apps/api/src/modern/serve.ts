@@ -83,7 +83,9 @@ async function answerModern(
   });
   const log = services.log.child({ requestId: request.id, method: request.method, era: 'modern' });
   const rates = services.security.rates;
-  const admission = await rates.admit(rates.charge(caller.owner, caller.address, rateChargeOf(request.method)));
+  const admission = await rates.admit(
+    rates.charge(caller.owner, caller.address, rateChargeOf(request.method, request.params)),
+  );
   const progressToken = (request.params['_meta'] as Record<string, unknown> | undefined)?.['progressToken'];
   const streams = acceptsEventStream(req.headers.accept);
   let sse: SseWriter | undefined;

@@ -33,8 +33,6 @@ import { argumentsDigest } from './request-state.ts';
 
 /** How long a client may cache discover and tools/list (ms): the catalog changes as workers come and go. */
 const LIST_TTL_MS = 0;
-/** How long an MRTR requestState stays valid (the waiting tool gives up after INPUT_REQUEST_TIMEOUT_MS anyway). */
-const REQUEST_STATE_TTL_MS = 10 * 60_000;
 
 /**
  * What discover declares. Prompts and resources are declared with their (empty) lists: the runner serves tools
@@ -199,7 +197,6 @@ async function answerSynchronously(
     const requestState = await services.requestStates.sign({
       call: current.taskId,
       ...expectedState(context, prepared),
-      exp: Date.now() + REQUEST_STATE_TTL_MS,
     });
     return { resultType: 'input_required', inputRequests: inputs, requestState };
   } catch (error) {

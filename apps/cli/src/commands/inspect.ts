@@ -1,6 +1,6 @@
 // `mcpt inspect <taskId>`: the record, its status history, its BullMQ job, and its result or error.
 import type { Command } from 'commander';
-import { operatorTask, type TaskInspection } from '@mcp-tasks/engine';
+import { operatorInspection, operatorTask, type TaskInspection } from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
 import { iso, keyValues, table } from '../format.ts';
@@ -16,8 +16,10 @@ export function registerInspect(program: Command, io: CliIo): void {
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
     .action(async (taskId: string, options: { json?: boolean }) => {
-      const inspection = await withOperator(io.env, ({ admin }) => admin.inspect(taskId));
-      if (!inspection) throw new CliError(`Task ${taskId} not found (it never existed, expired or was purged)`);
+      const found = await withOperator(io.env, ({ admin }) => admin.inspect(taskId));
+      if (!found) throw new CliError(`Task ${taskId} not found (it never existed, expired or was purged)`);
+      // Owner and session by their labels: a session id is a credential (docs/security.md, "Operators' views").
+      const inspection = operatorInspection(found);
       emit(io, options.json === true, inspectionJson(inspection), () => inspectionText(inspection, Date.now()));
     });
 }

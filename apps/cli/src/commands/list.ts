@@ -1,7 +1,7 @@
 // `mcpt list`: tasks of every owner, newest first, filtered and paginated.
 import type { Command } from 'commander';
 import { durationArgument, kindArgument, limitArgument, statusesArgument } from '../arguments.ts';
-import { operatorTask, type TaskFilter } from '@mcp-tasks/engine';
+import { operatorTask, ownerLabel, type TaskFilter } from '@mcp-tasks/engine';
 import { TaskKind, TASK_STATUSES, type TaskStatus } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';
@@ -30,7 +30,10 @@ export function registerList(program: Command, io: CliIo): void {
       statusesArgument,
     )
     .option('-t, --tool <name>', 'only tasks of this tool')
-    .option('-o, --owner <owner>', "only this owner's tasks (principal, or session:<id> without auth)")
+    .option(
+      '-o, --owner <owner>',
+      "only this owner's tasks, as this command shows it (principal:<name>, anonymous:<address>, session:sha256:<digest>)",
+    )
     .option('-k, --kind <kind>', "'task' (task-augmented calls) or 'call' (plain calls run on a worker)", kindArgument)
     .option('--older-than <duration>', 'only tasks created longer ago than this (e.g. 15m, 2h, 7d)', durationArgument)
     .option('--newer-than <duration>', 'only tasks created within this (e.g. 30s, 1h)', durationArgument)
@@ -60,7 +63,7 @@ export function registerList(program: Command, io: CliIo): void {
           task.taskId,
           task.status,
           task.kind === TaskKind.PlainToolCall ? `${task.tool} (call)` : task.tool,
-          task.owner,
+          ownerLabel(task.owner),
           `${formatDuration(now - task.createdAt)} ago`,
           `${formatDuration(now - task.lastUpdatedAt)} ago`,
           task.statusMessage ?? '',

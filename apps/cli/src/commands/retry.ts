@@ -1,7 +1,7 @@
 // `mcpt retry <taskId>`: a failed task runs again as a new task of the same owner; the failed one stays. Asks first
 // (or takes --yes).
 import type { Command } from 'commander';
-import { operatorTask } from '@mcp-tasks/engine';
+import { operatorTask, ownerLabel } from '@mcp-tasks/engine';
 import { TaskKind, TaskStatus } from '@mcp-tasks/protocol';
 import { confirm, refuseUnanswerable, withYesOption, type YesOption } from '../confirm.ts';
 import { emit, type CliIo } from '../io.ts';
@@ -23,7 +23,7 @@ export function registerRetry(program: Command, io: CliIo): void {
         await confirm(
           io,
           options,
-          `Run failed task ${taskId} (tool ${record.tool}, owner ${record.owner}) again as a new task?`,
+          `Run failed task ${taskId} (tool ${record.tool}, owner ${ownerLabel(record.owner)}) again as a new task?`,
         );
       }
       return operator.admin.retry(taskId, { service: operator.service, tool: operator.tool });
@@ -32,7 +32,8 @@ export function registerRetry(program: Command, io: CliIo): void {
       io,
       options.json === true,
       { retriedFrom: taskId, task: operatorTask(created) },
-      () => `Retried task ${taskId} as new task ${created.taskId} (tool ${created.tool}, owner ${created.owner}).`,
+      () =>
+        `Retried task ${taskId} as new task ${created.taskId} (tool ${created.tool}, owner ${ownerLabel(created.owner)}).`,
     );
   });
 }

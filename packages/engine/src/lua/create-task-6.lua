@@ -6,7 +6,8 @@
   task is one round trip, and there is no record without its job nor a job without its record. With the opening of
   the request (of a session the api replica knows), the step opens it first as touch-session-6.lua does
   (include/open-request.lua): the request costs one round trip, and one that its session's end or a rate limit
-  refuses creates nothing.
+  refuses creates nothing. With the context of a 2026-07-28 request (sessions.ts), the same step stores it beside the
+  record, expiring with it: a call refused here (or before) leaves no context behind.
 
   The job is written as BullMQ's `queue.add` writes a prioritized job (addPrioritizedJob-9.lua and its includes,
   storeJob, getOrSetMaxEvents, isQueuePausedOrMaxed, addJobWithPriority, at the version of
@@ -26,7 +27,7 @@
   KEYS[4] sorted set of expiries
   KEYS[5] the owner's task index (tasks/list); used when `listed`
   KEYS[6] the owner's unfinished tasks, scored by expiry; used with `maxLive`
-  KEYS[7...] the keys of `fair`, `job` and `open`, each at the index its table names
+  KEYS[7...] the keys of `fair`, `job`, `open` and `context`, each at the index its table names
 
   ARGV[1] the arguments, JSON:
     taskId       the task id (also its job's id)
@@ -53,6 +54,9 @@
                    opts         JSON of its stored options without the priority (this script appends it)
                    timestamp    epoch ms
     open         absent, or the opening of the request (include/open-request.lua)
+    context      absent, or the request context to store with an admitted task (a 2026-07-28 request's):
+                   key     the KEYS index of its hash
+                   fields  the hash's field/value pairs, flat
 
   Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
   job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
@@ -97,6 +101,11 @@ if args.maxLive then
 end
 redis.call('HSET', KEYS[1], unpack(args.fields))
 redis.call('PEXPIREAT', KEYS[1], expiresAt)
+local context = args.context
+if context then
+  redis.call('HSET', KEYS[context.key], unpack(context.fields))
+  redis.call('PEXPIREAT', KEYS[context.key], expiresAt)
+end
 redis.call('ZADD', KEYS[2], args.now, taskId)
 redis.call('ZADD', KEYS[3], 0, args.member)
 redis.call('ZADD', KEYS[4], expiresAt, args.expiryEntry)

@@ -10,11 +10,11 @@
     windowMs  window length, ms
     counter   the security counter to increment ("failed_lookups")
 
-  Returns the principal bucket's count.
+  Returns {the principal bucket's count, the address bucket's count}.
 ]]
 --- @include "window-count"
 local args = cjson.decode(ARGV[1])
 local count = countInWindow(1, args.windowMs)
-countInWindow(2, args.windowMs)
+local addressCount = countInWindow(2, args.windowMs)
 redis.call('HINCRBY', KEYS[3], args.counter, 1)
-return count
+return {count, addressCount}

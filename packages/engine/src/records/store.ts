@@ -17,6 +17,7 @@ import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
 import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
+import { type RequestContextRecord, requestContextFields } from '../request-context.ts';
 import type { Opened, OpeningCall } from '../request-opening.ts';
 import { type FairOrderCall, RedisScripts, type ScriptedJob } from '../scripts.ts';
 import {
@@ -93,6 +94,8 @@ export interface NewTask {
    * (requires `fair`): no record without its job. A task created without one has its job added by the caller.
    */
   job?: ScriptedJob;
+  /** A 2026-07-28 request's context, stored with the record (only when the task is admitted) and expiring with it. */
+  requestContext?: RequestContextRecord;
 }
 
 /** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
@@ -172,6 +175,7 @@ export class TaskStore {
     fair,
     open,
     job,
+    requestContext,
   }: NewTask): Promise<{ opened: Opened; priority?: number }> {
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -194,6 +198,14 @@ export class TaskStore {
       ...(fair ? { fair } : {}),
       ...(open ? { open } : {}),
       ...(job ? { job } : {}),
+      ...(requestContext
+        ? {
+            context: {
+              keys: { hash: this.keys.session(requestContext.id) },
+              fields: requestContextFields(requestContext),
+            },
+          }
+        : {}),
       fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
     });
     if (opened !== 0) return { opened };
