@@ -18,7 +18,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
-import type { ToolCatalog } from './catalog.ts';
+import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
@@ -105,6 +105,8 @@ export interface Overview {
   tools?: ToolSchedulingView[];
   /** Jobs held back by per-principal caps, by principal. */
   heldByPrincipal?: Record<string, number>;
+  /** Live catalog entries left out, with their reason and publisher (docs/catalog.md, "Bounds"). */
+  refusedTools?: CatalogRefusal[];
 }
 
 export interface PurgeResult {
@@ -311,8 +313,10 @@ export class TaskAdmin {
       upper = `(${last}`;
     }
     const { jobs, workers, oldest } = await this.queueState();
-    const { tools, heldByPrincipal } = await this.scheduling();
+    const catalog = await this.tools?.catalog.readAll();
+    const { tools, heldByPrincipal } = await this.scheduling(undefined, catalog && (() => catalog.entries.values()));
     const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers, tools, heldByPrincipal };
+    if (catalog) overview.refusedTools = catalog.refused;
     const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);
