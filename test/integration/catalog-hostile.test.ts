@@ -2,7 +2,6 @@
 // each entry goes through the real publish path (Redis, as docs/job-contract.md tells a consumer to publish, or a
 // worker's publish script) to a real api and worker, and none may crash or stall them. Bounded: a few dozen entries,
 // a few hundred calls, all on 127.0.0.1.
-import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
@@ -27,12 +26,6 @@ function entry(name: string, inputSchema: unknown): Record<string, unknown> {
 function nestedEntry(name: string, levels: number): string {
   const nested = '{"a":'.repeat(levels) + '{}' + '}'.repeat(levels);
   return JSON.stringify(entry(name, {})).replace('"inputSchema":{}', `"inputSchema":${nested}`);
-}
-
-/** CPU time (user + system) a process has used, from /proc: not inflated by a busy machine as wall time is. */
-function cpuMsOf(pid: number): number {
-  const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms
 }
 
 function median(values: readonly number[]): number {
@@ -131,23 +124,21 @@ describe('hostile catalog entries and arguments (real publish path, real api and
     );
   });
 
-  it('a 20 MB entry is refused without being fetched: the api spends no CPU on it at each reload', async () => {
+  it('a 20 MB entry is refused without being fetched: the api keeps answering at once through every reload', async () => {
     await publishRaw('huge', JSON.stringify(entry('huge', { type: 'object', description: 'x'.repeat(20_000_000) })));
     const [api] = system.apis;
-    await eventually(() => (refusalLogs(api!, 'huge').length > 0 ? true : undefined));
-    const before = cpuMsOf(api!.process.pid!);
+    await sleep(1000); // five reloads (CATALOG_RELOAD_MS=200): the api has met the entry before pings are timed
     const pings: number[] = [];
-    const until = Date.now() + 3000; // 15 reloads
+    const until = Date.now() + 3000; // fifteen more reloads
     while (Date.now() < until) {
       const started = performance.now();
       await client.call('ping');
       pings.push(performance.now() - started);
       await sleep(50);
     }
-    const used = cpuMsOf(api!.process.pid!) - before;
-    // Fetching and parsing 20 MB at each reload cost the api about 0.3 s of CPU per second, and pings waited seconds.
-    expect(used, `api CPU ms in 3 s`).to.be.below(1000);
-    expect(median(pings)).to.be.below(100);
+    // Fetched and parsed at each reload, it held the api for seconds: one ping got through in these 3 s.
+    expect(pings.length).to.be.at.least(20);
+    expect(median(pings), `ping latencies ${pings.map(Math.round).join(', ')} ms`).to.be.below(100);
     expect(refusalLogs(api!, 'huge')).to.have.length(1);
     expect(refusalLogs(api!, 'huge')[0]?.['reason']).to.match(
       /^it is 200\d{5} bytes of JSON, more than CATALOG_MAX_ENTRY_BYTES \(65536\)$/,
