@@ -17,8 +17,11 @@ const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
 
 const COMMON: Options = { strict: false, allErrors: true, logger: false };
 /**
- * One tool's compiler: the meta-schema check is done once per process (checkSchema), and `$ref`s are not inlined, so
- * the code ajv generates grows with the schema, not with the number of paths through its refs.
+ * One tool's compiler. The meta-schema is compiled once per process (metaValidators), not once per tool; `$ref`s are
+ * not inlined, so the code ajv generates grows with the schema, not with the number of paths through its refs; and
+ * ajv's optimization pass is skipped: it takes about as long as generating the code, and saves validations of a few
+ * arguments a fraction of a microsecond. Compiling costs about 6 ms of CPU for a tool of ten properties and up to
+ * about 0.5 s for an entry at the 64 KiB bound (docs/catalog.md, "Schema validation").
  */
 const ISOLATED: Options = {
   ...COMMON,
@@ -26,7 +29,7 @@ const ISOLATED: Options = {
   meta: false,
   validateSchema: false,
   inlineRefs: false,
-  code: { regExp: linearRegExpEngine },
+  code: { regExp: linearRegExpEngine, optimize: false },
 };
 
 /** A schema that cannot be used to validate arguments; the message says why, for operators. */
