@@ -39,7 +39,8 @@ export class ApiTools {
    * UnavailableError naming a tool whose entry the catalog refused, and why: the fault is its publisher's.
    */
   async get(name: string): Promise<CatalogEntry> {
-    const entry = await this.view.get(name);
+    // A refused entry is known without reading Redis again: its fix is announced on the catalog's channel.
+    const entry = this.view.refusal(name) ? undefined : await this.view.get(name);
     if (entry) return entry;
     const refusal = this.view.refusal(name);
     if (refusal) {

@@ -26,10 +26,15 @@ export class CatalogConflictError extends Error {
     super(
       `Tool '${tool}' is already served with a different definition by other workers; this worker's definition ` +
         `is refused. Give the changed tool a new name, or stop the workers serving the old one and start this ` +
-        `one ${graceMs} ms later (CATALOG_GRACE_MS). Live: ${live} This worker's: ${published}`,
+        `one ${graceMs} ms later (CATALOG_GRACE_MS). Live: ${shortened(live)} This worker's: ${shortened(published)}`,
     );
     this.name = 'CatalogConflictError';
   }
+}
+
+/** The live entry may be anyone's, of any size: an error message quotes its beginning. */
+function shortened(json: string, length = 2000): string {
+  return json.length <= length ? json : `${json.slice(0, length)}... (${json.length} characters)`;
 }
 
 /** A live entry this process left out (docs/catalog.md, "Bounds"), and why. */
