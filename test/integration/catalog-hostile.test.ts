@@ -4,6 +4,7 @@
 // a few hundred calls, all on 127.0.0.1.
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
+import { closeRedis, createEngine, createRedis } from '@mcp-tasks/engine';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 
@@ -280,6 +281,26 @@ describe('hostile catalog entries and arguments (real publish path, real api and
     expect(Math.min(...calls), 'hostile calls answered by each caller meanwhile').to.be.at.least(2);
     expect(median(latencies), `tools/list latencies ${latencies.map(Math.round).join(', ')} ms`).to.be.below(100);
     expect(Math.max(...latencies)).to.be.below(1000);
+  });
+
+  it('an unchanged entry is neither parsed nor compiled again at the next read; a changed one is', async () => {
+    const redis = createRedis(system.redisUrl, 'catalog-hostile');
+    const engine = createEngine({ redis }, { REDIS_PREFIX: system.prefix, SESSION_IDLE_TTL_MS: 60_000 });
+    try {
+      await publishRaw('steady', JSON.stringify(entry('steady', { type: 'object' })));
+      const first = await engine.catalog.readAll();
+      const second = await engine.catalog.readAll();
+      expect(first.entries.get('steady')).to.be.an('object');
+      // The same object: the verdict kept with the entry's JSON was used, not a new parse.
+      expect(second.entries.get('steady')).to.equal(first.entries.get('steady'));
+      expect(second.entries.get('echo')).to.equal(first.entries.get('echo'));
+      await publishRaw('steady', JSON.stringify(entry('steady', { type: 'object', required: ['x'] })));
+      const third = await engine.catalog.readAll();
+      expect(third.entries.get('steady')?.inputSchema).to.deep.equal({ type: 'object', required: ['x'] });
+    } finally {
+      await engine.close();
+      await closeRedis(redis);
+    }
   });
 
   it(`beyond CATALOG_MAX_TOOLS (${MAX_TOOLS}) live tools, the rest by name is left out and shown to operators`, async () => {

@@ -1,6 +1,7 @@
 // Catalog entries as untrusted input (docs/catalog.md, "Bounds" and "Schema validation"; docs/security.md): bounds
 // of size and depth at publish and at read, schemas that compile in isolation, patterns in linear time, $ref loops.
 import { expect } from 'chai';
+import { catalogBoundsOf, CatalogEnvSchema, ConfigError, parseEnv } from '@mcp-tasks/engine';
 import {
   admitEntryToPublish,
   admitPublishedEntry,
@@ -271,5 +272,28 @@ describe('schema validation: each tool compiles alone', () => {
       ok: false,
       problems: 'must NOT have duplicate items (items ## 2 and 0 are identical)',
     });
+  });
+});
+
+describe('catalog bounds: settings', () => {
+  it('CATALOG_MAX_ENTRY_BYTES, CATALOG_MAX_DEPTH and CATALOG_MAX_TOOLS have documented defaults and ranges', () => {
+    expect(catalogBoundsOf(parseEnv(CatalogEnvSchema, {}))).to.deep.equal({
+      maxEntryBytes: 65_536,
+      maxDepth: 64,
+      maxTools: 1000,
+    });
+    expect(
+      catalogBoundsOf(
+        parseEnv(CatalogEnvSchema, { CATALOG_MAX_ENTRY_BYTES: '1024', CATALOG_MAX_DEPTH: '8', CATALOG_MAX_TOOLS: '1' }),
+      ),
+    ).to.deep.equal({ maxEntryBytes: 1024, maxDepth: 8, maxTools: 1 });
+    expect(() => parseEnv(CatalogEnvSchema, { CATALOG_MAX_DEPTH: '1000' })).to.throw(
+      ConfigError,
+      /CATALOG_MAX_DEPTH="1000": .*256/,
+    );
+    expect(() => parseEnv(CatalogEnvSchema, { CATALOG_MAX_ENTRY_BYTES: 'big' })).to.throw(
+      ConfigError,
+      /CATALOG_MAX_ENTRY_BYTES="big"/,
+    );
   });
 });

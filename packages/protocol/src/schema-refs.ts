@@ -3,7 +3,7 @@
 // started without descending into the arguments. Such a loop makes ajv's compiler or its validator recurse until the
 // stack overflows (docs/catalog.md, "Schema validation"). The walk is iterative: a schema is untrusted input.
 
-/** Keywords whose value is one subschema applied to a part of the instance, or to all of it (IN_PLACE). */
+/** Keywords whose subschemas apply to a part of the instance (its items, properties, keys): they descend. */
 const ONE_SCHEMA = [
   'additionalProperties',
   'additionalItems',
@@ -45,8 +45,9 @@ export function checkSchemaRefs(root: Schema): void {
   const resources = new Map<string, Schema>();
   const anchors = new Map<string, Schema>();
   for (const node of nodes) {
-    if (typeof node.schema['$id'] === 'string' || node.schema === root)
+    if (typeof node.schema['$id'] === 'string' || node.schema === root) {
       resources.set(withoutFragment(node.base), node.schema);
+    }
     for (const keyword of ['$anchor', '$dynamicAnchor']) {
       const anchor = node.schema[keyword];
       if (typeof anchor === 'string') anchors.set(`${withoutFragment(node.base)}#${anchor}`, node.schema);
