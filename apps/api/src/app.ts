@@ -10,6 +10,7 @@ import {
   AuditEvent,
   auditObserver,
   CatalogView,
+  logCatalogRefusals,
   CleanupStack,
   closeRedis,
   coalesceWrites,
@@ -135,6 +136,7 @@ async function apiServices(
   registerSecurityCounters(metrics.registry, security.rates);
   warnAboutSecurity(log, config, security.auth);
   // tools/list is answered from this cache; a publisher's message or the periodic reload renews it.
+  cleanup.add('catalog-refusals', logCatalogRefusals(engine.catalog, log), (unsubscribe) => unsubscribe());
   const catalogView = new CatalogView(engine.catalog, engine.subscriber, {
     reloadMs: config.CATALOG_RELOAD_MS,
     onError: (error) => log.warn('tool catalog not read', { error: String(error) }),

@@ -1,9 +1,10 @@
-// The CLI's configuration: the Redis and session variables of the api and the workers, read once from the
-// environment (a cancel or retry writes to a session's event stream, whose lifetime they must agree on).
-import { parseEnv, RedisEnvSchema, SessionEnvSchema } from '@mcp-tasks/engine';
+// The CLI's configuration: the Redis, session and catalog variables of the api and the workers, read once from the
+// environment (a cancel or retry writes to a session's event stream, whose lifetime they must agree on; the catalog's
+// grace period and bounds decide which tools it sees, as they do for the api: docs/catalog.md).
+import { CatalogEnvSchema, parseEnv, RedisEnvSchema, SessionEnvSchema } from '@mcp-tasks/engine';
 import type { z } from 'zod';
 
-const CliEnvSchema = RedisEnvSchema.extend(SessionEnvSchema.shape);
+const CliEnvSchema = RedisEnvSchema.extend(SessionEnvSchema.shape).extend(CatalogEnvSchema.shape);
 
 export type CliConfig = Readonly<z.infer<typeof CliEnvSchema>>;
 

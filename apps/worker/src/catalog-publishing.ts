@@ -7,7 +7,9 @@ import type { ServedTools } from './served-tools.ts';
 import type { UpstreamTools } from './upstream/upstream-tools.ts';
 
 export interface Publishing {
-  catalog: { publish(entries: readonly CatalogEntry[]): Promise<unknown> };
+  catalog: { publish(entries: readonly CatalogEntry[], publisher: string): Promise<unknown> };
+  /** This worker's name, recorded with its entries: a process that refuses one at read names it. */
+  publisher: string;
   served: ServedTools;
   upstreamTools: UpstreamTools | undefined;
   log: Logger;
@@ -18,12 +20,12 @@ export interface Publishing {
  * under its name: an upstream changed a tool, or two upstreams disagree) is withheld until a later beat succeeds
  * with it; a refused own tool is an error, as at start-up.
  */
-export async function publishServed({ catalog, served, upstreamTools, log }: Publishing): Promise<void> {
+export async function publishServed({ catalog, publisher, served, upstreamTools, log }: Publishing): Promise<void> {
   const withheld = new Set<string>();
   if (upstreamTools) served.update(upstreamTools.current());
   for (;;) {
     try {
-      await catalog.publish(served.entries());
+      await catalog.publish(served.entries(), publisher);
       return;
     } catch (error) {
       if (!(error instanceof CatalogConflictError) || served.isOwn(error.tool) || !upstreamTools) throw error;

@@ -2,6 +2,7 @@
 // MCPT_UPSTREAMS / UPSTREAM_MCP_COMMAND / UPSTREAM_MCP_URL the MCP servers whose tools are served too; with neither,
 // the demo tools are served.
 import { CatalogConflictError, ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
+import { CatalogEntryError } from '@mcp-tasks/protocol';
 import { demoTools } from '@mcp-tasks/tools';
 import { loadWorkerConfig } from './config.ts';
 import { loadTools } from './load-tools.ts';
@@ -18,6 +19,7 @@ try {
     await worker.close();
   });
 } catch (error) {
-  console.error(error instanceof ConfigError || error instanceof CatalogConflictError ? error.message : error);
+  const explained = [ConfigError, CatalogConflictError, CatalogEntryError].some((type) => error instanceof type);
+  console.error(explained ? (error as Error).message : error);
   process.exit(1);
 }

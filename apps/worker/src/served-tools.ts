@@ -1,25 +1,47 @@
 // The tools one worker serves right now: its own (MCPT_TOOLS, fixed) and those of its upstream MCP servers, which
 // come and go as the upstreams list them. The processor looks tools up here; the catalog gets `entries()`.
 import {
-  catalogEntryOf,
+  admitEntryToPublish,
+  DEFAULT_CATALOG_BOUNDS,
+  ownCatalogEntry,
   ToolRegistry,
+  type Admission,
+  type CatalogBounds,
   type CatalogEntry,
   type Scheduling,
   type ToolDefinition,
 } from '@mcp-tasks/protocol';
 import type { PublishedTool } from './upstream/upstream-tools.ts';
 
+export interface ServedToolsOptions {
+  /** The operator's scheduling override of an own tool (docs/scheduling.md). */
+  override?: (tool: string) => Scheduling | undefined;
+  /** The catalog's bounds (CATALOG_MAX_*); the defaults when absent. */
+  bounds?: CatalogBounds;
+  /** An upstream tool left out because the catalog would refuse its entry. */
+  onRefused?: (tool: string, reason: string) => void;
+}
+
 export class ServedTools {
   #registry: ToolRegistry;
   #entries: CatalogEntry[] = [];
   readonly #own: readonly PublishedTool[];
   readonly #ownNames: ReadonlySet<string>;
+  readonly #bounds: CatalogBounds;
+  readonly #onRefused: (tool: string, reason: string) => void;
+  /** The verdict on each upstream entry (the same object until its upstream lists its tools again). */
+  readonly #upstreamVerdicts = new WeakMap<CatalogEntry, Admission>();
 
-  /** `override`: the operator's scheduling override of an own tool (docs/scheduling.md). */
-  constructor(own: readonly ToolDefinition[], override: (tool: string) => Scheduling | undefined = () => undefined) {
+  /**
+   * Throws CatalogEntryError naming an own tool whose entry is beyond the catalog's `bounds` or whose schema does not
+   * compile: every reader of the catalog would refuse it (docs/catalog.md, "Bounds").
+   */
+  constructor(own: readonly ToolDefinition[], options: ServedToolsOptions = {}) {
+    this.#bounds = options.bounds ?? DEFAULT_CATALOG_BOUNDS;
+    this.#onRefused = options.onRefused ?? (() => undefined);
     this.#own = own.map((definition) => ({
       definition,
-      entry: catalogEntryOf(definition, override(definition.name)),
+      entry: ownCatalogEntry(definition, this.#bounds, options.override?.(definition.name)),
     }));
     this.#ownNames = new Set(own.map((tool) => tool.name));
     this.#registry = new ToolRegistry(own);
@@ -33,10 +55,23 @@ export class ServedTools {
   update(upstream: readonly PublishedTool[], withheld: ReadonlySet<string> = new Set()): void {
     const served = [
       ...this.#own,
-      ...upstream.filter((tool) => !this.#ownNames.has(tool.entry.name) && !withheld.has(tool.entry.name)),
+      ...upstream.filter(
+        (tool) => !this.#ownNames.has(tool.entry.name) && !withheld.has(tool.entry.name) && this.#admitted(tool.entry),
+      ),
     ];
     this.#registry = new ToolRegistry(served.map((tool) => tool.definition));
     this.#entries = served.map((tool) => tool.entry);
+  }
+
+  /** An upstream's entry is published only if every reader of the catalog would admit it; told once if not. */
+  #admitted(entry: CatalogEntry): boolean {
+    let verdict = this.#upstreamVerdicts.get(entry);
+    if (!verdict) {
+      verdict = admitEntryToPublish(entry, this.#bounds);
+      this.#upstreamVerdicts.set(entry, verdict);
+      if (!verdict.ok) this.#onRefused(entry.name, verdict.reason);
+    }
+    return verdict.ok;
   }
 
   isOwn(name: string): boolean {

@@ -2,10 +2,12 @@
 // released in reverse order at close, or at once when a later step of the start fails.
 import { hostname } from 'node:os';
 import {
+  catalogBoundsOf,
   CleanupStack,
   countSchedulingEvent,
   createLogger,
   loadSchedulingSettings,
+  logCatalogRefusals,
   Maintenance,
   startTracing,
   type Logger,
@@ -61,7 +63,12 @@ export async function startWorker(
     // Each own tool's scheduling settings with the operator's overrides (docs/scheduling.md): published, so that
     // workers that disagree on them are refused like any other difference of definition.
     const scheduling = loadSchedulingSettings(config);
-    const served = new ServedTools(tools, (tool) => scheduling.overrideFor(tool));
+    const served = new ServedTools(tools, {
+      override: (tool) => scheduling.overrideFor(tool),
+      bounds: catalogBoundsOf(config),
+      onRefused: (tool, reason) =>
+        log.warn('upstream tool left out: the tool catalog would refuse it', { tool, reason }),
+    });
     const upstreams = sources.upstreams ?? [];
     if (tools.length === 0 && upstreams.length === 0) {
       throw new Error('A worker needs at least one tool to serve (MCPT_TOOLS) or an upstream MCP server');
@@ -80,7 +87,8 @@ export async function startWorker(
       upstreams.length === 0
         ? undefined
         : cleanup.add('upstreams', await UpstreamTools.start(upstreams, log), (u) => u.close());
-    const publishing = { catalog: engine.catalog, served, upstreamTools, log };
+    cleanup.add('catalog-refusals', logCatalogRefusals(engine.catalog, log), (unsubscribe) => unsubscribe());
+    const publishing = { catalog: engine.catalog, publisher: name, served, upstreamTools, log };
     // Before any job is taken: a conflicting definition of an own tool stops this worker here.
     await publishServed(publishing);
     await keepQueueLimits(served, engine.externalQueues, config.CATALOG_HEARTBEAT_MS, log, cleanup);

@@ -1,8 +1,16 @@
 // The tool catalog in Redis (docs/catalog.md): workers publish the definitions they serve with a heartbeat; api
 // replicas list the union of the live ones from a cache that a pub/sub message (or a periodic reload) renews.
-import { canonicalJson, CatalogEntrySchema, type CatalogEntry } from '@mcp-tasks/protocol';
-import type { CatalogEnv } from './config.ts';
+import {
+  admitPublishedEntry,
+  canonicalJson,
+  entrySizeReason,
+  type Admission,
+  type CatalogBounds,
+  type CatalogEntry,
+} from '@mcp-tasks/protocol';
+import { catalogBoundsOf, type CatalogEnv } from './config.ts';
 import type { KeySpace } from './keys.ts';
+import type { Logger } from './logger.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
@@ -18,27 +26,68 @@ export class CatalogConflictError extends Error {
     super(
       `Tool '${tool}' is already served with a different definition by other workers; this worker's definition ` +
         `is refused. Give the changed tool a new name, or stop the workers serving the old one and start this ` +
-        `one ${graceMs} ms later (CATALOG_GRACE_MS). Live: ${live} This worker's: ${published}`,
+        `one ${graceMs} ms later (CATALOG_GRACE_MS). Live: ${shortened(live)} This worker's: ${shortened(published)}`,
     );
     this.name = 'CatalogConflictError';
   }
 }
 
+/** The live entry may be anyone's, of any size: an error message quotes its beginning. */
+function shortened(json: string, length = 2000): string {
+  return json.length <= length ? json : `${json.slice(0, length)}... (${json.length} characters)`;
+}
+
+/** A live entry this process left out (docs/catalog.md, "Bounds"), and why. */
+export interface CatalogRefusal {
+  tool: string;
+  reason: string;
+  /** The worker that last published it (publish-catalog-3.lua); absent for a consumer that writes the hash itself. */
+  publisher?: string;
+}
+
+export interface CatalogReading {
+  /** The admitted live entries, by name; an unchanged entry is the same object from one read to the next. */
+  entries: Map<string, CatalogEntry>;
+  refused: CatalogRefusal[];
+}
+
+type CatalogSettings = Pick<
+  CatalogEnv,
+  'CATALOG_GRACE_MS' | 'CATALOG_HEARTBEAT_MS' | 'CATALOG_MAX_ENTRY_BYTES' | 'CATALOG_MAX_DEPTH' | 'CATALOG_MAX_TOOLS'
+>;
+
 export class ToolCatalog {
+  readonly bounds: CatalogBounds;
+  /** The verdict on each entry's JSON as last read: an unchanged entry is neither parsed nor compiled again. */
+  readonly #verdicts = new Map<string, { raw: string; admission: Admission }>();
+  /** Refusals already told to the listeners (tool and reason), so that each is logged once, not at every read. */
+  readonly #reported = new Set<string>();
+  readonly #refusalListeners = new Set<(refusals: readonly CatalogRefusal[]) => void>();
+
   constructor(
     private readonly redis: RedisClient,
     readonly keys: KeySpace,
-    readonly timing: Pick<CatalogEnv, 'CATALOG_GRACE_MS' | 'CATALOG_HEARTBEAT_MS'>,
-  ) {}
+    readonly timing: CatalogSettings,
+  ) {
+    this.bounds = catalogBoundsOf(timing);
+  }
 
-  /** Publishes (or refreshes) the entries; throws CatalogConflictError and writes nothing on a conflict. */
-  async publish(entries: readonly CatalogEntry[]): Promise<{ changed: boolean }> {
+  /**
+   * Publishes (or refreshes) the entries as `publisher` (the worker's name); throws CatalogConflictError and writes
+   * nothing on a conflict.
+   */
+  async publish(entries: readonly CatalogEntry[], publisher = ''): Promise<{ changed: boolean }> {
     const now = Date.now();
     const reply = await RedisScripts.on(this.redis).publishCatalog({
-      keys: { tools: this.keys.catalogTools(), seen: this.keys.catalogSeen() },
+      keys: {
+        tools: this.keys.catalogTools(),
+        seen: this.keys.catalogSeen(),
+        publishers: this.keys.catalogPublishers(),
+      },
       now,
       liveAfter: now - this.timing.CATALOG_GRACE_MS,
       channel: this.keys.catalogChannel(),
+      publisher,
       entries: entries.map((entry) => ({ name: entry.name, json: canonicalJson(entry) })),
     });
     if (reply.verdict === 'conflict') {
@@ -52,31 +101,97 @@ export class ToolCatalog {
    * Re-publishes every heartbeat until stopped. A failed beat is reported and retried at the next one: the entries
    * stay listed for the grace period meanwhile.
    */
-  heartbeat(entries: readonly CatalogEntry[], onError: (error: unknown) => void): { stop(): void } {
+  heartbeat(entries: readonly CatalogEntry[], onError: (error: unknown) => void, publisher = ''): { stop(): void } {
     const timer = setInterval(() => {
-      this.publish(entries).catch(onError);
+      this.publish(entries, publisher).catch(onError);
     }, this.timing.CATALOG_HEARTBEAT_MS);
     timer.unref();
     return { stop: () => clearInterval(timer) };
   }
 
-  /** The live entries, by name; an entry that does not parse (a foreign consumer's bug) is left out. */
+  /** The live entries this process admits, by name (readAll without the refusals). */
   async read(): Promise<Map<string, CatalogEntry>> {
+    return (await this.readAll()).entries;
+  }
+
+  /**
+   * The live entries, each admitted within the bounds (docs/catalog.md, "Bounds"), and those left out with their
+   * reason: beyond CATALOG_MAX_TOOLS (by name), larger than CATALOG_MAX_ENTRY_BYTES (not even fetched), or refused by
+   * admitPublishedEntry. New refusals are told to the listeners once.
+   */
+  async readAll(): Promise<CatalogReading> {
+    const { maxTools, maxEntryBytes } = this.bounds;
     const liveAfter = Date.now() - this.timing.CATALOG_GRACE_MS;
-    const names = await this.redis.zrangebyscore(this.keys.catalogSeen(), liveAfter, '+inf');
-    const entries = new Map<string, CatalogEntry>();
-    if (names.length === 0) return entries;
-    const values = await this.redis.hmget(this.keys.catalogTools(), ...names);
-    values.forEach((value) => {
-      if (value === null) return;
-      try {
-        const parsed = CatalogEntrySchema.safeParse(JSON.parse(value));
-        if (parsed.success) entries.set(parsed.data.name, parsed.data);
-      } catch {
-        // Not JSON: left out, as above.
+    const names = (await this.redis.zrangebyscore(this.keys.catalogSeen(), liveAfter, '+inf')).sort();
+    const refused: CatalogRefusal[] = names.slice(maxTools).map((tool) => ({
+      tool,
+      reason: `more than CATALOG_MAX_TOOLS (${maxTools}) tools are live; the first ${maxTools} by name are read`,
+    }));
+    const kept = names.slice(0, maxTools);
+    const sizes = await this.#sizes(kept);
+    const fetched = kept.filter((name, i) => {
+      const bytes = sizes[i] ?? 0;
+      if (bytes > maxEntryBytes) {
+        refused.push({ tool: name, reason: entrySizeReason(bytes, this.bounds) });
       }
+      return bytes > 0 && bytes <= maxEntryBytes;
     });
-    return entries;
+    const values = fetched.length > 0 ? await this.redis.hmget(this.keys.catalogTools(), ...fetched) : [];
+    const entries = new Map<string, CatalogEntry>();
+    for (const [i, name] of fetched.entries()) {
+      const raw = values[i];
+      if (raw === null || raw === undefined) continue;
+      const admission = await this.#admit(name, raw);
+      if (admission.ok) entries.set(name, admission.entry);
+      else refused.push({ tool: name, reason: admission.reason });
+    }
+    const present = new Set(fetched);
+    for (const name of this.#verdicts.keys()) if (!present.has(name)) this.#verdicts.delete(name);
+    return { entries, refused: await this.#withPublishers(refused) };
+  }
+
+  onRefusal(listener: (refusals: readonly CatalogRefusal[]) => void): () => void {
+    this.#refusalListeners.add(listener);
+    return () => this.#refusalListeners.delete(listener);
+  }
+
+  async #sizes(names: readonly string[]): Promise<number[]> {
+    if (names.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const name of names) pipeline.hstrlen(this.keys.catalogTools(), name);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, bytes]) => (error ? 0 : Number(bytes)));
+  }
+
+  /**
+   * The verdict on an entry's JSON: the last one while the JSON is unchanged. A new one yields to the event loop
+   * first, so that a read that compiles many schemas (a process's first) never holds it for more than one.
+   */
+  async #admit(name: string, raw: string): Promise<Admission> {
+    const known = this.#verdicts.get(name);
+    if (known?.raw === raw) return known.admission;
+    await new Promise((resolve) => setImmediate(resolve));
+    const admission = admitPublishedEntry(name, raw, this.bounds);
+    this.#verdicts.set(name, { raw, admission });
+    return admission;
+  }
+
+  async #withPublishers(refused: CatalogRefusal[]): Promise<CatalogRefusal[]> {
+    if (refused.length === 0) {
+      this.#reported.clear();
+      return refused;
+    }
+    const publishers = await this.redis.hmget(this.keys.catalogPublishers(), ...refused.map((r) => r.tool));
+    const described = refused.map((refusal, i) => {
+      const publisher = publishers[i];
+      return publisher ? { ...refusal, publisher } : refusal;
+    });
+    const current = new Set(described.map((r) => `${r.tool}\n${r.reason}`));
+    for (const key of this.#reported) if (!current.has(key)) this.#reported.delete(key);
+    const fresh = described.filter((r) => !this.#reported.has(`${r.tool}\n${r.reason}`));
+    for (const r of fresh) this.#reported.add(`${r.tool}\n${r.reason}`);
+    if (fresh.length > 0) for (const listener of this.#refusalListeners) listener(fresh);
+    return described;
   }
 }
 
@@ -88,7 +203,8 @@ type ChangeListener = (entries: ReadonlyMap<string, CatalogEntry>) => void;
  */
 export class CatalogView {
   #entries: ReadonlyMap<string, CatalogEntry> = new Map();
-  #fingerprint = '';
+  #refused: ReadonlyMap<string, CatalogRefusal> = new Map();
+  #loaded = false;
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => Promise<void>) | undefined;
   #reloading: Promise<void> | undefined;
@@ -112,6 +228,11 @@ export class CatalogView {
 
   entries(): ReadonlyMap<string, CatalogEntry> {
     return this.#entries;
+  }
+
+  /** Why a live tool is left out of the listing (docs/catalog.md, "Bounds"), if it is. */
+  refusal(name: string): CatalogRefusal | undefined {
+    return this.#refused.get(name);
   }
 
   /** The entry, reading Redis again first when the cache does not have it (a tool published a moment ago). */
@@ -150,18 +271,43 @@ export class CatalogView {
   }
 
   async #load(): Promise<void> {
-    let entries: Map<string, CatalogEntry>;
+    let reading: CatalogReading;
     try {
-      entries = await this.catalog.read();
+      reading = await this.catalog.readAll();
     } catch (error) {
       this.options.onError?.(error);
       return;
     }
-    const fingerprint = canonicalJson([...entries.values()].sort((a, b) => (a.name < b.name ? -1 : 1)));
-    if (fingerprint === this.#fingerprint) return;
-    const first = this.#fingerprint === '';
+    const { entries, refused } = reading;
+    this.#refused = new Map(refused.map((refusal) => [refusal.tool, refusal]));
+    // An unchanged entry is the same object from one read to the next (ToolCatalog keeps its verdicts).
+    const unchanged =
+      entries.size === this.#entries.size && [...entries].every(([name, entry]) => this.#entries.get(name) === entry);
+    if (this.#loaded && unchanged) return;
+    const first = !this.#loaded;
     this.#entries = entries;
-    this.#fingerprint = fingerprint;
+    this.#loaded = true;
     if (!first) for (const listener of this.#listeners) listener(entries);
   }
+}
+
+/** At most this many refusals are logged one by one per read; a flood of bad entries gets one line for the rest. */
+const REFUSALS_LOGGED = 20;
+
+/**
+ * Logs each entry the catalog refuses once, with its publisher and reason (ToolCatalog tells each refusal once, not
+ * at every read). Returns the unsubscribe function.
+ */
+export function logCatalogRefusals(catalog: ToolCatalog, log: Logger): () => void {
+  return catalog.onRefusal((refusals) => {
+    for (const { tool, reason, publisher } of refusals.slice(0, REFUSALS_LOGGED)) {
+      log.warn('tool catalog entry refused', { tool, publisher: publisher ?? 'unknown', reason });
+    }
+    if (refusals.length > REFUSALS_LOGGED) {
+      log.warn('tool catalog entries refused', {
+        more: refusals.length - REFUSALS_LOGGED,
+        tools: refusals.slice(REFUSALS_LOGGED, REFUSALS_LOGGED + 100).map((refusal) => refusal.tool),
+      });
+    }
+  });
 }

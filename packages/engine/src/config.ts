@@ -1,5 +1,6 @@
 // Environment parsing shared by every process: one zod schema per app, parsed once into a frozen object, with
 // errors that name the variable and what it accepts.
+import { DEFAULT_CATALOG_BOUNDS, type CatalogBounds } from '@mcp-tasks/protocol';
 import { z } from 'zod';
 import { isSecretVariable, maskUrlPasswords } from './redact.ts';
 import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
@@ -66,7 +67,24 @@ export const CatalogEnvSchema = z.object({
   CATALOG_GRACE_MS: intFromEnv(60_000, { min: 1000 }),
   /** An api replica re-reads the catalog this often even when no change was announced. */
   CATALOG_RELOAD_MS: intFromEnv(2000, { min: 50 }),
+  /**
+   * Bounds of what a process admits from the catalog, whoever published it (docs/catalog.md, "Bounds"): an entry's
+   * size in bytes of JSON, its nesting depth, and how many live tools are read.
+   */
+  CATALOG_MAX_ENTRY_BYTES: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxEntryBytes, { min: 1024, max: 16 * 1024 * 1024 }),
+  /** ajv recurses on a schema's nesting; this cap keeps it far from the stack's limit. */
+  CATALOG_MAX_DEPTH: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxDepth, { min: 8, max: 256 }),
+  CATALOG_MAX_TOOLS: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxTools, { min: 1, max: 100_000 }),
 });
+
+/** The catalog bounds of a configuration (the defaults for what it does not set). */
+export function catalogBoundsOf(config: Partial<CatalogEnv>): CatalogBounds {
+  return {
+    maxEntryBytes: config.CATALOG_MAX_ENTRY_BYTES ?? DEFAULT_CATALOG_BOUNDS.maxEntryBytes,
+    maxDepth: config.CATALOG_MAX_DEPTH ?? DEFAULT_CATALOG_BOUNDS.maxDepth,
+    maxTools: config.CATALOG_MAX_TOOLS ?? DEFAULT_CATALOG_BOUNDS.maxTools,
+  };
+}
 
 export type CatalogEnv = z.infer<typeof CatalogEnvSchema>;
 

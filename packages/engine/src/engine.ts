@@ -133,9 +133,13 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     new TaskService(store, redis, subscriber, { ...timing, ...changes }, limits)
       .useExternalQueues(externalQueues)
       .useFairQueue(fairQueue);
+  const catalogSetting = <K extends keyof CatalogEnv>(name: K): CatalogEnv[K] => config[name] ?? CATALOG_DEFAULTS[name];
   const catalog = new ToolCatalog(redis, keys, {
-    CATALOG_GRACE_MS: config.CATALOG_GRACE_MS ?? CATALOG_DEFAULTS.CATALOG_GRACE_MS,
-    CATALOG_HEARTBEAT_MS: config.CATALOG_HEARTBEAT_MS ?? CATALOG_DEFAULTS.CATALOG_HEARTBEAT_MS,
+    CATALOG_GRACE_MS: catalogSetting('CATALOG_GRACE_MS'),
+    CATALOG_HEARTBEAT_MS: catalogSetting('CATALOG_HEARTBEAT_MS'),
+    CATALOG_MAX_ENTRY_BYTES: catalogSetting('CATALOG_MAX_ENTRY_BYTES'),
+    CATALOG_MAX_DEPTH: catalogSetting('CATALOG_MAX_DEPTH'),
+    CATALOG_MAX_TOOLS: catalogSetting('CATALOG_MAX_TOOLS'),
   });
   const schedulingView = new SchedulingView(redis, keys, externalQueues);
   const activity = new ActivityRecorder(redis, keys, { flushMs: config.DASHBOARD_FLUSH_MS });

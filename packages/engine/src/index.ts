@@ -21,9 +21,10 @@ export {
 } from './activity.ts';
 export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './audit.ts';
 export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
-export { CatalogConflictError, CatalogView } from './catalog.ts';
+export { CatalogConflictError, type CatalogRefusal, CatalogView, logCatalogRefusals } from './catalog.ts';
 export { CleanupStack, onShutdownSignal } from './cleanup.ts';
 export {
+  catalogBoundsOf,
   CatalogEnvSchema,
   ConfigError,
   intFromEnv,

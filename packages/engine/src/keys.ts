@@ -124,6 +124,11 @@ export class KeySpace {
     return `${this.prefix}:catalog:seen`;
   }
 
+  /** Hash: tool name -> the worker that last published its catalog entry (named when an entry is refused at read). */
+  catalogPublishers(): string {
+    return `${this.prefix}:catalog:publishers`;
+  }
+
   /** Pub/sub channel: the catalog changed (a tool arrived, changed or went away); api replicas reload it. */
   catalogChannel(): string {
     return `${this.prefix}:catalog-changed`;

@@ -557,19 +557,22 @@ export class RedisScripts {
     return { opened: opened === 1, count };
   }
 
-  /** publish-catalog-2.lua: a worker's catalog entries, unless one conflicts with a live definition. */
+  /** publish-catalog-3.lua: a worker's catalog entries, unless one conflicts with a live definition. */
   async publishCatalog(call: {
-    keys: { tools: string; seen: string };
+    keys: { tools: string; seen: string; publishers: string };
     now: number;
     liveAfter: number;
     channel: string;
+    publisher: string;
     entries: readonly { name: string; json: string }[];
   }): Promise<{ verdict: 'ok'; changed: boolean } | { verdict: 'conflict'; name: string; live: string }> {
-    const { now, liveAfter, channel, entries } = call;
-    const reply = (await this.#run('publishCatalog', new ScriptKeys([call.keys.tools, call.keys.seen]), {
+    const { now, liveAfter, channel, publisher, entries } = call;
+    const { tools, seen, publishers } = call.keys;
+    const reply = (await this.#run('publishCatalog', new ScriptKeys([tools, seen, publishers]), {
       now,
       liveAfter,
       channel,
+      publisher,
       entries,
     })) as [string, number | string, string?];
     if (reply[0] === 'conflict') return { verdict: 'conflict', name: String(reply[1]), live: String(reply[2]) };

@@ -18,7 +18,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
-import type { ToolCatalog } from './catalog.ts';
+import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
@@ -144,6 +144,8 @@ export interface Overview {
   tools?: ToolSchedulingView[];
   /** Jobs held back by per-principal caps, by principal. */
   heldByPrincipal?: Record<string, number>;
+  /** Live catalog entries left out, with their reason and publisher (docs/catalog.md, "Bounds"). */
+  refusedTools?: CatalogRefusal[];
 }
 
 export interface PurgeResult {
@@ -369,9 +371,11 @@ export class TaskAdmin {
       if (members.length < COUNT_BATCH || last === undefined) break;
       upper = `(${last}`;
     }
-    const { tools, heldByPrincipal } = await this.scheduling();
+    const catalog = await this.tools?.catalog.readAll();
+    const { tools, heldByPrincipal } = await this.scheduling(undefined, catalog && (() => catalog.entries.values()));
     const { jobs, workers, oldest } = await this.queueState(heldByPrincipal);
     const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers, tools, heldByPrincipal };
+    if (catalog) overview.refusedTools = catalog.refused;
     const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);

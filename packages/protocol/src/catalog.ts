@@ -3,6 +3,7 @@
 // other languages publish the same JSON (docs/job-contract.md, schema in docs/job-contract.schema.json).
 import { z } from 'zod';
 import { queueOfTool } from './external.ts';
+export { canonicalJson } from './canonical-json.ts';
 import { mergeScheduling, SchedulingSchema, type Scheduling } from './scheduling.ts';
 import { declaredScheduling, taskSupportOf, TaskSupport, type ToolDefinition } from './tool.ts';
 
@@ -77,24 +78,6 @@ export function listingOfEntry(entry: CatalogEntry): Record<string, unknown> {
     ...(entry.annotations !== undefined ? { annotations: entry.annotations } : {}),
     execution: { taskSupport: entry.taskSupport },
   };
-}
-
-/**
- * The JSON text two entries are compared by: keys sorted at every level, so that equal definitions published by
- * different processes (or languages) compare equal.
- */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.keys(value)
-      .sort()
-      .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
-  );
 }
 
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {

@@ -12,6 +12,7 @@
  */
 export * from './capabilities.ts';
 export * from './catalog.ts';
+export * from './catalog-admission.ts';
 export * from './errors.ts';
 export * from './external.ts';
 export * from './job-state.ts';
@@ -20,6 +21,12 @@ export * from './meta.ts';
 export * from './outcome.ts';
 export * from './scheduling.ts';
 export * from './schemas.ts';
+export {
+  compileArgumentsSchema,
+  SchemaError,
+  type ArgumentsCheck,
+  type ArgumentsValidator,
+} from './schema-validation.ts';
 export * from './task.ts';
 export * from './task-status.ts';
 export * from './tool.ts';

@@ -62,6 +62,7 @@ function renderOverview(o) {
   cards.push(['workers', o.workers.length]);
   if (o.oldestWaiting) cards.push(['oldest waiting', age(o.oldestWaiting.waitingMs)]);
   renderScheduling(o.tools || []);
+  renderRefused(o.refusedTools || []);
   $('overview').replaceChildren(
     ...cards.map(([name, value]) => {
       const card = document.createElement('div');
@@ -96,6 +97,21 @@ function renderScheduling(tools) {
       cell(row, String(t.counters.retries));
       cell(row, String(t.counters.timeouts));
       cell(row, String(t.counters.parked));
+      return row;
+    }),
+  );
+}
+
+/** Catalog entries every process leaves out (too large, too deep, not compiling), with who published them and why. */
+function renderRefused(refused) {
+  $('refused-tools').hidden = refused.length === 0;
+  $('refused').replaceChildren(
+    ...refused.map((r) => {
+      const row = document.createElement('tr');
+      row.dataset.tool = r.tool;
+      cell(row, r.tool);
+      cell(row, r.publisher || 'unknown');
+      cell(row, r.reason);
       return row;
     }),
   );

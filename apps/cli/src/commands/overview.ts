@@ -1,6 +1,7 @@
-// `mcpt overview`: tasks per MCP status, jobs per BullMQ state, connected workers, the oldest waiting task, and per
-// tool its scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md).
-import type { QueueDepth, ToolSchedulingView } from '@mcp-tasks/engine';
+// `mcpt overview`: tasks per MCP status, the queue depth, connected workers, the oldest waiting task, per tool its
+// scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md), and the catalog
+// entries refused (docs/catalog.md, "Bounds").
+import type { CatalogRefusal, QueueDepth, ToolSchedulingView } from '@mcp-tasks/engine';
 import type { Command } from 'commander';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';
@@ -16,7 +17,7 @@ export function registerOverview(program: Command, io: CliIo): void {
     .action(async (options: { json?: boolean }) => {
       const overview = await withOperator(io.env, ({ admin }) => admin.overview());
       emit(io, options.json === true, overview, () => {
-        const { tasks, jobs, workers, oldestWaiting, tools = [], heldByPrincipal = {} } = overview;
+        const { tasks, jobs, workers, oldestWaiting, tools = [], heldByPrincipal = {}, refusedTools = [] } = overview;
         const parts = [
           `Tasks: ${tasks.total} (tasks ${tasks.byKind.task}, plain calls ${tasks.byKind.call})`,
           table(
@@ -54,6 +55,7 @@ export function registerOverview(program: Command, io: CliIo): void {
           ...Object.entries(heldByPrincipal).map(
             ([principal, count]) => `Held back by per-principal caps: ${principal}: ${count}`,
           ),
+          ...refusedToolLines(refusedTools),
         ];
         return parts.join('\n');
       });
@@ -67,6 +69,19 @@ const DEPTH_ROWS: readonly (readonly [keyof QueueDepth, string])[] = [
   ['delayed', 'not before a time: retry backoff, held by a cap, next external poll'],
   ['held', 'held back by per-principal caps (most of them delayed)'],
 ];
+
+/** Live catalog entries every process leaves out (docs/catalog.md, "Bounds"): their publisher must fix them. */
+function refusedToolLines(refused: readonly CatalogRefusal[]): string[] {
+  if (refused.length === 0) return [];
+  return [
+    '',
+    `Tools refused by the catalog: ${refused.length} (not listed, calls refused)`,
+    table(
+      [{ title: 'tool' }, { title: 'published by' }, { title: 'reason' }],
+      refused.map((refusal) => [refusal.tool, refusal.publisher ?? 'unknown', refusal.reason]),
+    ),
+  ];
+}
 
 function toolRow(tool: ToolSchedulingView): string[] {
   const perPrincipal = Object.entries(tool.queuedByPrincipal)

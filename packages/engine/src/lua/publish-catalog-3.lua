@@ -1,14 +1,17 @@
 --[[
   Publishes the catalog entries of one worker (at start-up and on every heartbeat), refusing a definition that
   differs from a live one under the same name, and drops the entries no worker has refreshed for the grace period.
+  Records which worker published each entry, so that a process that refuses an entry at read can name it.
 
   KEYS[1] the catalog hash, tool name -> entry (canonical JSON)
   KEYS[2] the sorted set of tool names scored by their last heartbeat (ms)
+  KEYS[3] the hash of publishers, tool name -> the worker that last published its entry
 
   ARGV[1] the arguments, JSON:
     now        epoch ms
     liveAfter  epoch ms: an entry whose last heartbeat is older is gone
     channel    the channel to publish on when the catalog changed
+    publisher  the worker's name
     entries    the worker's entries, each {name = the tool's name, json = its entry}
 
   Returns {'conflict', name, live entry} without writing anything, or {'ok', 1 if the catalog changed else 0}.
@@ -29,6 +32,7 @@ end
 local changed = 0
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', string.format('(%d', args.liveAfter))) do
   redis.call('HDEL', KEYS[1], name)
+  redis.call('HDEL', KEYS[3], name)
   redis.call('ZREM', KEYS[2], name)
   changed = 1
 end
@@ -37,6 +41,10 @@ for _, entry in ipairs(entries) do
   if current ~= entry.json then
     redis.call('HSET', KEYS[1], entry.name, entry.json)
     changed = 1
+  end
+  -- Written only when another worker published last: a heartbeat of the same worker writes nothing more.
+  if redis.call('HGET', KEYS[3], entry.name) ~= args.publisher then
+    redis.call('HSET', KEYS[3], entry.name, args.publisher)
   end
   redis.call('ZADD', KEYS[2], args.now, entry.name)
 end

@@ -1,0 +1,111 @@
+// The regular expressions of published JSON Schemas (`pattern`, `patternProperties`, `propertyNames`) run on RE2's
+// linear-time engine, not on the platform's backtracking RegExp: a pattern such as `^(a+)+$` and thirty `a`s would
+// otherwise hold the event loop for seconds (docs/catalog.md, "Schema validation"). JSON Schema patterns are written
+// in ECMAScript's dialect; the few escapes whose meaning RE2 spells differently are rewritten, and what RE2 cannot run
+// in linear time (lookaround, backreferences) is refused with a reason.
+import { RE2JS } from 're2js';
+
+/** A pattern that cannot run in linear time, or that is not a regular expression at all. */
+export class PatternError extends Error {
+  override readonly name = 'PatternError';
+}
+
+/** ECMAScript's `\s`: its WhiteSpace and LineTerminator characters (RE2's `\s` is ASCII only). */
+const WHITESPACE =
+  '\\t\\n\\x{0b}\\f\\r \\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}\\x{feff}';
+/** ECMAScript's `.` without the `s` flag: anything but a line terminator (RE2's excludes `\n` only). */
+const DOT = '[^\\n\\r\\x{2028}\\x{2029}]';
+
+/** The pattern in RE2's syntax with ECMAScript's meaning, or PatternError saying what RE2 cannot run. */
+export function toRe2Syntax(pattern: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i] as string;
+    if (c === '\\') {
+      const { text, length } = escapeAt(pattern, i, inClass);
+      out += text;
+      i += length - 1;
+      continue;
+    }
+    if (inClass) {
+      if (c === ']') inClass = false;
+      out += c;
+      continue;
+    }
+    if (c === '[') {
+      const negated = pattern[i + 1] === '^';
+      // `[]` and `[^]` are a class in ECMAScript, but RE2 reads the `]` as a member.
+      if (pattern[i + (negated ? 2 : 1)] === ']') throw new PatternError('an empty character class ([] or [^])');
+      inClass = true;
+      out += negated ? '[^' : '[';
+      if (negated) i++;
+      continue;
+    }
+    if (c === '(' && pattern[i + 1] === '?' && isLookaround(pattern.slice(i + 2, i + 4))) {
+      throw new PatternError('lookahead and lookbehind ((?=, (?!, (?<=, (?<!) cannot run in linear time');
+    }
+    out += c === '.' ? DOT : c;
+  }
+  return out;
+}
+
+function isLookaround(next: string): boolean {
+  return next.startsWith('=') || next.startsWith('!') || next === '<=' || next === '<!';
+}
+
+function escapeAt(pattern: string, at: number, inClass: boolean): { text: string; length: number } {
+  const next = pattern[at + 1];
+  if (next === undefined) throw new PatternError('a lone backslash at its end');
+  if (next === 'u') return unicodeEscape(pattern, at);
+  if (next === 's') return { text: inClass ? WHITESPACE : `[${WHITESPACE}]`, length: 2 };
+  if (next === 'S' && !inClass) return { text: `[^${WHITESPACE}]`, length: 2 };
+  if (/[1-9]/.test(next) || (next === 'k' && pattern[at + 2] === '<')) {
+    throw new PatternError('backreferences cannot run in linear time');
+  }
+  if (next === 'b' && inClass) return { text: '\\x{8}', length: 2 };
+  return { text: `\\${next}`, length: 2 };
+}
+
+/** `\uXXXX`, a surrogate pair of them, or `\u{X...}` as RE2's `\x{...}`. */
+function unicodeEscape(pattern: string, at: number): { text: string; length: number } {
+  const braced = /^\\u\{([0-9A-Fa-f]{1,6})\}/.exec(pattern.slice(at, at + 10));
+  if (braced) return { text: `\\x{${braced[1]}}`, length: braced[0].length };
+  const unit = (offset: number) => {
+    const hex = /^\\u([0-9A-Fa-f]{4})/.exec(pattern.slice(offset, offset + 6));
+    return hex ? parseInt(hex[1] as string, 16) : undefined;
+  };
+  const high = unit(at);
+  if (high === undefined) throw new PatternError(`an invalid escape at ${at}: \\u takes 4 hex digits or {hex}`);
+  const low = unit(at + 6);
+  if (high >= 0xd800 && high <= 0xdbff && low !== undefined && low >= 0xdc00 && low <= 0xdfff) {
+    const codePoint = (high - 0xd800) * 0x400 + (low - 0xdc00) + 0x10000;
+    return { text: `\\x{${codePoint.toString(16)}}`, length: 12 };
+  }
+  return { text: `\\x{${high.toString(16)}}`, length: 6 };
+}
+
+/** A compiled pattern with RegExp's `test` (an unanchored search), in time linear in the text. */
+export interface LinearPattern {
+  test(text: string): boolean;
+  toString(): string;
+}
+
+export function compileLinearPattern(pattern: string): LinearPattern {
+  let compiled: RE2JS;
+  try {
+    compiled = RE2JS.compile(toRe2Syntax(pattern));
+  } catch (error) {
+    if (error instanceof PatternError) throw error;
+    throw new PatternError((error as Error).message);
+  }
+  return { test: (text) => compiled.test(text), toString: () => `/${pattern}/` };
+}
+
+/**
+ * ajv's `code.regExp` engine (its RegExpEngine: a function with a `code` for standalone code, which we do not
+ * generate). ajv calls it with the `u` flag, which RE2 always has.
+ */
+export const linearRegExpEngine = Object.assign((pattern: string) => compileLinearPattern(pattern), {
+  code: 're2js',
+});
