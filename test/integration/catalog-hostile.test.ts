@@ -182,17 +182,13 @@ describe('hostile catalog entries and arguments (real publish path, real api and
     }
   });
 
-  it('$ref loops, unresolvable refs and lookahead patterns are refused; a call answers an error naming the tool', async () => {
+  it('$ref loops, unresolvable refs and invalid patterns are refused; a call answers an error naming the tool', async () => {
     const schemas: [string, Record<string, unknown>, RegExp][] = [
       ['ref_self', { $ref: '#' }, /a \$ref loop at \//],
       ['ref_pair', { $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' }, /\$ref loop/],
       ['ref_missing', { $ref: '#/$defs/nowhere' }, /unresolvable \$ref/],
       ['ref_remote', { $ref: 'http://127.0.0.1:9/schema.json' }, /unresolvable \$ref/],
-      [
-        'lookahead',
-        { type: 'object', properties: { s: { type: 'string', pattern: '^(?=a)(a+)+$' } } },
-        /cannot run in linear time/,
-      ],
+      ['bad_pattern', { type: 'object', properties: { s: { type: 'string', pattern: '(a' } } }, /does not compile/],
       ['not_a_schema', { type: 'object', properties: { n: { type: 'integr' } } }, /not a valid JSON Schema/],
     ];
     for (const [name, schema] of schemas) await publishRaw(name, JSON.stringify(entry(name, schema)));

@@ -1,13 +1,20 @@
 // The regular expressions of published JSON Schemas (`pattern`, `patternProperties`, `propertyNames`) run on RE2's
 // linear-time engine, not on the platform's backtracking RegExp: a pattern such as `^(a+)+$` and thirty `a`s would
 // otherwise hold the event loop for seconds (docs/catalog.md, "Schema validation"). JSON Schema patterns are written
-// in ECMAScript's dialect; the few escapes whose meaning RE2 spells differently are rewritten, and what RE2 cannot run
-// in linear time (lookaround, backreferences) is refused with a reason.
+// in ECMAScript's dialect; the few escapes whose meaning RE2 spells differently are rewritten. What no linear-time
+// engine can run (lookaround, backreferences: zod's `z.emoji()`, `z.hostname()`, `z.iso.duration()` use them) is not
+// checked here: it matches anything, and is left to the tool's own validation (our workers parse arguments with the
+// tool's zod schema; an upstream server or an external consumer validates its own), which the caller is told.
 import { RE2JS } from 're2js';
 
-/** A pattern that cannot run in linear time, or that is not a regular expression at all. */
+/** A pattern that is not a regular expression at all. */
 export class PatternError extends Error {
-  override readonly name = 'PatternError';
+  override readonly name: string = 'PatternError';
+}
+
+/** A valid ECMAScript pattern that no linear-time engine runs (lookaround, backreferences). */
+export class NonLinearPatternError extends PatternError {
+  override readonly name = 'NonLinearPatternError';
 }
 
 /** ECMAScript's `\s`: its WhiteSpace and LineTerminator characters (RE2's `\s` is ASCII only). */
@@ -43,7 +50,7 @@ export function toRe2Syntax(pattern: string): string {
       continue;
     }
     if (c === '(' && pattern[i + 1] === '?' && isLookaround(pattern.slice(i + 2, i + 4))) {
-      throw new PatternError('lookahead and lookbehind ((?=, (?!, (?<=, (?<!) cannot run in linear time');
+      throw new NonLinearPatternError('lookahead and lookbehind ((?=, (?!, (?<=, (?<!) cannot run in linear time');
     }
     out += c === '.' ? DOT : c;
   }
@@ -61,7 +68,7 @@ function escapeAt(pattern: string, at: number, inClass: boolean): { text: string
   if (next === 's') return { text: inClass ? WHITESPACE : `[${WHITESPACE}]`, length: 2 };
   if (next === 'S' && !inClass) return { text: `[^${WHITESPACE}]`, length: 2 };
   if (/[1-9]/.test(next) || (next === 'k' && pattern[at + 2] === '<')) {
-    throw new PatternError('backreferences cannot run in linear time');
+    throw new NonLinearPatternError('backreferences cannot run in linear time');
   }
   if (next === 'b' && inClass) return { text: '\\x{8}', length: 2 };
   return { text: `\\${next}`, length: 2 };
@@ -102,10 +109,35 @@ export function compileLinearPattern(pattern: string): LinearPattern {
   return { test: (text) => compiled.test(text), toString: () => `/${pattern}/` };
 }
 
+/** Patterns the engine met that it left unchecked, while a schema compiles (schema-validation.ts collects them). */
+let unchecked: string[] | undefined;
+
+/** Runs `compile` and answers the patterns it left to the tool's own validation (NonLinearPatternError). */
+export function collectUncheckedPatterns<T>(compile: () => T): { value: T; unchecked: string[] } {
+  const outer = unchecked;
+  unchecked = [];
+  try {
+    const value = compile();
+    return { value, unchecked };
+  } finally {
+    unchecked = outer;
+  }
+}
+
 /**
  * ajv's `code.regExp` engine (its RegExpEngine: a function with a `code` for standalone code, which we do not
- * generate). ajv calls it with the `u` flag, which RE2 always has.
+ * generate). ajv calls it with the `u` flag, which RE2 always has. A pattern no linear-time engine runs matches
+ * anything here (see above).
  */
-export const linearRegExpEngine = Object.assign((pattern: string) => compileLinearPattern(pattern), {
-  code: 're2js',
-});
+export const linearRegExpEngine = Object.assign(
+  (pattern: string): LinearPattern => {
+    try {
+      return compileLinearPattern(pattern);
+    } catch (error) {
+      if (!(error instanceof NonLinearPatternError)) throw error;
+      unchecked?.push(pattern);
+      return { test: () => true, toString: () => `/${pattern}/` };
+    }
+  },
+  { code: 're2js' },
+);

@@ -7,7 +7,7 @@ import { Ajv as AjvDraft07, type ErrorObject, type Options, type ValidateFunctio
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
 import { canonicalJson } from './canonical-json.ts';
-import { linearRegExpEngine } from './linear-pattern.ts';
+import { collectUncheckedPatterns, linearRegExpEngine } from './linear-pattern.ts';
 import { checkSchemaRefs } from './schema-refs.ts';
 
 // ajv-formats is CommonJS: its module.exports is the plugin itself (the typings describe only `exports.default`).
@@ -38,8 +38,11 @@ export class SchemaError extends Error {
 }
 
 export type ArgumentsCheck = { ok: true } | { ok: false; problems: string };
-/** Checks arguments (applying the schema's defaults to them in place). */
-export type ArgumentsValidator = (value: unknown) => ArgumentsCheck;
+/**
+ * Checks arguments (applying the schema's defaults to them in place). `uncheckedPatterns`: the schema's patterns that
+ * no linear-time engine runs (lookaround, backreferences), left to the tool's own validation.
+ */
+export type ArgumentsValidator = ((value: unknown) => ArgumentsCheck) & { uncheckedPatterns: readonly string[] };
 
 let metaValidators: { draft2020: Ajv2020; draft07: AjvDraft07 } | undefined;
 
@@ -65,12 +68,13 @@ export function compileArgumentsSchema(schema: Record<string, unknown>): Argumen
   }
   const ajv = withLinearUniqueItems(addFormats(draft07 ? new AjvDraft07(ISOLATED) : new Ajv2020(ISOLATED)));
   let validate: ValidateFunction;
+  let uncheckedPatterns: string[];
   try {
-    validate = ajv.compile(schema);
+    ({ value: validate, unchecked: uncheckedPatterns } = collectUncheckedPatterns(() => ajv.compile(schema)));
   } catch (error) {
     throw new SchemaError(`it does not compile: ${compileFailure(error)}`);
   }
-  return (value) => {
+  const check = (value: unknown): ArgumentsCheck => {
     try {
       return validate(value) ? { ok: true } : { ok: false, problems: describeErrors(validate.errors ?? []) };
     } catch (error) {
@@ -78,6 +82,7 @@ export function compileArgumentsSchema(schema: Record<string, unknown>): Argumen
       return { ok: false, problems: `they could not be validated (${compileFailure(error)})` };
     }
   };
+  return Object.assign(check, { uncheckedPatterns });
 }
 
 function compileFailure(error: unknown): string {
