@@ -63,6 +63,7 @@ export {
   SecurityEvent,
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
+export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
 export { DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
 export { isSecretVariable, maskUrlPasswords, redactSessionFields, sessionDigest } from './redact.ts';
 export {
@@ -87,7 +88,8 @@ export {
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
-export { type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,
   carrierFor,
