@@ -1,16 +1,19 @@
 // Durable execution inside a tool (docs/durable-execution.md) with real worker processes, real Redis and real HTTP:
 // child tasks on one worker of concurrency 1 and their cancellation, a step's side effect once across a retry, the
-// children listed with their parent on both wires, and last a worker SIGKILLed during a
+// children listed with their parent on both wires, what operators see, and last a worker SIGKILLed during a
 // checkpointed loop whose task another worker resumes after the last checkpoint (examples/long-import).
 import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KeySpace, TaskKeys } from '@mcp-tasks/engine';
+import { runCli } from '@mcp-tasks/cli';
+import { KeySpace, TaskKeys, type DurableView } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
 import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
+
+const ADMIN_TOKEN = 'durable-admin-token-0123456789';
 
 type Task = Record<string, unknown>;
 
@@ -37,6 +40,7 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
         WORKER_STALLED_INTERVAL_MS: '1000',
         CANCEL_CHECK_INTERVAL_MS: '500',
         RESULT_RECHECK_MS: '1000',
+        ADMIN_TOKEN,
       },
     });
     tasks = new TaskKeys(new KeySpace(system.prefix));
@@ -79,9 +83,12 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
   const parentOf = (task: Task): unknown =>
     (task['_meta'] as Record<string, { taskId: string }> | undefined)?.[RunnerMeta.ParentTask]?.taskId;
 
+  /** The root of the tree the first test runs, which operators then inspect. */
+  let root = '';
+
   it("T-LIST-1: a parent whose children are of its own tool completes on one worker of concurrency 1; tasks/list names each child's parent in _meta", async () => {
     const client = await McpTestClient.connect(system.apiUrl);
-    const root = String((await client.createTask('tree', { depth: 2, width: 2 }))['taskId']);
+    root = String((await client.createTask('tree', { depth: 2, width: 2 }))['taskId']);
     expect((await settled(client, root))['status']).to.equal('completed');
     expect((await result(client, root))['structuredContent']).to.include({ tasks: 7 });
 
@@ -102,6 +109,38 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
       .records()
       .filter((line) => line['message'] === 'task settled' && byId.has(String(line['taskId'])));
     expect(settledHere).to.have.length(7);
+  });
+
+  it("operators see the tree: mcpt inspect lists a task's children and names its parent; so does the dashboard", async () => {
+    const cli = async (...args: string[]) => {
+      let out = '';
+      const code = await runCli(args, {
+        out: (text) => (out += text),
+        err: () => undefined,
+        env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+      });
+      expect(code).to.equal(0);
+      return out;
+    };
+    const inspected = JSON.parse(await cli('inspect', root, '--json')) as { durable: DurableView };
+    expect(inspected.durable.parent).to.equal(undefined);
+    expect(inspected.durable.children.map((child) => [child.tool, child.status])).to.deep.equal([
+      ['tree', 'completed'],
+      ['tree', 'completed'],
+    ]);
+    const child = inspected.durable.children[0]?.taskId ?? '';
+    const text = await cli('inspect', child);
+    expect(text).to.match(new RegExp(`parent\\s+${root}`));
+    expect(text).to.match(/children\s+2/);
+    expect(text).to.include('Child tasks:');
+
+    const base = system.apiUrl.replace(/\/mcp$/, '');
+    const detail = await fetch(`${base}/admin/api/tasks/${child}`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    const page = (await detail.json()) as { durable: DurableView };
+    expect(page.durable.parent).to.equal(root);
+    expect(page.durable.children).to.have.length(2);
   });
 
   it('the fan-out example (examples/fan-out): one child task per input, summed, on the same worker', async () => {
@@ -190,7 +229,7 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     });
   });
 
-  it('a worker SIGKILLed during a checkpointed loop: another worker resumes after the last checkpoint (examples/long-import)', async () => {
+  it('a worker SIGKILLed during a checkpointed loop: another worker resumes after the last checkpoint (examples/long-import), and operators see the checkpoint', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const taskId = String(
       (await client.createTask('import_records', { records: 40, batch: 1, batchMs: 100 }))['taskId'],
@@ -212,5 +251,17 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     expect(second.records().some((line) => line['message'] === 'task settled' && line['taskId'] === taskId)).to.equal(
       true,
     );
+
+    // `mcpt inspect` shows when the last checkpoint was saved and its size.
+    let out = '';
+    const code = await runCli(['inspect', taskId, '--json'], {
+      out: (text) => (out += text),
+      err: () => undefined,
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code).to.equal(0);
+    const inspected = JSON.parse(out) as { durable: { checkpoint: { at: string; bytes: number }; steps: number } };
+    expect(inspected.durable.checkpoint.bytes).to.equal(Buffer.byteLength(JSON.stringify({ next: 40 })));
+    expect(Date.parse(inspected.durable.checkpoint.at)).to.be.above(0);
   });
 });

@@ -87,7 +87,14 @@ export {
 } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
-export { AdminError, operatorTask, TaskAdmin, type TaskFilter, type TaskInspection } from './task-admin.ts';
+export {
+  AdminError,
+  type DurableView,
+  operatorTask,
+  TaskAdmin,
+  type TaskFilter,
+  type TaskInspection,
+} from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
 export {
