@@ -86,7 +86,7 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
   /** The root of the tree the first test runs, which operators then inspect. */
   let root = '';
 
-  it("T-LIST-1: a parent whose children are of its own tool completes on one worker of concurrency 1; tasks/list names each child's parent in _meta", async () => {
+  it("T-LIST-3: a parent whose children are of its own tool completes on one worker of concurrency 1; tasks/list names each child's parent in _meta", async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     root = String((await client.createTask('tree', { depth: 2, width: 2 }))['taskId']);
     expect((await settled(client, root))['status']).to.equal('completed');
