@@ -153,6 +153,17 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     expect(children.map((task) => task['status'])).to.deep.equal(Array(5).fill('completed'));
   });
 
+  it('a child call is a step: a retried parent waits for the same child instead of starting another', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const parent = String((await client.createTask('retried_parent', {}))['taskId']);
+    expect((await settled(client, parent))['status']).to.equal('completed');
+    const report = JSON.parse(
+      String(((await result(client, parent))['content'] as { text: string }[])[0]?.text),
+    ) as Record<string, unknown>;
+    expect(report).to.deep.equal({ attempt: 2, child: { words: 2 } });
+    expect((await listAll(client)).filter((task) => parentOf(task) === parent)).to.have.length(1);
+  });
+
   it('X-GET-1: a child of a 2026-07-28 task carries its parent in tasks/get too', async () => {
     const created = await modernResult(
       system.apiUrl,

@@ -65,7 +65,7 @@ export function childCaller(deps: ChildCallDeps, scope: ChildCallScope): ToolCon
       }
     }
     run.childStarted();
-    return resultOf(await waitForChild(deps, scope, childId), name);
+    return resultOf(await waitForChild(deps, scope, childId, name), name);
   };
 }
 
@@ -112,11 +112,16 @@ async function startChild(
 }
 
 /** Waits for the child's end without holding the attempt's worker slot; rejects when the parent's run stops. */
-async function waitForChild(deps: ChildCallDeps, scope: ChildCallScope, childId: string): Promise<TaskRecord> {
+async function waitForChild(
+  deps: ChildCallDeps,
+  scope: ChildCallScope,
+  childId: string,
+  tool: string,
+): Promise<TaskRecord> {
   const { tasks, store } = deps;
   const { parent, signal } = scope;
   const gone = () =>
-    new ChildTaskError(childId, '?', 'gone', {
+    new ChildTaskError(childId, tool, 'gone', {
       code: ErrorCode.InternalError,
       message: 'the child task expired or was deleted before it ended',
     });

@@ -149,6 +149,7 @@ export class TaskService {
     input: CreateTaskInput,
     existing: { taskId: string; sameCall: boolean },
     opening: RequestOpening | undefined,
+    replaced = false,
   ): Promise<CreatedTask> {
     const { key } = input.idempotency ?? { key: '' };
     if (!existing.sameCall) {
@@ -167,11 +168,16 @@ export class TaskService {
         { taskId: existing.taskId },
       );
     }
+    if (replaced) {
+      throw new UnavailableError(
+        `Task ${existing.taskId}, which Idempotency-Key '${key}' names, was deleted as it was read: send the call again`,
+      );
+    }
     // Filed under the key but gone before its expiry (an operator's purge, a call answered synchronously): a new task
     // takes the key over, in the same step that checks it still names the one found gone.
     const again = await this.#create({ ...input, replaceKeyOf: existing.taskId }, opening);
     if (!('existing' in again)) return again.record;
-    return this.#existing({ ...input, idempotency: undefined }, again.existing, opening);
+    return this.#existing(input, again.existing, opening, true);
   }
 
   async #create(
