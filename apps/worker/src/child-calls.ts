@@ -91,7 +91,7 @@ async function startChild(
     ...(entry.external ? { queue: entry.queue } : {}),
     ...(entry.scheduling !== undefined ? { scheduling: entry.scheduling } : {}),
     // What is left of the parent's ttl, unless asked for less: a child never outlives its parent.
-    ...(options.ttl !== undefined ? { requestedTtl: options.ttl } : { requestedTtl: Number.MAX_SAFE_INTEGER }),
+    requestedTtl: options.ttl ?? Number.MAX_SAFE_INTEGER,
     expiresBy: parent.createdAt + parent.ttl,
     statusMessage: `Started by task ${parent.taskId}; queued for a worker.`,
     ...(trace ? { trace } : {}),
