@@ -4,6 +4,8 @@
 // 127.0.0.1 only.
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
+import { createEngine, type Engine } from '@mcp-tasks/engine';
+import { TaskKind } from '@mcp-tasks/protocol';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
@@ -14,13 +16,16 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
   this.timeout(60_000);
   let system: System;
   let base: string;
+  let engine: Engine;
 
   before(async function () {
     skipWithoutChromium(this);
     system = await startSystem({ env: { ADMIN_TOKEN: TOKEN, WORKER_SHUTDOWN_GRACE_MS: '500' } });
     base = system.apiUrl.replace(/\/mcp$/, '');
+    engine = createEngine({ redis: system.redis }, { REDIS_PREFIX: system.prefix, SESSION_IDLE_TTL_MS: 3_600_000 });
   });
   after(async () => {
+    await engine?.close();
     await system?.stop();
   });
 
@@ -271,6 +276,34 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(again['statusMessage']).to.be.a('string');
       const audited = system.apis[0]?.records().find((line) => line['event'] === 'operator.task_retried');
       expect(audited).to.include({ taskId: failed['taskId'], newTaskId: retried, via: 'dashboard' });
+    });
+
+    it("task page: a task's checkpoint, its parent and its child tasks, each linked (docs/durable-execution.md)", async () => {
+      const client = await McpTestClient.connect(system.apiUrl);
+      const parent = await engine.store.get(String((await client.createTask('wait', { seconds: 2 }))['taskId']));
+      if (!parent) throw new Error('no parent record');
+      // What a running tool's ctx.checkpoint() and ctx.callTool() store, through the same engine calls.
+      await engine.store.durable.save(parent, { attempt: 1, kind: 'checkpoint', json: '{"next":5}', maxEntries: 10 });
+      const child = await engine.tasks.create({
+        kind: TaskKind.Task,
+        owner: parent.owner,
+        sessionId: parent.sessionId,
+        tool: 'wait',
+        arguments: { seconds: 0 },
+        retrySafe: true,
+        parent: { taskId: parent.taskId, key: 'wait#1', attempt: 1, maxEntries: 10 },
+      });
+      await page.goto(`${base}/admin/tasks/${parent.taskId}`);
+      await page.waitForSelector('#checkpoint');
+      expect(await page.textContent('#checkpoint')).to.match(/ago\), 10 bytes$/);
+      await page.waitForSelector('#children tbody tr');
+      expect(await page.textContent('#children tbody tr td:nth-child(2)')).to.equal('wait');
+      await page.click('#children tbody tr a');
+      await page.waitForURL(`${base}/admin/tasks/${child.taskId}`);
+      await page.waitForSelector('#durable a');
+      expect(await page.textContent('#durable a')).to.equal(parent.taskId);
+      expect(await page.isHidden('#children')).to.equal(true);
+      expect(pageProblems).to.deep.equal([]);
     });
 
     it('actions refuse what cannot be done (409), unknown tasks (404) and non-JSON posts (415)', async () => {

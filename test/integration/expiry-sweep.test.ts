@@ -274,6 +274,26 @@ describe('expiry sweep (T-RSRC-1, T-TTL-1)', function () {
     expect(await queue.getJob(inSharedQueue.taskId)).to.equal(undefined);
   });
 
+  it("an expired task's durable state goes with it: its checkpoint and steps, its children's set, and its child", async () => {
+    const baseline = await keyspace();
+    const taskKeys = new TaskKeys(keys);
+    const now = Date.now();
+    // What a running tool keeps (docs/durable-execution.md), written by the scripts that keep it.
+    const parent = newRecord(owners[2]!, 'working', now, 60_000);
+    await store.create({ record: parent, arguments: {} });
+    await store.durable.save(parent, { attempt: 1, kind: 'checkpoint', json: '{"next":1}', maxEntries: 10 });
+    await store.durable.save(parent, { attempt: 1, kind: 'step', name: 'fetch', json: '1', maxEntries: 10 });
+    const child = { ...newRecord(owners[2]!, 'working', now, 60_000), parent: parent.taskId };
+    const filed = { taskId: parent.taskId, field: 'c:wait#1', attempt: 1, maxEntries: 10 };
+    await store.create({ record: child, arguments: {}, parent: filed });
+    expect(await redis.exists(taskKeys.durable(parent.taskId), taskKeys.children(parent.taskId))).to.equal(2);
+
+    // Swept (as if two minutes later) before the keys' own expiry, which is the record's: the sweep deletes them.
+    const { maintenance } = sweeper({});
+    expect(await maintenance.sweepExpired(now + 120_000)).to.deep.equal({ swept: 2, more: false });
+    expect(await keyspace()).to.deep.equal(baseline);
+  });
+
   it('a worker whose passes fall behind runs the next pass at once, not an interval later', async function () {
     this.timeout(90_000);
     const baseline = await keyspace();

@@ -16,6 +16,7 @@ const KEY_FIRST = new Set([
   'HGET',
   'HGETALL',
   'HINCRBY',
+  'HLEN',
   'HMGET',
   'HSET',
   'HSETNX',

@@ -6,6 +6,7 @@ import * as runner from 'mcp-task-runner';
 describe('the public API of mcp-task-runner', () => {
   it('exports exactly these values', () => {
     expect(Object.keys(runner).sort()).to.deep.equal([
+      'ChildTaskError',
       'FinalError',
       'TaskSupport',
       'defineExternalTool',

@@ -21,6 +21,13 @@ describe('tool context', () => {
     { attemptsMade: 0, stalledCounter: 0 } as unknown as Job<ToolJobData>,
     new AbortController().signal,
     {} as Logger,
+    undefined,
+    {
+      checkpoint: () => Promise.resolve(),
+      lastCheckpoint: undefined,
+      step: (_name, fn) => Promise.resolve(fn()),
+      callTool: () => Promise.reject(new Error('no children here')),
+    },
   );
   armed = true;
 

@@ -43,6 +43,10 @@ describe('tool registry and demo tools', () => {
         elicit: () => Promise.reject(new Error('no client')),
         sample: () => Promise.reject(new Error('no client')),
         listRoots: () => Promise.reject(new Error('no client')),
+        checkpoint: () => Promise.resolve(),
+        lastCheckpoint: undefined,
+        step: (_name, fn) => Promise.resolve(fn()),
+        callTool: () => Promise.reject(new Error('no worker')),
       },
     );
     setTimeout(() => controller.abort('cancelled'), 50);

@@ -83,6 +83,9 @@ export const SecurityEnvSchema = z.object({
   /** Declare and serve tasks/list; turn off where requestors cannot be told apart (T-SEC-2). */
   TASKS_LIST_ENABLED: flag(true),
   MAX_TASKS_PER_OWNER: intFromEnv(1000, { min: 1 }),
+  /** The longest Idempotency-Key accepted, and how many keys one principal keeps (docs/durable-execution.md). */
+  IDEMPOTENCY_KEY_MAX_LENGTH: intFromEnv(255, { min: 1, max: 1024 }),
+  IDEMPOTENCY_KEYS_PER_PRINCIPAL: intFromEnv(1000, { min: 1, max: 1_000_000 }),
   MAX_ARGUMENTS_BYTES: intFromEnv(256 * 1024, { min: 2 }),
   MAX_STREAMS_PER_SESSION: intFromEnv(16, { min: 1, max: 10_000 }),
   RATE_LIMIT_WINDOW_MS: intFromEnv(10_000, { min: 100 }),

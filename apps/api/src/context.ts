@@ -18,6 +18,7 @@ import type {
   TaskStore,
   TraceContext,
 } from '@mcp-tasks/engine';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
@@ -59,6 +60,8 @@ export interface RequestContext {
   services: ApiServices;
   session: Session;
   requestId: JsonRpcId;
+  /** The HTTP request's headers (a tools/call's Idempotency-Key). */
+  headers: IncomingHttpHeaders;
   /** Aborts when the client closes the HTTP request before the answer. */
   signal: AbortSignal;
   /** The client accepts an SSE answer: long requests stream the task's messages before their answer. */

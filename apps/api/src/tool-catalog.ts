@@ -1,19 +1,13 @@
 // The api's tools: the live catalog the workers publish (docs/catalog.md), cached in this replica, listed by
 // tools/list and used to validate a call's arguments against the published JSON Schema. No tool code is loaded here.
 // The catalog admits only entries within its bounds whose schema compiles (docs/catalog.md, "Bounds"), each with its
-// own validator: the one implementation of schema validation, in packages/protocol (schema-validation.ts).
-import type { CatalogView } from '@mcp-tasks/engine';
-import {
-  argumentsValidatorOf,
-  InvalidInputError,
-  listingOfEntry,
-  SchemaError,
-  UnavailableError,
-  type ArgumentsValidator,
-  type CatalogEntry,
-} from '@mcp-tasks/protocol';
+// own validator: the one implementation of schema validation (engine ArgumentValidator over protocol's).
+import { ArgumentValidator, type CatalogView } from '@mcp-tasks/engine';
+import { InvalidInputError, listingOfEntry, UnavailableError, type CatalogEntry } from '@mcp-tasks/protocol';
 
 export class ApiTools {
+  /** The one validation of arguments against a published schema (the worker's child calls use it too). */
+  readonly #arguments = new ArgumentValidator();
   #listing: Record<string, unknown>[] | undefined;
 
   constructor(readonly view: CatalogView) {
@@ -53,19 +47,6 @@ export class ApiTools {
 
   /** Validated arguments with the schema's defaults applied, or InvalidInputError saying which argument is wrong. */
   parseArguments(entry: CatalogEntry, args: unknown): unknown {
-    const value = structuredClone(args ?? {});
-    const check = validatorOf(entry)(value);
-    if (check.ok) return value;
-    throw new InvalidInputError(`Invalid arguments for tool '${entry.name}': ${check.problems}`);
-  }
-}
-
-function validatorOf(entry: CatalogEntry): ArgumentsValidator {
-  try {
-    return argumentsValidatorOf(entry);
-  } catch (error) {
-    // Entries come from the catalog's admission, which compiled them: this is for one that did not pass through it.
-    if (!(error instanceof SchemaError)) throw error;
-    throw new UnavailableError(`Tool '${entry.name}' has an input schema that cannot be used: ${error.message}`);
+    return this.#arguments.parse(entry, args);
   }
 }

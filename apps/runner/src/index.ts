@@ -17,9 +17,17 @@
  *   }),
  * ];
  */
-export { defineExternalTool, defineQueueTool, defineTool, FinalError, TaskSupport } from '@mcp-tasks/protocol';
+export {
+  ChildTaskError,
+  defineExternalTool,
+  defineQueueTool,
+  defineTool,
+  FinalError,
+  TaskSupport,
+} from '@mcp-tasks/protocol';
 export type {
   CallbackTarget,
+  CallToolOptions,
   CallToolResult,
   CatalogEntry,
   ElicitParams,

@@ -3,7 +3,9 @@
 import type { Job } from 'bullmq';
 import type { Logger, OwnerCaps, SchedulingCounter, TaskStore, ToolJobData } from '@mcp-tasks/engine';
 import type { Scheduling, TaskRecord, ToolRegistry } from '@mcp-tasks/protocol';
+import type { ChildCallDeps } from './child-calls.ts';
 import type { DelayedCalls } from './delayed-calls.ts';
+import type { DurableLimits } from './durable-run.ts';
 import type { ExternalDeps } from './external-job.ts';
 import type { JobTrace } from './job-trace.ts';
 import type { RunningTasks } from './running-tasks.ts';
@@ -26,6 +28,10 @@ export interface JobDeps extends ContextDeps {
   caps?: { owner: OwnerCaps; held: HeldRuns; maxRunningPerOwner: number | undefined; parkMs: number };
   /** Counts a scheduling event for operators (best effort). */
   count?: (tool: string, counter: SchedulingCounter) => void;
+  /** The bounds of what a task keeps durably (DURABLE_MAX_BYTES, DURABLE_MAX_STEPS; docs/durable-execution.md). */
+  durable: DurableLimits;
+  /** What ctx.callTool needs (child-calls.ts). */
+  children: ChildCallDeps;
 }
 
 /** What one processor's attempts share: the deps, and the running notes of its first attempts, on one timer. */

@@ -16,12 +16,17 @@ export async function concludeRun(deps: AttemptDeps, attempt: Attempt, outcome: 
   const { log, traced } = attempt;
   switch (outcome.kind) {
     case 'completed':
-      return settle(deps, attempt, settleWithResult(outcome.result));
+      return settle(deps, attempt, settleWithResult(outcome.result), outcome.endsChildren);
     case 'failed':
       countTimeout(deps, attempt, outcome.error);
-      return settle(deps, attempt, failedSettlement(attempt.job.data.tool, outcome.error, outcome.statusMessage));
+      return settle(
+        deps,
+        attempt,
+        failedSettlement(attempt.job.data.tool, outcome.error, outcome.statusMessage),
+        outcome.endsChildren,
+      );
     case 'interrupted':
-      return settle(deps, attempt, interruptedSettlement(attempt.job.data.tool));
+      return settle(deps, attempt, interruptedSettlement(attempt.job.data.tool), outcome.endsChildren);
     case 'retryLater':
       countTimeout(deps, attempt, outcome.error);
       return retryLater(deps, attempt, outcome);
@@ -110,7 +115,7 @@ async function moveBack({ job, token }: Attempt, at: number): Promise<never> {
   throw new DelayedError();
 }
 
-async function settle(deps: AttemptDeps, attempt: Attempt, settlement: Settlement): Promise<void> {
+async function settle(deps: AttemptDeps, attempt: Attempt, settlement: Settlement, endsChildren?: true): Promise<void> {
   const { record: task, traced, log } = attempt;
   const options = attempt.fence === undefined ? {} : { attempt: attempt.fence };
   let moved;
@@ -132,10 +137,23 @@ async function settle(deps: AttemptDeps, attempt: Attempt, settlement: Settlemen
   // settlement; this one, with the job's attempt, is for debugging (LOG_LEVEL=debug), and is not even built otherwise.
   if (moved.ok) {
     if (log.isDebugEnabled()) log.debug('task settled', { status: settlement.status });
+    if (endsChildren) await stopChildren(deps, attempt);
   }
   // Cancelled (or expired) first: that status stands (T-CANCEL-3) and this outcome is dropped. Or a later attempt
   // runs the task now (this worker lost the job's lock): that attempt settles it.
   else log.info('task outcome dropped', refusalFields(moved, 'current'));
+}
+
+/** Cancels the child tasks still running of a task that has ended (docs/durable-execution.md, "Child tasks"). */
+async function stopChildren(deps: AttemptDeps, attempt: Attempt): Promise<void> {
+  const { taskId } = attempt.record;
+  try {
+    const cancelled = await deps.children.tasks.cancelChildren(taskId, `Cancelled: its parent task ${taskId} ended.`);
+    if (cancelled > 0) attempt.log.info('child tasks cancelled: their parent ended', { children: cancelled });
+  } catch (error) {
+    // The children then run to their end, or to their expiry (no later than the parent's).
+    attempt.log.warn('child tasks of an ended task not cancelled', { error: String(error) });
+  }
 }
 
 /** The fields of a refused move, as the log lines about it carry them (the task's status under `currentAs`). */

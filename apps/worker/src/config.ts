@@ -9,6 +9,7 @@ import {
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
+  TaskEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
 
@@ -18,6 +19,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)
   .extend(CatalogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
+  // The timing of the child tasks its tools start (ctx.callTool), as the api's for the tasks it creates.
+  .extend(TaskEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
@@ -37,6 +40,12 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     /** External tools that are polled: the first poll after this long, then waits growing up to the maximum. */
     EXTERNAL_POLL_MIN_MS: intFromEnv(1000, { min: 50 }),
     EXTERNAL_POLL_MAX_MS: intFromEnv(30_000, { min: 50 }),
+    /** The most bytes of JSON one checkpoint or step result may take (docs/durable-execution.md). */
+    DURABLE_MAX_BYTES: intFromEnv(64 * 1024, { min: 1024, max: 16 * 1024 * 1024 }),
+    /** The most checkpoint, step results and child tasks one task may keep (docs/durable-execution.md). */
+    DURABLE_MAX_STEPS: intFromEnv(10_000, { min: 1, max: 1_000_000 }),
+    /** The most unfinished tasks one principal may have: child tasks count, as the api's tasks do (same value). */
+    MAX_TASKS_PER_OWNER: intFromEnv(1000, { min: 1 }),
   });
 
 export type WorkerConfig = Readonly<z.infer<typeof WorkerEnvSchema>>;

@@ -1,7 +1,7 @@
 // Tools served by external consumers: this worker maps their jobs' outcomes onto the tasks (docs/job-contract.md),
 // for its own queue tools and for those a consumer in another language published to the catalog. Each queue's
 // listener is registered on the cleanup stack as it starts, also when the catalog names a new one at runtime.
-import { CatalogView, ExternalQueueListener, type CleanupStack, type Logger } from '@mcp-tasks/engine';
+import { type CatalogView, ExternalQueueListener, type CleanupStack, type Logger } from '@mcp-tasks/engine';
 import { queueOfTool, type CatalogEntry, type ToolDefinition } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import type { WorkerEngine } from './worker-engine.ts';
@@ -10,6 +10,8 @@ export async function listenToExternalQueues(
   config: WorkerConfig,
   { redis, engine }: WorkerEngine,
   tools: readonly ToolDefinition[],
+  /** The process's view of the live catalog (started): the queues consumers publish come and go with it. */
+  catalogView: CatalogView,
   log: Logger,
   cleanup: CleanupStack,
 ): Promise<void> {
@@ -41,12 +43,6 @@ export async function listenToExternalQueues(
     const queueName = queueOfTool(tool);
     if (queueName !== undefined) await listen(queueName);
   }
-  const catalogView = new CatalogView(engine.catalog, engine.subscriber, {
-    reloadMs: config.CATALOG_RELOAD_MS,
-    onError: (error) => log.warn('tool catalog not read', { error: String(error) }),
-  });
-  cleanup.add('catalog-view', catalogView, (view) => view.close());
   catalogView.onChange((entries) => listenToCatalog(entries.values()));
-  await catalogView.start();
   listenToCatalog(catalogView.entries().values());
 }

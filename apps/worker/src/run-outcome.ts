@@ -7,13 +7,21 @@ import type { CallToolResult, TaskStatus } from '@mcp-tasks/protocol';
 import type { AbortReason } from './running-tasks.ts';
 
 export type RunOutcome =
-  /** The tool answered (an `isError` result included): the task settles with its result. */
-  | { readonly kind: 'completed'; readonly result: CallToolResult }
+  /**
+   * The tool answered (an `isError` result included): the task settles with its result. `endsChildren`: the task
+   * started child tasks (ctx.callTool); those still running are cancelled once it has ended.
+   */
+  | { readonly kind: 'completed'; readonly result: CallToolResult; readonly endsChildren?: true }
   /**
    * The task fails with `error`, and nothing runs it again: the error is final, the attempts are spent, or it is not
    * the tool's (an unknown tool, an invalid result). `statusMessage`: the retry policy's account, when it has one.
    */
-  | { readonly kind: 'failed'; readonly error: unknown; readonly statusMessage?: string | undefined }
+  | {
+      readonly kind: 'failed';
+      readonly error: unknown;
+      readonly statusMessage?: string | undefined;
+      readonly endsChildren?: true;
+    }
   /** The run failed and the tool's retry policy runs it again after `delayMs`; the task stays working meanwhile. */
   | {
       readonly kind: 'retryLater';
@@ -30,7 +38,7 @@ export type RunOutcome =
   /** The tool was stopped by this worker's shutdown: the job goes back to the queue without spending an attempt. */
   | { readonly kind: 'handedBack' }
   /** The run was cut off (its worker died, lost the lock or shut down) and its tool is not safe to run twice. */
-  | { readonly kind: 'interrupted' }
+  | { readonly kind: 'interrupted'; readonly endsChildren?: true }
   /** Held back by a per-principal cap: the job is parked until one of the principal's runs ends, or `parkMs`. */
   | { readonly kind: 'held'; readonly statusMessage: string; readonly admission: Refused; readonly parkMs: number }
   /** An external tool's work runs on: its status is polled again after `delayMs`, the slot free meanwhile. */

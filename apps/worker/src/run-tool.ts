@@ -4,12 +4,15 @@ import type { Job } from 'bullmq';
 import type { ToolJobData } from '@mcp-tasks/engine';
 import { describeIssues, TaskStatus, type Scheduling, type ToolDefinition } from '@mcp-tasks/protocol';
 import type { Attempt, AttemptDeps, FencedAttempt } from './attempt.ts';
+import { childCaller } from './child-calls.ts';
+import { DurableRun } from './durable-run.ts';
 import { attachResumePoint, resumableUpstreamTask } from './resume-point.ts';
 import { HANDED_BACK, INTERRUPTED, LOCK_LOST, type RunOutcome } from './run-outcome.ts';
 import { AbortReason } from './running-tasks.ts';
 import { afterFailedRun, RunTimeoutError } from './scheduling.ts';
 import { createToolContext } from './tool-context.ts';
 import { checkToolResult, type ToolResultCheck } from './tool-result.ts';
+import { attemptWaits } from './wait-budget.ts';
 
 /** How the tool's run ended: what it returned (checked), or what it threw, and why its signal fired if it did. */
 export interface ToolRun {
@@ -17,6 +20,8 @@ export interface ToolRun {
   readonly returned: ToolResultCheck | undefined;
   readonly thrown: unknown;
   readonly aborted: AbortReason | undefined;
+  /** The task has started child tasks (ctx.callTool), in this run or an earlier one. */
+  readonly children?: boolean;
 }
 
 export async function runTool(
@@ -29,21 +34,41 @@ export async function runTool(
   // number, which a later attempt's start outdates. It is only noted as running, and only if it still runs after
   // a short while: most tools end before, and the note would cost them a transition (a round trip, a history
   // entry, a stream event and two publishes).
+  // Whether the task keeps durable state (docs/durable-execution.md): a first attempt knows from the record it read
+  // (nothing ran before it), a later one from the step that starts it, after which no earlier attempt can add any.
+  let kept = attempt.record.durable !== undefined;
   if (attempt.fence > 1) {
     // From here on an earlier attempt (a worker that died, or lost the job's lock and runs on) can no longer move
     // the task, and the input requests it left waiting are withdrawn (T-INPUT-4).
     const begun = await deps.inputs.beginAttempt(attempt.record, attempt.fence, deps.runningNote);
     if (!begun.ok) return { kind: 'skipped', skip: { reason: 'refused', refusal: begun } };
+    kept = begun.durable === true;
   }
   // A stalled job is one whose worker died or lost its lock mid-run: running it again is what retrySafe allows.
   // (A retry after an error the tool threw is its retry policy's business; a job held back by a cap never ran.)
   // A job that left an upstream task to follow is not run again but resumed (docs/gateway.md): the tool decides.
-  if (attempt.job.stalledCounter > 0 && !mayRunAgain(tool, attempt.job)) return INTERRUPTED;
-  return outcomeOf(await execute(deps, attempt, tool, scheduling?.timeoutMs), attempt, tool, scheduling);
+  if (attempt.job.stalledCounter > 0 && !mayRunAgain(tool, attempt.job)) {
+    return (attempt.record.durable?.children ?? 0) > 0 ? { kind: 'interrupted', endsChildren: true } : INTERRUPTED;
+  }
+  const durable = await DurableRun.open(deps.store, attempt.record, attempt.fence, deps.durable, kept);
+  return outcomeOf(await execute(deps, attempt, tool, scheduling?.timeoutMs, durable), attempt, tool, scheduling);
 }
 
 /** What a finished run of the tool comes to. */
 export function outcomeOf(
+  run: ToolRun,
+  attempt: Pick<Attempt, 'job' | 'token'>,
+  tool: ToolDefinition,
+  scheduling: Scheduling | undefined,
+): RunOutcome {
+  const outcome = runOutcome(run, attempt, tool, scheduling);
+  // A task that ends has no use for the children still running (a retry keeps them: it waits for the same ones).
+  if (run.children !== true) return outcome;
+  if (outcome.kind === 'completed' || outcome.kind === 'failed') return { ...outcome, endsChildren: true };
+  return outcome;
+}
+
+function runOutcome(
   run: ToolRun,
   attempt: Pick<Attempt, 'job' | 'token'>,
   tool: ToolDefinition,
@@ -65,10 +90,27 @@ async function execute(
   attempt: FencedAttempt,
   tool: ToolDefinition,
   timeoutMs: number | undefined,
+  durable: DurableRun,
 ): Promise<ToolRun> {
   const { job, record, log, fence } = attempt;
   const controller = deps.running.start(record.taskId);
-  const context = createToolContext(deps, record, job, controller.signal, log, attempt.traced?.context);
+  // The attempt's waits (for its client, for its children) lend its one slot, however many run at once.
+  const waits = attemptWaits(deps.waitBudget);
+  const trace = attempt.traced?.context;
+  const callTool = childCaller(deps.children, {
+    run: durable,
+    parent: record,
+    signal: controller.signal,
+    waits,
+    log,
+    trace,
+  });
+  const context = createToolContext({ ...deps, waitBudget: waits }, record, job, controller.signal, log, trace, {
+    checkpoint: (value) => durable.checkpoint(value),
+    lastCheckpoint: durable.lastCheckpoint,
+    step: (name, fn) => durable.step(name, fn),
+    callTool,
+  });
   attachResumePoint(context, job, log);
   const note =
     fence <= 1
@@ -98,7 +140,7 @@ async function execute(
     deps.running.finish(record.taskId, controller);
   }
   const aborted = controller.signal.aborted ? (controller.signal.reason as AbortReason) : undefined;
-  return { returned, thrown, aborted };
+  return { returned, thrown, aborted, ...(durable.hasChildren ? { children: true } : {}) };
 }
 
 /** What a tool that threw comes to: a failed run, unless its signal stopped it. */

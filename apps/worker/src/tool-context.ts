@@ -1,5 +1,6 @@
-// The context a running tool gets: cancellation, progress relayed to the client, and input requests
-// (elicitation, sampling) that put the task in input_required until the client answers.
+// The context a running tool gets: cancellation, progress relayed to the client, input requests (elicitation,
+// sampling) that put the task in input_required until the client answers, and what the tool keeps durably
+// (checkpoints, steps, child tasks: durable-run.ts and child-calls.ts, docs/durable-execution.md).
 import type { Job } from 'bullmq';
 import {
   type InputBroker,
@@ -42,6 +43,9 @@ export interface ContextDeps {
   workerName: string;
 }
 
+/** What a tool keeps durably, as its attempt provides it (run-tool.ts). */
+export type DurableParts = Pick<ToolContext, 'checkpoint' | 'lastCheckpoint' | 'step' | 'callTool'>;
+
 export function createToolContext(
   deps: ContextDeps,
   task: TaskRecord,
@@ -49,7 +53,8 @@ export function createToolContext(
   signal: AbortSignal,
   log: Logger,
   /** The attempt's trace context (tracing on): each wait for the client is a span of its own. */
-  trace?: TraceContext,
+  trace: TraceContext | undefined,
+  durable: DurableParts,
 ): ToolContext {
   const ask = (method: string, capability: string, params: Record<string, unknown>, key?: string) =>
     inChildSpan(trace, `input wait ${method}`, { 'mcp.task.id': task.taskId, 'mcp.method.name': method }, () =>
@@ -138,6 +143,10 @@ export function createToolContext(
     },
     sample: (params, options) => ask('sampling/createMessage', 'sampling', params, options?.key),
     listRoots: (options) => ask('roots/list', 'roots', {}, options?.key),
+    checkpoint: durable.checkpoint,
+    lastCheckpoint: durable.lastCheckpoint,
+    step: durable.step,
+    callTool: durable.callTool,
   };
 }
 

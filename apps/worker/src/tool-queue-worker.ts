@@ -1,6 +1,11 @@
 // The BullMQ Worker of a tool queue, which asks for a next job as it settles one only while the queue has had more.
 import { Worker, type Job } from 'bullmq';
 
+/** BullMQ's (private) AsyncFifoQueue of the main loop: its pending fetches and jobs, consumed as they settle. */
+interface MainLoopQueue {
+  add(promise: Promise<unknown>): void;
+}
+
 /**
  * BullMQ's Worker settles a job and, in the same script, tries to take the next one whenever a slot is free. On a
  * queue that was found empty that try fails, and a failed try costs about nine Redis commands (the wait list, the
@@ -37,6 +42,23 @@ export class ToolQueueWorker<DataType = unknown, ResultType = unknown> extends W
     this.on('active', () => {
       this.#foundEmpty = false;
     });
+  }
+
+  override get concurrency(): number {
+    return super.concurrency;
+  }
+
+  /**
+   * A raised concurrency (a slot lent by a waiting tool, wait-budget.ts) takes effect at once. BullMQ's main loop
+   * looks at it only when one of its jobs or fetches settles: with every slot busy, and the job in the slot waiting
+   * for its children or its client, none would, and a worker of concurrency 1 would wait forever for a child of its
+   * own queue. A settled, empty entry in the loop's queue wakes it: it finds no job there, and, seeing a free slot,
+   * fetches one (BullMQ 6.7.0's Worker.mainLoop, the version queue.ts pins).
+   */
+  override set concurrency(concurrency: number) {
+    const raised = concurrency > super.concurrency;
+    super.concurrency = concurrency;
+    if (raised) (this as unknown as { mainLoopQueue?: MainLoopQueue | null }).mainLoopQueue?.add(Promise.resolve());
   }
 
   /** Whether settling a job now would also try to take the next one (given a free slot). */

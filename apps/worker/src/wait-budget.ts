@@ -1,7 +1,7 @@
-// A task waiting for a human must not pin a worker slot for hours. While a tool waits for the client, the BullMQ
-// worker's concurrency is raised by one so another job can run in the slot; waits have their own budget
-// (WORKER_INPUT_WAIT_SLOTS), shared by the BullMQ workers of all the process's tool queues, and past it a waiting
-// tool keeps its slot.
+// A task waiting for a human, or for its child tasks, must not pin a worker slot for hours. While a tool waits for the
+// client or for a child task (ctx.callTool), the BullMQ worker's concurrency is raised by one so another job can run in
+// the slot; waits have their own budget (WORKER_INPUT_WAIT_SLOTS), shared by the BullMQ workers of all the process's
+// tool queues, and past it a waiting tool keeps its slot.
 
 export interface Resizable {
   concurrency: number;
@@ -64,4 +64,27 @@ export class WaitBudget {
   give(): void {
     this.#lent--;
   }
+}
+
+/**
+ * The waits of one attempt (input requests, child tasks), lending its slot once however many run at once: a tool
+ * that waits for ten children at a time frees one slot, the one it holds, not ten.
+ */
+export function attemptWaits(lender: { enter(): () => void }): { enter(): () => void } {
+  let waiting = 0;
+  let giveBack: (() => void) | undefined;
+  return {
+    enter() {
+      if (waiting++ === 0) giveBack = lender.enter();
+      let left = false;
+      return () => {
+        if (left) return;
+        left = true;
+        if (--waiting === 0) {
+          giveBack?.();
+          giveBack = undefined;
+        }
+      };
+    },
+  };
 }

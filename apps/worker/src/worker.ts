@@ -2,7 +2,10 @@
 // released in reverse order at close, or at once when a later step of the start fails.
 import { hostname } from 'node:os';
 import {
+  ArgumentValidator,
+  auditLogger,
   catalogBoundsOf,
+  CatalogView,
   CleanupStack,
   countSchedulingEvent,
   createLogger,
@@ -93,17 +96,18 @@ export async function startWorker(
     await publishServed(publishing);
     await keepQueueLimits(served, engine.externalQueues, config.CATALOG_HEARTBEAT_MS, log, cleanup);
     const caps = startOwnerCaps(opened, scheduling, config.WORKER_LOCK_DURATION_MS, log, cleanup);
-    const queueWorkers = cleanup.add(
-      'bullmq-workers',
-      toolQueueWorkers(config, opened, { name, served, running, runEvents, log, scheduling, caps }),
-      (workers) => workers.close(),
+    // The live catalog: the tools child tasks call (ctx.callTool), and the queues external consumers publish.
+    const catalogView = await openCatalogView(config, engine, log, cleanup);
+    const parts = { name, served, running, runEvents, log, scheduling, caps, catalogView };
+    const queueWorkers = cleanup.add('bullmq-workers', toolQueueWorkers(config, opened, parts), (workers) =>
+      workers.close(),
     );
     const ownQueues = served.queuesRunHere();
     for (const queueName of ownQueues) await queueWorkers.start(queueName);
     await queueWorkers.drainSharedQueue(engine.queue);
     keepPublished(publishing, queueWorkers, config.CATALOG_HEARTBEAT_MS, cleanup);
     await serveMetrics(config, metrics, running, log, cleanup);
-    await listenToExternalQueues(config, opened, tools, log, cleanup);
+    await listenToExternalQueues(config, opened, tools, catalogView, log, cleanup);
     log.info('worker ready', {
       queues: ownQueues,
       concurrency: config.WORKER_CONCURRENCY,
@@ -134,6 +138,22 @@ function startMaintenance(config: WorkerConfig, { redis, engine }: WorkerEngine,
   cleanup.add('maintenance', maintenance, (m) => m.stop());
 }
 
+/** The process's view of the live tool catalog (docs/catalog.md), started and registered for its close. */
+async function openCatalogView(
+  config: WorkerConfig,
+  engine: WorkerEngine['engine'],
+  log: Logger,
+  cleanup: CleanupStack,
+): Promise<CatalogView> {
+  const catalogView = new CatalogView(engine.catalog, engine.subscriber, {
+    reloadMs: config.CATALOG_RELOAD_MS,
+    onError: (error) => log.warn('tool catalog not read', { error: String(error) }),
+  });
+  cleanup.add('catalog-view', catalogView, (view) => view.close());
+  await catalogView.start();
+  return catalogView;
+}
+
 interface QueueParts {
   name: string;
   served: ServedTools;
@@ -142,6 +162,7 @@ interface QueueParts {
   log: Logger;
   scheduling: SchedulingSettings;
   caps: { owner: OwnerCaps; held: HeldRuns };
+  catalogView: CatalogView;
 }
 
 /** The BullMQ Workers of the tool queues, none started yet, and what their processors get. */
@@ -183,6 +204,14 @@ function jobDepsOf(
     caps: { ...parts.caps, maxRunningPerOwner: scheduling.maxRunningPerOwner, parkMs: PARK_MS },
     count: (tool, counter) => {
       countSchedulingEvent(redis, engine.keys, tool, counter).catch(() => undefined);
+    },
+    durable: { maxBytes: config.DURABLE_MAX_BYTES, maxEntries: config.DURABLE_MAX_STEPS },
+    children: {
+      tasks: engine.tasks,
+      store: engine.store,
+      catalog: () => Promise.resolve(parts.catalogView),
+      arguments: new ArgumentValidator(),
+      audit: auditLogger(parts.log),
     },
     external: {
       tasks: engine.external,

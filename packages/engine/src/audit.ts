@@ -7,6 +7,8 @@ import type { TaskObserver } from './records/store.ts';
 
 export const AuditEvent = {
   TaskCreated: 'task.created',
+  /** A tools/call whose idempotency key named a live task of its principal's: that task was answered. */
+  TaskReused: 'task.reused',
   TaskCompleted: 'task.completed',
   TaskFailed: 'task.failed',
   TaskCancelled: 'task.cancelled',

@@ -65,6 +65,7 @@ export {
   SecurityEvent,
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
+export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
 export { type AttemptStart, DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
 export { traceLostAttempts } from './lost-attempts.ts';
 export {
@@ -93,6 +94,7 @@ export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export {
   AdminError,
+  type DurableView,
   operatorInspection,
   operatorRecord,
   operatorTask,
@@ -101,7 +103,8 @@ export {
   type TaskFilter,
   type TaskInspection,
 } from './task-admin.ts';
-export { type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,
   carrierFor,

@@ -126,8 +126,47 @@ export interface CreateTaskCall {
   job?: ScriptedJob;
   /** A 2026-07-28 request's context (sessions.ts), stored in the same step: only for an admitted task. */
   context?: { keys: { hash: string }; fields: Record<string, string> };
+  /** The call's idempotency key: a live task filed under it is answered instead (include/idempotency.lua). */
+  idempotency?: IdempotencyCall;
+  /** The task whose running tool starts this one (ctx.callTool): filed with it (include/child-call.lua). */
+  parent?: ParentCall;
   fields: Record<string, string>;
 }
+
+/** What create-task-6.lua needs of a call's idempotency key (docs/durable-execution.md, "Idempotency keys"). */
+export interface IdempotencyCall {
+  keys: { entries: string; order: string };
+  key: string;
+  /** The digest of the call (its tool and arguments): another call under the key is refused. */
+  digest: string;
+  /** The most keys one principal keeps (IDEMPOTENCY_KEYS_PER_PRINCIPAL): the oldest give way. */
+  maxKeys: number;
+  /** The task filed under the key that the caller found gone before its expiry: filed over. */
+  replace?: string;
+}
+
+/** What create-task-6.lua needs of the parent of a child task (docs/durable-execution.md, "Child tasks"). */
+export interface ParentCall {
+  keys: { record: string; durable: string; children: string };
+  /** The call's field in the parent's durable hash (`c:<key>`). */
+  field: string;
+  /** The parent's attempt starting the child: refused once a later attempt of the parent has started. */
+  attempt: number;
+  /** The most fields the parent's durable hash may hold (DURABLE_MAX_STEPS). */
+  maxEntries: number;
+}
+
+/** How create-task-6.lua answered, beyond the request's opening. */
+export type CreateTaskReply =
+  | { opened: Exclude<Opened, 0> }
+  | { opened: 0; verdict: 'created'; count: number; priority: number }
+  | { opened: 0; verdict: 'owner-limit'; count: number }
+  /** The idempotency key (`sameCall`: for the same call) or the parent's call key names `taskId` already. */
+  | { opened: 0; verdict: 'existing'; taskId: string; sameCall: boolean }
+  /** The parent cannot start a child (include/child-call.lua). */
+  | { opened: 0; verdict: 'parent-refused'; reason: ParentRefusal; detail: string | undefined };
+
+export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full';
 
 /**
  * A job of one of our tool queues as create-task-6.lua adds it: what BullMQ's `queue.add` would write for the same
@@ -205,13 +244,33 @@ export interface TransitionCall {
 }
 
 export type TransitionReply =
-  | { verdict: 'ok'; status: TaskStatus; lastUpdatedAt: number }
+  | { verdict: 'ok'; status: TaskStatus; lastUpdatedAt: number; durable?: boolean }
   | { verdict: 'unchanged'; status: TaskStatus; lastUpdatedAt: number }
   | { verdict: 'missing' }
   | { verdict: 'rejected'; current: TaskStatus }
   | { verdict: 'stale'; current: TaskStatus; attempt: number }
   | { verdict: 'changed'; current: TaskStatus }
   | { verdict: 'withdraw'; requestIds: string[] };
+
+export interface SaveDurableCall {
+  keys: { record: string; durable: string; live: string };
+  taskId: string;
+  attempt: number;
+  /** `checkpoint`, or a step's field (`s:<name>`). */
+  field: string;
+  value: string;
+  bytes: number;
+  now: number;
+  checkpoint: boolean;
+  maxEntries: number;
+}
+
+export type SaveDurableReply =
+  | { verdict: 'ok' | 'missing' }
+  | { verdict: 'exists'; value: string }
+  | { verdict: 'ended'; status: TaskStatus }
+  | { verdict: 'stale'; attempt: number }
+  | { verdict: 'full'; count: number };
 
 export interface TouchSessionCall extends OpeningCall {
   /** The caller holds the session's fields: only its existence is checked (and its timer restarted). */
@@ -272,10 +331,8 @@ export class RedisScripts {
    * context. With `open`, the request is opened first: `opened` is not 0 when that refused it (then nothing was
    * written).
    */
-  async createTask(
-    call: CreateTaskCall,
-  ): Promise<{ opened: Opened; admitted: boolean; count: number; priority: number }> {
-    const { fair, open, job, context } = call;
+  async createTask(call: CreateTaskCall): Promise<CreateTaskReply> {
+    const { fair, open, job, context, idempotency, parent } = call;
     if (job && !fair) throw new Error('createTask: a job is added only with its fair priority');
     const keys = new ScriptKeys([
       call.keys.record,
@@ -285,7 +342,7 @@ export class RedisScripts {
       call.keys.ownerIndex,
       call.keys.ownerLive,
     ]);
-    const [admitted, count, priority] = (await this.#run('createTask', keys, {
+    const [verdict, first, second] = (await this.#run('createTask', keys, {
       taskId: call.taskId,
       expiresAt: call.expiresAt,
       now: call.now,
@@ -309,9 +366,67 @@ export class RedisScripts {
       },
       open: open && openingArgs(open, keys.add),
       context: context && { key: keys.add(context.keys.hash), fields: Object.entries(context.fields).flat() },
-    })) as [number, number, number?];
-    if (admitted === -1) return { opened: openedOf(count), admitted: false, count: 0, priority: 0 };
-    return { opened: 0, admitted: admitted === 1, count, priority: priority ?? 0 };
+      idempotency: idempotency && {
+        keys: keys.named(idempotency.keys),
+        key: idempotency.key,
+        digest: idempotency.digest,
+        maxKeys: idempotency.maxKeys,
+        replace: idempotency.replace,
+      },
+      parent: parent && {
+        keys: keys.named(parent.keys),
+        field: parent.field,
+        attempt: parent.attempt,
+        maxEntries: parent.maxEntries,
+      },
+    })) as [number, number | string, (number | string)?];
+    switch (verdict) {
+      case -1: {
+        const opened = openedOf(first);
+        if (opened === 0) throw new Error('create-task-6.lua refused an opening with 0');
+        return { opened };
+      }
+      case 0:
+        return { opened: 0, verdict: 'owner-limit', count: Number(first) };
+      case 2:
+      case 3:
+        return { opened: 0, verdict: 'existing', taskId: String(first), sameCall: verdict === 2 };
+      case -2:
+        return {
+          opened: 0,
+          verdict: 'parent-refused',
+          reason: first as ParentRefusal,
+          detail: second === undefined ? undefined : String(second),
+        };
+      default:
+        return { opened: 0, verdict: 'created', count: Number(first), priority: Number(second ?? 0) };
+    }
+  }
+
+  /**
+   * save-durable-3.lua: a running tool's checkpoint or step result, fenced by its attempt; a step stored already
+   * answers its first result.
+   */
+  async saveDurable(call: SaveDurableCall): Promise<SaveDurableReply> {
+    const { keys, ...args } = call;
+    const [verdict, detail] = (await this.#run(
+      'saveDurable',
+      new ScriptKeys([keys.record, keys.durable, keys.live]),
+      args,
+    )) as [SaveDurableReply['verdict'], string?];
+    switch (verdict) {
+      case 'ok':
+      case 'missing':
+        return { verdict };
+      case 'exists':
+        return { verdict, value: String(detail) };
+      case 'ended':
+        return { verdict, status: detail as TaskStatus };
+      case 'stale':
+        return { verdict, attempt: Number(detail) };
+      default:
+        return { verdict, count: Number(detail) };
+    }
   }
 
   /** transition-6.lua: one atomic move along the state machine, with its status event. */
@@ -353,6 +468,9 @@ export class RedisScripts {
     })) as [string, string?, string?, ...string[]];
     switch (verdict) {
       case 'ok':
+        // The move that starts an attempt also says whether the task keeps durable state (transition-6.lua).
+        if (begin) return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b), durable: rest[0] === '1' };
+        return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
       case 'unchanged':
         return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
       case 'missing':

@@ -112,6 +112,20 @@ export interface TaskInspection {
   job?: JobView;
   /** Set when the record and the job disagree so that the reconciler will fail the task. */
   inconsistency?: string;
+  /** What the task's tool keeps durably and its place in a tree of tasks (docs/durable-execution.md). */
+  durable?: DurableView;
+}
+
+/** A task's durable state as operators see it: its checkpoint, its stored steps, its parent and its children. */
+export interface DurableView {
+  /** When the last checkpoint was saved and its size (bytes of JSON). */
+  checkpoint?: { at: string; bytes: number };
+  /** Step results stored. */
+  steps: number;
+  /** The task that started this one (ctx.callTool). */
+  parent?: string;
+  /** The tasks this one started, with their tool and status (an expired one as `gone`). */
+  children: { taskId: string; tool: string; status: TaskStatus | 'gone' }[];
 }
 
 /**
@@ -275,10 +289,32 @@ export class TaskAdmin {
       };
     }
     const verdict = reconcile(record, state, job?.failedReason);
+    const durable = await this.#durableView(record);
     return {
       ...stored,
       ...(view ? { job: view } : {}),
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
+      ...(durable ? { durable } : {}),
+    };
+  }
+
+  /** The durable part of an inspection, read only for a task whose record says it has one (or a parent). */
+  async #durableView(record: TaskRecord): Promise<DurableView | undefined> {
+    const { durable, parent } = record;
+    if (!durable && parent === undefined) return undefined;
+    const counts = durable ? await this.store.durable.counts(record.taskId) : { steps: 0, children: [] };
+    const children = await this.store.summaries(counts.children, ['tool']);
+    return {
+      ...(durable?.checkpoint
+        ? { checkpoint: { at: new Date(durable.checkpoint.at).toISOString(), bytes: durable.checkpoint.bytes } }
+        : {}),
+      steps: counts.steps,
+      ...(parent !== undefined ? { parent } : {}),
+      // In the order they were started (a set has none); the expired ones last.
+      children: counts.children
+        .map((taskId, i) => ({ taskId, summary: children[i] }))
+        .sort((a, b) => (a.summary?.createdAt ?? Infinity) - (b.summary?.createdAt ?? Infinity))
+        .map(({ taskId, summary }) => ({ taskId, tool: summary?.tool ?? '', status: summary?.status ?? 'gone' })),
     };
   }
 

@@ -3,7 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import {
   cancelledSettlement,
+  InvalidInputError,
   InvalidStateError,
+  LocalError,
+  LocalErrorCode,
   isTerminal,
   LimitExceededError,
   RequestCancelledError,
@@ -25,9 +28,9 @@ import type { ToolJobData } from './queue.ts';
 import { externalJobOptions, jobQueueOf, scriptedJob, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { RequestContextRecord } from './request-context.ts';
-import { type RequestOpening, RequestRefusedError, withOpening } from './request-opening.ts';
+import { type RequestOpening, withOpening } from './request-opening.ts';
 import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
-import { OwnerTaskLimitError, type TaskStore } from './records/store.ts';
+import { type Created, type NewTask, OwnerTaskLimitError, type TaskStore } from './records/store.ts';
 import type { TraceCarrier } from './tracing.ts';
 
 export interface TaskTiming {
@@ -61,7 +64,24 @@ export interface CreateTaskInput {
    * writes the record, so that a refused call stores none.
    */
   requestContext?: RequestContextRecord;
+  /**
+   * The call's idempotency key (docs/durable-execution.md, "Idempotency keys"): while a task filed under it for the
+   * same owner lives, that task is answered (`reused`) and nothing is written; one filed for another call (`digest`:
+   * of its tool and arguments) refuses this one.
+   */
+  idempotency?: { key: string; digest: string; maxKeys: number };
+  /**
+   * The task whose running tool starts this one (ctx.callTool): the child is filed under the call's key in the same
+   * step, and a call key that names a child already answers that child (`reused`). Refused with a LocalError once a
+   * later attempt of the parent runs it, or once the parent has ended.
+   */
+  parent?: { taskId: string; key: string; attempt: number; maxEntries: number };
+  /** The task expires by then at the latest (epoch ms): a child's parent's expiry. */
+  expiresBy?: number;
 }
+
+/** A created task, or (`reused`) the task an idempotency key or a parent's call key names already. */
+export type CreatedTask = TaskRecord & { readonly reused?: true };
 
 /** How TaskService.waitFor waits (see there). */
 export interface WaitOptions {
@@ -124,7 +144,52 @@ export class TaskService {
    * (an external consumer's queue, or no fair order) is added with `queue.add` after the record: if that fails,
    * the record is removed again and the caller gets an internal error, so no task is left without work.
    */
-  async create(input: CreateTaskInput, opening?: RequestOpening): Promise<TaskRecord> {
+  async create(input: CreateTaskInput, opening?: RequestOpening): Promise<CreatedTask> {
+    const created = await this.#create(input, opening);
+    if (!('existing' in created)) return created.record;
+    return this.#existing(input, created.existing, opening);
+  }
+
+  /** The task an idempotency key or a parent's call key named, as it is now; a gone one is replaced once. */
+  async #existing(
+    input: CreateTaskInput,
+    existing: { taskId: string; sameCall: boolean },
+    opening: RequestOpening | undefined,
+    replaced = false,
+  ): Promise<CreatedTask> {
+    const { key } = input.idempotency ?? { key: '' };
+    if (!existing.sameCall) {
+      throw new InvalidInputError(
+        `Idempotency-Key '${key}' was used for another call (task ${existing.taskId}): a retry must repeat the same ` +
+          'tool and arguments, and a new call needs a new key',
+        { taskId: existing.taskId },
+      );
+    }
+    const record = await this.store.get(existing.taskId);
+    if (record && record.owner === input.owner) return { ...record, reused: true };
+    if (input.parent) {
+      throw new LocalError(
+        LocalErrorCode.TaskEnded,
+        `Child task ${existing.taskId} (call '${input.parent.key}') was deleted before its parent ended`,
+        { taskId: existing.taskId },
+      );
+    }
+    if (replaced) {
+      throw new UnavailableError(
+        `Task ${existing.taskId}, which Idempotency-Key '${key}' names, was deleted as it was read: send the call again`,
+      );
+    }
+    // Filed under the key but gone before its expiry (an operator's purge, a call answered synchronously): a new task
+    // takes the key over, in the same step that checks it still names the one found gone.
+    const again = await this.#create({ ...input, replaceKeyOf: existing.taskId }, opening);
+    if (!('existing' in again)) return again.record;
+    return this.#existing(input, again.existing, opening, true);
+  }
+
+  async #create(
+    input: CreateTaskInput & { replaceKeyOf?: string },
+    opening: RequestOpening | undefined,
+  ): Promise<{ record: TaskRecord } | { existing: { taskId: string; sameCall: boolean } }> {
     const now = Date.now();
     const record: TaskRecord = {
       taskId: randomUUID(),
@@ -133,7 +198,7 @@ export class TaskService {
       statusMessage: input.statusMessage ?? 'The task is queued for a worker.',
       createdAt: now,
       lastUpdatedAt: now,
-      ttl: this.grantTtl(input.requestedTtl),
+      ttl: this.#ttlOf(input, now),
       pollInterval: this.timing.pollIntervalMs,
       owner: input.owner,
       sessionId: input.sessionId,
@@ -141,6 +206,7 @@ export class TaskService {
       ...(input.progressToken !== undefined ? { progressToken: input.progressToken } : {}),
       ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
       ...(input.trace ? { trace: input.trace } : {}),
+      ...(input.parent !== undefined ? { parent: input.parent.taskId } : {}),
     };
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;
@@ -157,10 +223,12 @@ export class TaskService {
           }
         : undefined;
     const job = fair && toolJob ? scriptedJob(queue, input.tool, toolJob.data, toolJob.opts, now) : undefined;
+    // withOpening throws for a refused opening: what it answers was opened.
+    let created: Extract<Created, { opened: 0 }>;
     try {
       // The request is opened in the same step when its session allows it; an owner at its cap was opened all the
-      // same.
-      await withOpening(
+      // same, as was a child its parent refused.
+      created = (await withOpening(
         opening,
         (open) =>
           this.store.create({
@@ -173,11 +241,12 @@ export class TaskService {
             ...(job ? { job } : {}),
             ...(open ? { open } : {}),
             ...(input.requestContext ? { requestContext: input.requestContext } : {}),
+            ...durableGroups(this.store, input),
           }),
-        (error) => error instanceof OwnerTaskLimitError,
-      );
+        (error) => error instanceof LocalError,
+      )) as Extract<Created, { opened: 0 }>;
     } catch (error) {
-      if (job && !(error instanceof OwnerTaskLimitError) && !(error instanceof RequestRefusedError)) {
+      if (job && !(error instanceof LocalError)) {
         // The step failed, or its answer was lost: a script that fails keeps what it wrote before, so the record
         // may be there without its job. Removed, as when queue.add fails below; a job left without its record is
         // skipped by the worker that takes it.
@@ -192,8 +261,9 @@ export class TaskService {
           'wait for some to finish or cancel them',
       );
     }
-    // The job was added with the record.
-    if (job) return record;
+    // Nothing was written: the task named is answered. Or the job was added with the record.
+    if (created.existing) return { existing: created.existing };
+    if (job) return { record };
     try {
       if (toolJob) await queue.add(input.tool, toolJob.data, toolJob.opts);
       else await queue.add(input.tool, data, externalJobOptions(record.taskId, input.retrySafe));
@@ -201,7 +271,21 @@ export class TaskService {
       await this.store.delete(record).catch(() => undefined);
       throw new UnavailableError(`Could not queue the task: ${(error as Error).message}`);
     }
-    return record;
+    return { record };
+  }
+
+  /** The ttl granted (T-CREATE-2), within what is left of `expiresBy` (a child's parent's expiry). */
+  #ttlOf(input: CreateTaskInput, now: number): number {
+    const granted = this.grantTtl(input.requestedTtl);
+    if (input.expiresBy === undefined) return granted;
+    const left = input.expiresBy - now;
+    if (left < this.timing.minTtlMs) {
+      throw new LocalError(
+        LocalErrorCode.TaskEnded,
+        `The parent task expires in ${Math.max(0, left)} ms: too soon to start a child task`,
+      );
+    }
+    return Math.min(granted, left);
   }
 
   /**
@@ -317,6 +401,9 @@ export class TaskService {
     // the cancel itself, so one of the two always does (docs/external-tools.md).
     const external = await this.store.externalRef(record.taskId);
     if (external) await this.#stopExternalWork(record.taskId, external);
+    // Read after the transition too: a child its tool starts from now on is refused (create-task-6.lua checks the
+    // parent's status in its step), so every child is either in the set read here or never created.
+    await this.cancelChildren(record.taskId, `Cancelled with its parent task ${record.taskId}.`);
     return {
       ...record,
       status: TaskStatus.Cancelled,
@@ -324,6 +411,27 @@ export class TaskService {
       lastUpdatedAt: moved.lastUpdatedAt,
       outcome: settlement.outcome,
     };
+  }
+
+  /**
+   * Cancels the task's unfinished child tasks (ctx.callTool) and, through their cancel, theirs: when the task is
+   * cancelled, from whichever replica or operator (the children are found in Redis), or when it ends while some still
+   * run. Answers how many it cancelled; a child that ended meanwhile is left as it is.
+   */
+  async cancelChildren(taskId: string, statusMessage: string): Promise<number> {
+    const ids = await this.store.durable.children(taskId);
+    if (ids.length === 0) return 0;
+    let cancelled = 0;
+    for (const child of await this.store.records(ids)) {
+      if (isTerminal(child.status)) continue;
+      try {
+        await this.cancel(child, statusMessage);
+        cancelled++;
+      } catch (error) {
+        if (!(error instanceof InvalidStateError) && !(error instanceof TaskNotFoundError)) throw error;
+      }
+    }
+    return cancelled;
   }
 
   async #stopExternalWork(taskId: string, ref: ExternalRef): Promise<void> {
@@ -352,6 +460,29 @@ export class TaskService {
   isTerminal(record: TaskRecord): boolean {
     return isTerminal(record.status);
   }
+}
+
+/** The idempotency key and the parent of a new task, as the create script takes them (docs/durable-execution.md). */
+function durableGroups(
+  store: TaskStore,
+  input: CreateTaskInput & { replaceKeyOf?: string },
+): Partial<Pick<NewTask, 'idempotency' | 'parent'>> {
+  const { idempotency, parent, replaceKeyOf } = input;
+  return {
+    ...(idempotency
+      ? { idempotency: { ...idempotency, ...(replaceKeyOf !== undefined ? { replace: replaceKeyOf } : {}) } }
+      : {}),
+    ...(parent
+      ? {
+          parent: {
+            taskId: parent.taskId,
+            field: store.durable.childField(parent.key),
+            attempt: parent.attempt,
+            maxEntries: parent.maxEntries,
+          },
+        }
+      : {}),
+  };
 }
 
 /** A plain call's record read by a task method answers as a missing task does: the caller cannot tell them apart. */

@@ -43,6 +43,12 @@ export const LocalErrorCode = {
   CallGone: 'call-gone',
   /** The runner could not do its part (a queue, a tool's unusable schema): not the caller's fault. */
   Unavailable: 'unavailable',
+  /** A checkpoint or step result is larger than DURABLE_MAX_BYTES (docs/durable-execution.md). */
+  DurableTooLarge: 'durable-too-large',
+  /** A task already keeps DURABLE_MAX_STEPS step results and child tasks (docs/durable-execution.md). */
+  DurableFull: 'durable-full',
+  /** A step name (or a child call's key) was used twice in one attempt (docs/durable-execution.md). */
+  StepNameReused: 'step-name-reused',
 } as const;
 export type LocalErrorCode = (typeof LocalErrorCode)[keyof typeof LocalErrorCode];
 

@@ -4,6 +4,23 @@ import type { JsonRpcErrorObject } from './jsonrpc.ts';
 export const RELATED_TASK_META_KEY = 'io.modelcontextprotocol/related-task';
 export const MODEL_IMMEDIATE_RESPONSE_META_KEY = 'io.modelcontextprotocol/model-immediate-response';
 
+/**
+ * The runner's own `_meta` keys. MCP reserves prefixes whose second label is `modelcontextprotocol` or `mcp` and asks
+ * for reverse-DNS prefixes; the project owns no domain, so its keys carry its package name as a one-label prefix,
+ * which no one else publishes under (docs/durable-execution.md, "Names on the wire").
+ */
+export const RunnerMeta = {
+  /** In `tools/call` params: the idempotency key, for clients that cannot set the `Idempotency-Key` header. */
+  IdempotencyKey: 'mcp-task-runner/idempotency-key',
+  /** On a child task (ctx.callTool) in tasks/get and tasks/list: `{ taskId }` of the task that started it. */
+  ParentTask: 'mcp-task-runner/parent-task',
+} as const;
+
+/** The `_meta` of a task started by another task's ctx.callTool, naming its parent. */
+export function parentTaskMeta(parent: string): Record<string, { taskId: string }> {
+  return { [RunnerMeta.ParentTask]: { taskId: parent } };
+}
+
 export function relatedTaskMeta(taskId: string): Record<string, { taskId: string }> {
   return { [RELATED_TASK_META_KEY]: { taskId } };
 }

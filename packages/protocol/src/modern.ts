@@ -2,6 +2,7 @@
 // of a task for the `io.modelcontextprotocol/tasks` extension (the 2025-11-25 renderer is task.ts). Records are
 // era-neutral; each era renders them here or there, never anywhere else.
 import type { JsonRpcErrorObject } from './jsonrpc.ts';
+import { parentTaskMeta } from './meta.ts';
 import { cancelledSettlement } from './outcome.ts';
 import type { TaskFacts, TaskRecord } from './task.ts';
 import { TaskStatus } from './task-status.ts';
@@ -45,6 +46,8 @@ export interface ModernTask {
   lastUpdatedAt: string;
   ttlMs: number | null;
   pollIntervalMs?: number;
+  /** Only on a child task: the parent it was started by (RunnerMeta.ParentTask). */
+  _meta?: Record<string, unknown>;
 }
 
 /** An outstanding input request of a task or an MRTR round: `{method, params}` without JSON-RPC framing. */
@@ -76,6 +79,7 @@ export function toModernTask(record: TaskFacts & Pick<TaskRecord, 'outcome'>): M
     pollIntervalMs: record.pollInterval,
   };
   if (record.statusMessage !== undefined && record.statusMessage !== '') task.statusMessage = record.statusMessage;
+  if (record.parent !== undefined) task._meta = parentTaskMeta(record.parent);
   return task;
 }
 
@@ -117,11 +121,13 @@ export function modernTaskNotification(
   detailed: Record<string, unknown>,
   subscriptionId: string | number,
 ): Record<string, unknown> {
-  const { resultType: _resultType, ...task } = detailed;
+  const { resultType: _resultType, _meta: meta, ...task } = detailed;
+  // A child task's own `_meta` (its parent) stays beside the subscription's.
+  const own = typeof meta === 'object' && meta !== null ? meta : {};
   return {
     jsonrpc: '2.0',
     method: 'notifications/tasks',
-    params: { ...task, _meta: { [ModernMeta.SubscriptionId]: subscriptionId } },
+    params: { ...task, _meta: { ...own, [ModernMeta.SubscriptionId]: subscriptionId } },
   };
 }
 

@@ -1,5 +1,6 @@
 // The task record we keep in Redis and its wire form, the MCP `Task`.
 import type { JsonRpcErrorObject } from './jsonrpc.ts';
+import { parentTaskMeta } from './meta.ts';
 import type { TaskStatus } from './task-status.ts';
 
 /** What the underlying request answered: its result, or the JSON-RPC error the plain call would have sent. */
@@ -42,6 +43,21 @@ export interface TaskRecord {
    * requests (tasks/get, ...) link their spans to it, and a lost attempt is recorded in it (docs/observability.md).
    */
   trace?: { traceparent: string; tracestate?: string };
+  /** The task whose tool started this one with `ctx.callTool` (docs/durable-execution.md). */
+  parent?: string;
+  /** What the task's tool keeps durably (docs/durable-execution.md); absent until it keeps anything. */
+  durable?: DurableFacts;
+}
+
+/**
+ * What the record says of the state a tool keeps beside it (checkpoint, step results, child tasks), written by the
+ * scripts that store that state: enough for operators, and for a later attempt to know whether to read it.
+ */
+export interface DurableFacts {
+  /** The last checkpoint: when it was saved (epoch ms) and its size (bytes of JSON). */
+  checkpoint?: { at: number; bytes: number };
+  /** How many child tasks the tool started (ctx.callTool). */
+  children: number;
 }
 
 /**
@@ -71,13 +87,16 @@ export interface Task {
   lastUpdatedAt: string;
   ttl: number | null;
   pollInterval?: number;
+  /** Only on a child task: the parent it was started by (RunnerMeta.ParentTask). */
+  _meta?: Record<string, unknown>;
 }
 
 /** What a `Task` is rendered from: a whole record, or the facts a status event in a session stream carries. */
 export type TaskFacts = Pick<
   TaskRecord,
   'taskId' | 'status' | 'statusMessage' | 'createdAt' | 'lastUpdatedAt' | 'ttl' | 'pollInterval'
->;
+> &
+  Partial<Pick<TaskRecord, 'parent'>>;
 
 /** The one renderer of a task for the 2025-11-25 wire: tasks/get, tasks/list, tasks/cancel, CreateTaskResult. */
 export function toWireTask(record: TaskFacts): Task {
@@ -90,6 +109,7 @@ export function toWireTask(record: TaskFacts): Task {
     pollInterval: record.pollInterval,
   };
   if (record.statusMessage !== undefined && record.statusMessage !== '') task.statusMessage = record.statusMessage;
+  if (record.parent !== undefined) task._meta = parentTaskMeta(record.parent);
   return task;
 }
 

@@ -35,6 +35,58 @@ export interface ToolContext {
   sample: (params: Record<string, unknown>, options?: InputOptions) => Promise<Record<string, unknown>>;
   /** Asks the client for its roots (roots/list; the client must declare `roots`); like `elicit` otherwise. */
   listRoots: (options?: InputOptions) => Promise<Record<string, unknown>>;
+  /**
+   * Saves `value` (JSON, at most DURABLE_MAX_BYTES) as the task's checkpoint, replacing the last one: a later attempt
+   * of the task (after a crash, a lost lock, a timeout or a retry) starts with it as `lastCheckpoint`. Operators see
+   * when it was saved and its size. Rejects with a LocalError (`durable-too-large`, `attempt-superseded` once a later
+   * attempt runs the task, `task-ended`) the tool may handle. See docs/durable-execution.md.
+   */
+  checkpoint: (value: unknown) => Promise<void>;
+  /** The value the last `checkpoint()` of an earlier attempt saved (as JSON has it); undefined when there is none. */
+  readonly lastCheckpoint: unknown;
+  /**
+   * Runs `fn` once per task to completion: its result (JSON, at most DURABLE_MAX_BYTES) is stored, and a later attempt
+   * gets the stored result without running `fn`. A step whose `fn` threw runs again. A name is used once per attempt
+   * (`step-name-reused` otherwise; a name whose `fn` threw may be used again). Resolves with the result as JSON has
+   * it, also the first time, so that every attempt sees the same value.
+   */
+  step: <T>(name: string, fn: () => T | Promise<T>) => Promise<T>;
+  /**
+   * Runs tool `name` as a child task of the same principal, on any worker, and resolves with its CallToolResult (an
+   * `isError` result included); rejects with a ChildTaskError carrying the child's JSON-RPC error when it fails or is
+   * cancelled. A child call is a step: a later attempt does not start it again but waits for the same child. While
+   * the tool waits, its worker slot runs other jobs; cancelling this task cancels its children. See
+   * docs/durable-execution.md.
+   */
+  callTool: (name: string, args?: Record<string, unknown>, options?: CallToolOptions) => Promise<CallToolResult>;
+}
+
+export interface CallToolOptions {
+  /**
+   * Names the child call among this task's child calls, as a step name does (unique per attempt). Default: the tool's
+   * name and the count of its calls so far in this attempt (`summarize#3`), which names the same child in every
+   * attempt as long as the tool makes its calls in the same order.
+   */
+  key?: string;
+  /** The child's ttl (ms), at most what is left of this task's; default: what is left of this task's. */
+  ttl?: number;
+}
+
+/**
+ * A child task (ctx.callTool) ended without a result: it failed with a JSON-RPC error, was cancelled, or is gone.
+ * It carries the child's error (`code`, `message`, `data`), so that a tool that does not catch it fails with it, and
+ * does not retry (the retry would wait for the same child).
+ */
+export class ChildTaskError extends ProtocolError {
+  constructor(
+    readonly taskId: string,
+    readonly tool: string,
+    /** The child's status: `failed`, `cancelled`, or `gone` (expired or deleted). */
+    readonly status: string,
+    error: { code: number; message: string; data?: unknown },
+  ) {
+    super(error.code, `Child task ${taskId} (tool '${tool}') ${status}: ${error.message}`, error.data);
+  }
 }
 
 export interface InputOptions {

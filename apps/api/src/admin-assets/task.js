@@ -1,7 +1,7 @@
 // The page of one task (task.html, served at /admin/tasks/<taskId>): record, status timeline, progress, pending input
-// requests, job attempts and worker, result or error, and the operators' cancel and retry. It re-reads the task every
-// second (no reload). The task id comes from the page's own address, never from markup the server wrote; every value
-// reaches the DOM through textContent, never as HTML. A module, so its names stay its own.
+// requests, job attempts and worker, checkpoint and child tasks, result or error, and the operators' cancel and retry.
+// It re-reads the task every second (no reload). The task id comes from the page's own address, never from markup the
+// server wrote; every value reaches the DOM through textContent, never as HTML. A module, so its names stay its own.
 const TASK_ID = taskIdOfPage();
 const TASK_API = '../api/tasks/' + encodeURIComponent(TASK_ID);
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
@@ -145,12 +145,46 @@ function renderJob(j, inconsistency) {
   $('no-job').hidden = Boolean(j);
 }
 
+/** A link to the page of another task: a sibling of this page, /admin/tasks/<id>. */
+function taskLink(taskId) {
+  const link = document.createElement('a');
+  link.href = './' + encodeURIComponent(taskId);
+  link.textContent = taskId;
+  return link;
+}
+
+/** What the tool keeps durably (docs/durable-execution.md): its checkpoint, stored steps, parent and children. */
+function renderDurable(durable) {
+  const table = $('durable');
+  table.replaceChildren();
+  const body = $('children').tBodies[0];
+  body.replaceChildren();
+  $('children').hidden = !(durable && durable.children.length);
+  $('no-durable').hidden = Boolean(durable);
+  if (!durable) return;
+  if (durable.parent) row(table, ['parent task', ''], true).cells[1].append(taskLink(durable.parent));
+  if (durable.checkpoint) {
+    const at = durable.checkpoint.at;
+    const ago = duration(Date.now() - Date.parse(at));
+    row(table, ['checkpoint', at + ' (' + ago + ' ago), ' + durable.checkpoint.bytes + ' bytes'], true).id =
+      'checkpoint';
+  }
+  if (durable.steps) row(table, ['steps stored', durable.steps], true);
+  for (const child of durable.children) {
+    const tr = row(body, ['', child.tool, child.status]);
+    tr.cells[0].append(taskLink(child.taskId));
+    tr.cells[2].className = 'status';
+    tr.cells[2].dataset.status = child.status;
+  }
+}
+
 function render(d, pending) {
   renderRecord(d);
   renderTimeline(d.task, d.history);
   renderProgress(d.job && d.job.progress);
   renderInputs(pending);
   renderJob(d.job, d.inconsistency);
+  renderDurable(d.durable);
   $('arguments').textContent = JSON.stringify(d.arguments, null, 2);
   const outcome = d.record.outcome;
   $('outcome-title').textContent = outcome && outcome.error ? 'Error' : 'Result';

@@ -64,6 +64,11 @@ export interface CallRequest {
   progressToken?: string | number;
   /** The request's trace context, carried to the job's spans (tracing on only). */
   trace?: TraceCarrier;
+  /**
+   * The call's idempotency key (the `Idempotency-Key` header or RunnerMeta.IdempotencyKey, calls/idempotency.ts):
+   * a task call under a key that names a live task of the caller's answers that task (docs/durable-execution.md).
+   */
+  idempotencyKey?: string;
   /** The wire's own checks of the tool, before anything runs (2026-07-28: `Mcp-Param-*` headers, C26-HDR-4). */
   admitTool?: (tool: CatalogEntry) => void;
   /**

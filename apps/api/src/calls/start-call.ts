@@ -1,16 +1,10 @@
 // tools/call, whichever wire it came in on: the tool and how it may run (T-TOOL-*, X-NEG-*), the arguments' size
 // and schema, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
 // between the wires — how the answer is given — is theirs; what a call does is here, once.
-import { audit, AuditEvent, SecurityEvent, type CreateTaskInput } from '@mcp-tasks/engine';
-import {
-  LimitExceededError,
-  TaskKind,
-  TaskSupport,
-  TaskSupportError,
-  type CatalogEntry,
-  type TaskRecord,
-} from '@mcp-tasks/protocol';
+import { audit, AuditEvent, SecurityEvent, type CreatedTask, type CreateTaskInput } from '@mcp-tasks/engine';
+import { LimitExceededError, TaskKind, TaskSupport, TaskSupportError, type CatalogEntry } from '@mcp-tasks/protocol';
 import { ensureOpened } from './admission.ts';
+import { callDigest } from './idempotency.ts';
 import type { CallContext, CallRequest, Execution } from './request.ts';
 
 /** A call whose tool, way of running and arguments passed every check: nothing is written yet. */
@@ -22,9 +16,12 @@ export interface PreparedCall {
   arguments: unknown;
 }
 
-/** A call that was admitted: its record (a task, or a plain call the client never sees) and its tool's entry. */
+/**
+ * A call that was admitted: its record (a task, or a plain call the client never sees) and its tool's entry; or, for
+ * a task call whose idempotency key names a live task of the caller's already, that task as it is now (`reused`).
+ */
 export interface StartedCall {
-  record: TaskRecord;
+  record: CreatedTask;
   tool: CatalogEntry;
   asTask: boolean;
 }
@@ -70,10 +67,22 @@ export async function startCall(context: CallContext, prepared: PreparedCall): P
     ...(client.kind === 'request'
       ? { requestContext: { ...client, owner: context.caller.owner, createdAt: Date.now() } }
       : {}),
+    ...idempotencyOf(context, prepared),
   };
   // The create script opens the request in its step when the transport left that to it (RequestOpening).
   const record = await createAudited(context, input, asTask ? request.opening : undefined);
   return { record, tool, asTask };
+}
+
+/**
+ * The idempotency key's part of a task call's creation. A call that is not a task keeps no key: its result is its
+ * answer and is kept nowhere once sent, so there would be nothing to answer a retry with (docs/durable-execution.md).
+ */
+function idempotencyOf(context: CallContext, prepared: PreparedCall): Pick<CreateTaskInput, 'idempotency'> {
+  const key = prepared.request.idempotencyKey;
+  if (key === undefined || !prepared.asTask) return {};
+  const digest = callDigest(prepared.tool.name, prepared.arguments);
+  return { idempotency: { key, digest, maxKeys: context.services.config.IDEMPOTENCY_KEYS_PER_PRINCIPAL } };
 }
 
 /** Whether the call runs as a task, or the TaskSupportError its tool's taskSupport gives the request. */
@@ -90,7 +99,7 @@ async function createAudited(
   context: CallContext,
   input: CreateTaskInput,
   opening: CallRequest['opening'],
-): Promise<TaskRecord> {
+): Promise<CreatedTask> {
   const { services, caller } = context;
   const record = await services.tasks.create(input, opening).catch((error: unknown) => {
     if (error instanceof LimitExceededError) {
@@ -107,7 +116,7 @@ async function createAudited(
     throw error;
   });
   context.span?.setAttribute('mcp.task.id', record.taskId);
-  audit(services.security.audit, AuditEvent.TaskCreated, {
+  audit(services.security.audit, record.reused ? AuditEvent.TaskReused : AuditEvent.TaskCreated, {
     principal: record.owner,
     taskId: record.taskId,
     tool: input.tool,

@@ -9,6 +9,7 @@ import {
   toWireTask,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
+import { idempotencyKeyOf } from '../calls/idempotency.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
 import type { CallRequest } from '../calls/request.ts';
 import type { HandlerReply, RequestContext } from '../context.ts';
@@ -24,8 +25,9 @@ export const listTools = constantMethod('tools/list', (context: RequestContext):
 type CallOutcome = { task: TaskRecord; tool: string } | { reply: HandlerReply };
 
 export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, HandlerReply>('tools/call', {
-  parse: (params, { session, opening, trace }) => {
+  parse: (params, { session, opening, trace, headers, services }) => {
     const call = parseCallToolParams(params);
+    const idempotencyKey = idempotencyKeyOf(headers, call._meta, services.config.IDEMPOTENCY_KEY_MAX_LENGTH);
     // A session on a revision without Tasks never saw our tasks capability: its `task` is ignored (T-TOOL-5).
     const asTask = call.task !== undefined && supportsTasks(session.protocolVersion);
     const progressToken = call._meta?.progressToken;
@@ -38,6 +40,7 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
       ...(progressToken !== undefined ? { progressToken } : {}),
       ...(trace ? { trace: carrierFor(trace) } : {}),
       ...(opening ? { opening: opening.opening } : {}),
+      ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
     };
   },
   run: async (request, context) => {

@@ -22,6 +22,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import { randomUUID } from 'node:crypto';
+import { idempotencyKeyOf } from '../calls/idempotency.ts';
 import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
 import type { CallRequest } from '../calls/request.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
@@ -92,6 +93,11 @@ export const callTool = wireMethod<ModernContext, ModernCall, ModernReply, Moder
     const { request } = context;
     const progressToken = call._meta?.progressToken;
     const requestState = params?.['requestState'];
+    const idempotencyKey = idempotencyKeyOf(
+      context.res.req.headers,
+      call._meta,
+      context.services.config.IDEMPOTENCY_KEY_MAX_LENGTH,
+    );
     return {
       call: {
         client: {
@@ -112,6 +118,7 @@ export const callTool = wireMethod<ModernContext, ModernCall, ModernReply, Moder
         // runs.
         admitTool: (tool) =>
           checkParamHeaders(paramHeadersOf(tool.inputSchema), call.arguments, context.res.req.headers),
+        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
       },
       ...(requestState !== undefined ? { retry: { requestState, inputResponses: params?.['inputResponses'] } } : {}),
     };

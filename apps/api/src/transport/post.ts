@@ -148,6 +148,7 @@ async function dispatchAndAnswer(
     services,
     session,
     requestId: request.id,
+    headers: req.headers,
     get signal() {
       return (controller ??= abortedOnClose(res)).signal;
     },

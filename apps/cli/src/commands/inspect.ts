@@ -1,6 +1,6 @@
 // `mcpt inspect <taskId>`: the record, its status history, its BullMQ job, and its result or error.
 import type { Command } from 'commander';
-import { operatorInspection, operatorTask, type TaskInspection } from '@mcp-tasks/engine';
+import { operatorInspection, operatorTask, type DurableView, type TaskInspection } from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
 import { iso, keyValues, table } from '../format.ts';
@@ -11,7 +11,8 @@ export function registerInspect(program: Command, io: CliIo): void {
   program
     .command('inspect')
     .description(
-      'Show one task: record, status history with timestamps, job attempts and worker, progress, result or error',
+      'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint and ' +
+        'child tasks, result or error',
     )
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
@@ -33,6 +34,7 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     history: inspection.history.map((entry) => ({ ...entry, at: iso(entry.at) })),
     job: job ?? null,
     ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
+    ...(inspection.durable ? { durable: inspection.durable } : {}),
     ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
     ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
   };
@@ -70,6 +72,8 @@ function inspectionText(inspection: TaskInspection, now: number): string {
     pairs.push(['job', 'none (finished jobs are removed; the record keeps the outcome)']);
   }
   if (inspection.inconsistency) pairs.push(['inconsistent', inspection.inconsistency]);
+  const { durable } = inspection;
+  if (durable) pairs.push(...durablePairs(durable, now));
   const parts = [
     keyValues(pairs),
     '',
@@ -78,10 +82,34 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
     ),
   ];
+  if (durable && durable.children.length > 0) {
+    parts.push(
+      '',
+      'Child tasks:',
+      table(
+        [{ title: 'task' }, { title: 'tool' }, { title: 'status' }],
+        durable.children.map((child) => [child.taskId, child.tool, child.status]),
+      ),
+    );
+  }
   const outcome = record.outcome;
   if (outcome) {
     parts.push('', 'result' in outcome ? 'Result:' : 'Error:');
     parts.push(JSON.stringify('result' in outcome ? outcome.result : outcome.error, null, 2));
   }
   return parts.join('\n');
+}
+
+/** What the task's tool keeps durably (docs/durable-execution.md): its checkpoint, its steps, its parent. */
+function durablePairs(durable: DurableView, now: number): [string, string][] {
+  const pairs: [string, string][] = [];
+  if (durable.parent !== undefined) pairs.push(['parent', durable.parent]);
+  const { checkpoint } = durable;
+  if (checkpoint) {
+    const at = Date.parse(checkpoint.at);
+    pairs.push(['checkpoint', `${checkpoint.at} (${formatDuration(now - at)} ago), ${checkpoint.bytes} bytes`]);
+  }
+  if (durable.steps > 0) pairs.push(['steps', `${durable.steps} stored`]);
+  if (durable.children.length > 0) pairs.push(['children', String(durable.children.length)]);
+  return pairs;
 }

@@ -16,6 +16,13 @@
   is paused or at its concurrency, and the "waiting" event trimmed to the queue's opts.maxLenEvents. BullMQ's id
   counter and duplicate check are left out: the job id is the task id, a fresh UUID. The queue's meta is read once.
 
+  With an idempotency key (a tools/call that carries one, docs/durable-execution.md), the same step first looks the
+  key up among the principal's: a live task filed under it is answered instead ({2, its id}, or {3, its id} when it
+  was filed for another call), and nothing is written; a new task is filed under the key. With a parent (a child task
+  started by a running tool's ctx.callTool), the same step checks the parent (include/child-call.lua): a child the
+  call's key names already is answered ({2, its id}); a new one is filed in the parent's durable hash and its set of
+  children, so that the child exists exactly when the parent knows it.
+
   The cap's set holds the owner's unfinished tasks scored by their expiry; the transition script removes a task
   when it becomes terminal, and entries past their expiry are dropped here once the set is full, so a task that
   left without a terminal transition (expired, purged) frees its slot by its ttl at the latest. The set never
@@ -27,7 +34,8 @@
   KEYS[4] sorted set of expiries
   KEYS[5] the owner's task index (tasks/list); used when `listed`
   KEYS[6] the owner's unfinished tasks, scored by expiry; used with `maxLive`
-  KEYS[7...] the keys of `fair`, `job`, `open` and `context`, each at the index its table names
+  KEYS[7...] the keys of `fair`, `job`, `open`, `context`, `idempotency` and `parent`, each at the index its table
+          names
 
   ARGV[1] the arguments, JSON:
     taskId       the task id (also its job's id)
@@ -57,19 +65,52 @@
     context      absent, or the request context to store with an admitted task (a 2026-07-28 request's):
                    key     the KEYS index of its hash
                    fields  the hash's field/value pairs, flat
+    idempotency  absent, or the call's idempotency key (include/idempotency.lua):
+                   keys         {entries = the KEYS index of the principal's hash of keys, order = that of its sorted
+                                set of them}
+                   key          the key
+                   digest       the digest of the call (tool and arguments)
+                   maxKeys      the most keys kept per principal
+                   replace      absent, or the id of the task filed under the key that the caller found gone
+    parent       absent, or the task whose running tool starts this one (include/child-call.lua):
+                   keys         {record = the KEYS index of the parent's record, durable = that of its durable hash,
+                                children = that of its set of children}
+                   field        the call's field in the parent's durable hash (`c:<key>`)
+                   attempt      the parent's attempt starting the child (its moves' fence)
+                   maxEntries   the most fields the parent's durable hash may hold
 
   Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
   job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
-  refused as it was opened (opened: -1 its session is gone, 1..4 the rate bucket that refused it).
+  refused as it was opened (opened: -1 its session is gone, 1..4 the rate bucket that refused it), {2, taskId} when
+  the idempotency key or the parent's call key names a task already (nothing written), {3, taskId} when the
+  idempotency key names a task of another call, {-2, reason, detail} when the parent cannot start a child.
 ]]
 --- @include "open-request"
 --- @include "expiry"
+--- @include "idempotency"
+--- @include "child-call"
 local args = cjson.decode(ARGV[1])
 local taskId, expiresAt, fair, job = args.taskId, args.expiresAt, args.fair, args.job
 if args.open then
   local opened = openKnownSession(args.open)
   if opened ~= 0 then
     return {-1, opened}
+  end
+end
+local idempotency = args.idempotency
+if idempotency then
+  local filed, digest = idempotentTask(idempotency.keys.entries, idempotency.key, args.now, idempotency.replace)
+  if filed then
+    return {digest == idempotency.digest and 2 or 3, filed}
+  end
+end
+local parent, parentExpiresAt = args.parent, nil
+if parent then
+  local refusal
+  refusal, parentExpiresAt = childCallRefusal(parent.keys.record, parent.keys.durable, parent.field, parent.attempt,
+    parent.maxEntries)
+  if refusal then
+    return refusal
   end
 end
 -- What the job's part reads comes first: a script that fails does not undo its writes, so nothing it reads may fail
@@ -182,5 +223,12 @@ if job then
     redis.call('ZADD', KEYS[keys.marker], 0, '0')
   end
   redis.call('XADD', KEYS[keys.events], 'MAXLEN', '~', maxEvents, '*', 'event', 'waiting', 'jobId', taskId)
+end
+if idempotency then
+  fileIdempotentTask(idempotency.keys.entries, idempotency.keys.order, idempotency.key, taskId, idempotency.digest,
+    expiresAt, args.now, idempotency.maxKeys)
+end
+if parent then
+  fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, taskId, parentExpiresAt)
 end
 return {1, count, priority}

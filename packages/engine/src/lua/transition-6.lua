@@ -41,7 +41,8 @@
     unchangedSince  absent (not checked), or what the caller read: {lastUpdatedAt, external = whether an external
                     reference was set}
 
-  Returns {"ok", status, lastUpdatedAt} when the status changed; {"unchanged", status, lastUpdatedAt} when an
+  Returns {"ok", status, lastUpdatedAt} when the status changed (with `begin`, {"ok", status, lastUpdatedAt, durable}:
+  durable "1" when the record says the task keeps durable state, save-durable-3.lua); {"unchanged", status, lastUpdatedAt} when an
   input request was counted but the status stays (more requests outstanding, or a request already withdrawn);
   {"missing"} when the record does not exist; {"rejected", currentStatus} when the move is not allowed from the
   current status; {"stale", currentStatus, attempt} when `attempt` is older than the latest one started
@@ -64,7 +65,7 @@ end
 
 -- One read of every field the move needs.
 local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'lastUpdatedAt', 'external', 'kind', 'createdAt', 'ttl',
-  'pollInterval', 'history', 'waiters')
+  'pollInterval', 'history', 'waiters', 'durable')
 local current = f[1]
 if not current then
   return {'missing'}
@@ -204,4 +205,9 @@ if f[5] == 'task' then
   streamAppended()
 end
 
+-- The attempt this move starts learns whether its task keeps durable state, read in this step: from now on no earlier
+-- attempt can add to it, so a tool that stored something before is sure to find it (docs/durable-execution.md).
+if args.begin then
+  return {'ok', to, tostring(now), f[11] and '1' or '0'}
+end
 return {'ok', to, tostring(now)}

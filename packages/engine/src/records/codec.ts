@@ -3,6 +3,7 @@
 import {
   isTaskStatus,
   TaskKind,
+  type DurableFacts,
   type ExternalRef,
   type Outcome,
   type TaskRecord,
@@ -27,6 +28,7 @@ export function encodeRecord(record: TaskRecord): Record<string, string> {
   if (record.progressToken !== undefined) fields['progressToken'] = JSON.stringify(record.progressToken);
   if (record.external) fields['external'] = JSON.stringify(record.external);
   if (record.trace) fields['trace'] = JSON.stringify(record.trace);
+  if (record.parent !== undefined) fields['parent'] = record.parent;
   return fields;
 }
 
@@ -53,9 +55,20 @@ export function decodeRecord(
   if (hash['progressToken']) record.progressToken = JSON.parse(hash['progressToken']) as string | number;
   if (hash['external']) record.external = decodeExternal(hash['external']);
   if (hash['trace']) record.trace = JSON.parse(hash['trace']) as NonNullable<TaskRecord['trace']>;
+  if (hash['parent']) record.parent = hash['parent'];
+  if (hash['durable']) record.durable = decodeDurable(hash);
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;
+}
+
+/** The durable facts the scripts that keep a tool's state write on its record (save-durable-3.lua, create-task-6.lua). */
+function decodeDurable(hash: Record<string, string>): DurableFacts {
+  const facts: DurableFacts = { children: Number(hash['children'] ?? 0) };
+  if (hash['checkpointAt'] !== undefined) {
+    facts.checkpoint = { at: Number(hash['checkpointAt']), bytes: Number(hash['checkpointBytes'] ?? 0) };
+  }
+  return facts;
 }
 
 export function decodeExternal(raw: string | null | undefined): ExternalRef | undefined {

@@ -125,8 +125,16 @@ export class TaskIndexes {
     if (tasks.length > 0) {
       const ids = tasks.map((task) => task.taskId);
       multi
-        // The input-request set expires with the record; deleted here too for a task deleted before its ttl.
-        .del(...ids.flatMap((id) => [this.keys.record(id), this.keys.inputs(id)]))
+        // The input-request set and what the task's tool keeps durably (its hash, its children's set) expire with the
+        // record; deleted here too for a task deleted before its ttl.
+        .del(
+          ...ids.flatMap((id) => [
+            this.keys.record(id),
+            this.keys.inputs(id),
+            this.keys.durable(id),
+            this.keys.children(id),
+          ]),
+        )
         .zrem(this.keys.live(), ...ids)
         .zrem(this.keys.allTasks(), ...tasks.map((task) => task.member));
       const byOwner = new Map<string, TaskEntries[]>();

@@ -47,4 +47,27 @@ export class TaskKeys {
   ownerLive(owner: string): string {
     return `${this.#prefix}:owner-live:${owner}`;
   }
+
+  /**
+   * Hash: what the task's tool keeps durably (docs/durable-execution.md): `checkpoint`, step results `s:<name>`, child
+   * task ids `c:<key>`. Kept apart from the record, which tasks/get reads whole; it expires with the task.
+   */
+  durable(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}:durable`;
+  }
+
+  /** Set: the ids of the task's child tasks (ctx.callTool), which a cancel of the task cancels too. */
+  children(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}:children`;
+  }
+
+  /** Hash: an owner's idempotency keys (tools/call), key -> JSON [taskId, digest of the call, expiry]. */
+  idempotencyKeys(owner: string): string {
+    return `${this.#prefix}:idempotency:${owner}`;
+  }
+
+  /** Sorted set: an owner's idempotency keys scored by when each was filed: the oldest give way past the cap. */
+  idempotencyOrder(owner: string): string {
+    return `${this.#prefix}:idempotency-order:${owner}`;
+  }
 }

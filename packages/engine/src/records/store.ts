@@ -19,7 +19,13 @@ import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
 import { type RequestContextRecord, requestContextFields } from '../request-context.ts';
 import type { Opened, OpeningCall } from '../request-opening.ts';
-import { type FairOrderCall, RedisScripts, type ScriptedJob } from '../scripts.ts';
+import {
+  type FairOrderCall,
+  type IdempotencyCall,
+  type ParentCall,
+  RedisScripts,
+  type ScriptedJob,
+} from '../scripts.ts';
 import {
   decodeExternal,
   decodeHistory,
@@ -35,11 +41,13 @@ import {
   type SummaryExtra,
   type TaskSummary,
 } from './codec.ts';
+import { DurableStore, durableRefusal } from './durable.ts';
 import { TaskIndexes } from './indexes.ts';
 import { TaskKeys } from './keys.ts';
 
 export type TransitionResult =
-  | { ok: true; status: TaskStatus; lastUpdatedAt: number; changed: boolean }
+  /** `durable`: from the move that starts an attempt (beginAttempt), whether the task keeps durable state. */
+  | { ok: true; status: TaskStatus; lastUpdatedAt: number; changed: boolean; durable?: boolean }
   | { ok: false; reason: 'missing' }
   | { ok: false; reason: 'rejected'; current: TaskStatus }
   /** A later attempt of the task's job has started (`attempt`): this one may no longer move it. */
@@ -96,7 +104,19 @@ export interface NewTask {
   job?: ScriptedJob;
   /** A 2026-07-28 request's context, stored with the record (only when the task is admitted) and expiring with it. */
   requestContext?: RequestContextRecord;
+  /** The call's idempotency key (docs/durable-execution.md): a live task filed under it is answered instead. */
+  idempotency?: Omit<IdempotencyCall, 'keys'>;
+  /** The task whose running tool starts this one (ctx.callTool): the child is filed with it, once per call key. */
+  parent?: Omit<ParentCall, 'keys'> & { taskId: string };
 }
+
+/** What creating a task came to, once its request was opened. */
+export type Created =
+  | { opened: Exclude<Opened, 0> }
+  /** Written; `priority`: its job's, with a fair order. */
+  | { opened: 0; existing?: undefined; priority?: number }
+  /** Nothing written: the idempotency key (`sameCall`: for the same call) or the parent's call key names this task. */
+  | { opened: 0; existing: { taskId: string; sameCall: boolean } };
 
 /** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
 export class OwnerTaskLimitError extends LocalError {
@@ -149,6 +169,8 @@ export class TaskStore {
   readonly #observers: TaskObserver[] = [];
   /** The sets tasks belong to: for operators' listings, the reconciler and the janitor. */
   readonly indexes: TaskIndexes;
+  /** What running tools keep beside their records: checkpoints, step results, child tasks. */
+  readonly durable: DurableStore;
 
   constructor(
     redis: RedisClient,
@@ -160,6 +182,7 @@ export class TaskStore {
     this.#scripts = RedisScripts.on(redis);
     this.#tasks = new TaskKeys(keys);
     this.indexes = new TaskIndexes(redis, this.#tasks);
+    this.durable = new DurableStore(redis, this.#tasks);
   }
 
   /**
@@ -168,18 +191,21 @@ export class TaskStore {
    * task's job is added in the same step. With `fair`, answers the priority of the task's job (undefined without);
    * with `open`, how opening the request went (`opened`, 0 when it may proceed; otherwise nothing was written).
    */
-  async create({
-    record,
-    arguments: args,
-    maxLiveTasksPerOwner,
-    fair,
-    open,
-    job,
-    requestContext,
-  }: NewTask): Promise<{ opened: Opened; priority?: number }> {
+  async create(task: NewTask): Promise<Created> {
+    const {
+      record,
+      arguments: args,
+      maxLiveTasksPerOwner,
+      fair,
+      open,
+      job,
+      requestContext,
+      idempotency,
+      parent,
+    } = task;
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
-    const { opened, admitted, priority } = await this.#scripts.createTask({
+    const reply = await this.#scripts.createTask({
       keys: {
         record: this.#tasks.record(record.taskId),
         live: this.#tasks.live(),
@@ -206,12 +232,26 @@ export class TaskStore {
             },
           }
         : {}),
+      ...(idempotency ? { idempotency: { ...idempotency, keys: this.#idempotencyKeys(record.owner) } } : {}),
+      ...(parent ? { parent: { ...parent, keys: this.durable.parentKeys(parent.taskId) } } : {}),
       fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
     });
-    if (opened !== 0) return { opened };
-    if (!admitted) throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
-    for (const observer of this.#observers) observer.created?.(record);
-    return fair ? { opened, priority } : { opened };
+    if (reply.opened !== 0) return { opened: reply.opened };
+    switch (reply.verdict) {
+      case 'owner-limit':
+        throw new OwnerTaskLimitError(record.owner, maxLiveTasksPerOwner ?? 0);
+      case 'existing':
+        return { opened: 0, existing: { taskId: reply.taskId, sameCall: reply.sameCall } };
+      case 'parent-refused':
+        throw durableRefusal(parent?.taskId ?? '', reply.reason, reply.detail);
+      case 'created':
+        for (const observer of this.#observers) observer.created?.(record);
+        return fair ? { opened: 0, priority: reply.priority } : { opened: 0 };
+    }
+  }
+
+  #idempotencyKeys(owner: string): IdempotencyCall['keys'] {
+    return { entries: this.#tasks.idempotencyKeys(owner), order: this.#tasks.idempotencyOrder(owner) };
   }
 
   /** Adds an observer of creations and terminal transitions made through this store (metrics). */
@@ -425,6 +465,7 @@ export class TaskStore {
           status: reply.status,
           lastUpdatedAt: reply.lastUpdatedAt,
           changed: reply.verdict === 'ok',
+          ...(reply.verdict === 'ok' && reply.durable !== undefined ? { durable: reply.durable } : {}),
         };
       case 'missing':
         return { ok: false, reason: 'missing' };

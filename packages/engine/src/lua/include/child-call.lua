@@ -1,0 +1,47 @@
+--[[
+  Included (`--- @include "child-call"`) by create-task-6.lua: a child task started by a running tool
+  (ctx.callTool, docs/durable-execution.md), created in the same step that files its id in the parent's durable hash
+  under the call's key. A child call is a step: a later attempt of the parent finds the id there and creates nothing,
+  and no crash between the creation and the filing can start the child twice, since they are one step.
+
+  childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries) checks the parent before anything is
+  written. It answers nothing when the child may be created, with the parent's expiry (epoch ms); {2, childId} when
+  the call's key names a child already; or {-2, reason, detail} when the parent cannot start one: 'missing', 'ended'
+  (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number) or 'full' (its durable
+  hash holds maxEntries fields: detail, that count). Fenced as transition-6.lua fences a worker's moves.
+
+  fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt) files the new child: its id
+  under the call's key, in the parent's set of children (what a cancel of the parent cancels), and on the parent's
+  record the count of its children and the mark that it keeps durable state. Both keys expire with the parent.
+]]
+local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries)
+  local p = redis.call('HMGET', KEYS[parentRecord], 'status', 'attempt', 'createdAt', 'ttl')
+  if not p[1] then
+    return {-2, 'missing'}
+  end
+  if p[1] ~= 'working' and p[1] ~= 'input_required' then
+    return {-2, 'ended', p[1]}
+  end
+  local latest = tonumber(p[2]) or 0
+  if attempt < latest then
+    return {-2, 'stale', tostring(latest)}
+  end
+  local existing = redis.call('HGET', KEYS[parentDurable], field)
+  if existing then
+    return {2, existing}
+  end
+  local count = redis.call('HLEN', KEYS[parentDurable])
+  if count >= maxEntries then
+    return {-2, 'full', tostring(count)}
+  end
+  return nil, tonumber(p[3]) + tonumber(p[4])
+end
+
+local function fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt)
+  redis.call('HSET', KEYS[parentDurable], field, childId)
+  redis.call('PEXPIREAT', KEYS[parentDurable], parentExpiresAt)
+  redis.call('SADD', KEYS[parentChildren], childId)
+  redis.call('PEXPIREAT', KEYS[parentChildren], parentExpiresAt)
+  redis.call('HSET', KEYS[parentRecord], 'durable', '1')
+  redis.call('HINCRBY', KEYS[parentRecord], 'children', 1)
+end

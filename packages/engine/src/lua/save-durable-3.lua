@@ -1,0 +1,62 @@
+--[[
+  Stores what a running tool keeps durably (docs/durable-execution.md) in the task's own hash beside the record: its
+  checkpoint (replaced each time) or a step's result (stored once: a step stored already keeps its first result,
+  which is answered). The write is fenced as the attempt's moves are (transition-6.lua): once a later attempt of the
+  task's job has started, an earlier one can no longer write; nor can anyone once the task has ended. The record
+  says, in the same step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only
+  when there is something in it; a checkpoint also sets its time and size there, for operators, and counts as a sign
+  of life: the task's entry in the live set moves to now, so that the reconciler, which looks at live tasks left
+  unchanged for RECONCILE_AFTER_MS, leaves a task that checkpoints alone. The hash expires with the record.
+
+  KEYS[1] the task record hash
+  KEYS[2] the task's durable hash (field `checkpoint`, step results `s:<name>`, child task ids `c:<key>`)
+  KEYS[3] the sorted set of live (non-terminal) tasks, scored by lastUpdatedAt (or the last sign of life)
+
+  ARGV[1] the arguments, JSON:
+    taskId      the task id
+    attempt     the attempt writing (BullMQ's count of the job's starts)
+    field       `checkpoint`, or the step's field (`s:<name>`)
+    value       the JSON text to store
+    bytes       its size in bytes (for operators)
+    now         epoch ms
+    checkpoint  true for a checkpoint (replaces the last one), false for a step (stored once)
+    maxEntries  the most fields the durable hash may hold (checkpoint, steps and child tasks together)
+
+  Returns {"ok"} when stored; {"exists", value} when the step was stored already (its first result); {"missing"}
+  when the record does not exist; {"ended", status} when the task has ended; {"stale", latestAttempt} when a later
+  attempt has started; {"full", count} when the hash holds maxEntries fields already.
+]]
+local args = cjson.decode(ARGV[1])
+local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl')
+local status = f[1]
+if not status then
+  return {'missing'}
+end
+if status ~= 'working' and status ~= 'input_required' then
+  return {'ended', status}
+end
+local latest = tonumber(f[2]) or 0
+if args.attempt < latest then
+  return {'stale', tostring(latest)}
+end
+if not args.checkpoint then
+  local stored = redis.call('HGET', KEYS[2], args.field)
+  if stored then
+    return {'exists', stored}
+  end
+end
+if redis.call('HEXISTS', KEYS[2], args.field) == 0 then
+  local count = redis.call('HLEN', KEYS[2])
+  if count >= args.maxEntries then
+    return {'full', tostring(count)}
+  end
+end
+redis.call('HSET', KEYS[2], args.field, args.value)
+redis.call('PEXPIREAT', KEYS[2], tonumber(f[3]) + tonumber(f[4]))
+if args.checkpoint then
+  redis.call('HSET', KEYS[1], 'durable', '1', 'checkpointAt', args.now, 'checkpointBytes', args.bytes)
+  redis.call('ZADD', KEYS[3], 'XX', args.now, args.taskId)
+else
+  redis.call('HSET', KEYS[1], 'durable', '1')
+end
+return {'ok'}

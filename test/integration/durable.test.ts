@@ -1,0 +1,278 @@
+// Durable execution inside a tool (docs/durable-execution.md) with real worker processes, real Redis and real HTTP:
+// child tasks on one worker of concurrency 1 and their cancellation, a step's side effect once across a retry, the
+// children listed with their parent on both wires, what operators see, and last a worker SIGKILLed during a
+// checkpointed loop whose task another worker resumes after the last checkpoint (examples/long-import).
+import { expect } from 'chai';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '@mcp-tasks/cli';
+import { KeySpace, TaskKeys, type DurableView } from '@mcp-tasks/engine';
+import { RunnerMeta } from '@mcp-tasks/protocol';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
+import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
+
+const ADMIN_TOKEN = 'durable-admin-token-0123456789';
+
+type Task = Record<string, unknown>;
+
+describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker of concurrency 1)', function () {
+  this.timeout(90_000);
+  let system: System;
+  let tasks: TaskKeys;
+  let scratch: string;
+
+  before(async () => {
+    system = await startSystem({
+      apis: 1,
+      workers: 1,
+      env: {
+        // The tests' own tools, and the two examples' (each exercised here as its README runs it).
+        MCPT_TOOLS: [
+          './test/fixtures/durable/tools.ts',
+          './examples/long-import/src/tools.ts',
+          './examples/fan-out/src/tools.ts',
+        ].join(','),
+        WORKER_CONCURRENCY: '1',
+        // Short locks: a killed worker's job is recovered within about two seconds.
+        WORKER_LOCK_DURATION_MS: '1000',
+        WORKER_STALLED_INTERVAL_MS: '1000',
+        CANCEL_CHECK_INTERVAL_MS: '500',
+        RESULT_RECHECK_MS: '1000',
+        ADMIN_TOKEN,
+      },
+    });
+    tasks = new TaskKeys(new KeySpace(system.prefix));
+    scratch = mkdtempSync(join(tmpdir(), 'mcpt-durable-'));
+  });
+  after(async () => {
+    await system?.stop();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  const liveWorker = (): ChildHandle => {
+    const worker = system.workers.at(-1);
+    if (!worker) throw new Error('no worker');
+    return worker;
+  };
+
+  async function settled(client: McpTestClient, taskId: unknown, timeoutMs = 20_000): Promise<Task> {
+    return eventually(async () => {
+      const task = await client.call('tasks/get', { taskId });
+      return ['completed', 'failed', 'cancelled'].includes(String(task['status'])) ? task : undefined;
+    }, timeoutMs);
+  }
+
+  async function result(client: McpTestClient, taskId: unknown): Promise<Task> {
+    return client.call('tasks/result', { taskId }, { headers: { accept: 'application/json' } });
+  }
+
+  /** The caller's tasks, every page. */
+  async function listAll(client: McpTestClient): Promise<Task[]> {
+    const all: Task[] = [];
+    let cursor: unknown;
+    do {
+      const page = await client.call('tasks/list', cursor === undefined ? {} : { cursor });
+      all.push(...(page['tasks'] as Task[]));
+      cursor = page['nextCursor'];
+    } while (cursor !== undefined);
+    return all;
+  }
+
+  const parentOf = (task: Task): unknown =>
+    (task['_meta'] as Record<string, { taskId: string }> | undefined)?.[RunnerMeta.ParentTask]?.taskId;
+
+  /** The root of the tree the first test runs, which operators then inspect. */
+  let root = '';
+
+  it("T-LIST-3: a parent whose children are of its own tool completes on one worker of concurrency 1; tasks/list names each child's parent in _meta", async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    root = String((await client.createTask('tree', { depth: 2, width: 2 }))['taskId']);
+    expect((await settled(client, root))['status']).to.equal('completed');
+    expect((await result(client, root))['structuredContent']).to.include({ tasks: 7 });
+
+    const listed = await listAll(client);
+    expect(listed).to.have.length(7);
+    const byId = new Map(listed.map((task) => [String(task['taskId']), task]));
+    expect(parentOf(byId.get(root) as Task)).to.equal(undefined);
+    const children = listed.filter((task) => parentOf(task) === root);
+    expect(children).to.have.length(2);
+    for (const child of children) {
+      expect(child['status']).to.equal('completed');
+      expect(listed.filter((task) => parentOf(task) === child['taskId'])).to.have.length(2);
+    }
+    // tasks/get renders the same _meta (T-GET-*), and the worker ran all seven itself.
+    const child = await client.call('tasks/get', { taskId: children[0]?.['taskId'] });
+    expect(parentOf(child)).to.equal(root);
+    const settledHere = liveWorker()
+      .records()
+      .filter((line) => line['message'] === 'task settled' && byId.has(String(line['taskId'])));
+    expect(settledHere).to.have.length(7);
+  });
+
+  it("operators see the tree: mcpt inspect lists a task's children and names its parent; so does the dashboard", async () => {
+    const cli = async (...args: string[]) => {
+      let out = '';
+      const code = await runCli(args, {
+        out: (text) => (out += text),
+        err: () => undefined,
+        env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+      });
+      expect(code).to.equal(0);
+      return out;
+    };
+    const inspected = JSON.parse(await cli('inspect', root, '--json')) as { durable: DurableView };
+    expect(inspected.durable.parent).to.equal(undefined);
+    expect(inspected.durable.children.map((child) => [child.tool, child.status])).to.deep.equal([
+      ['tree', 'completed'],
+      ['tree', 'completed'],
+    ]);
+    const child = inspected.durable.children[0]?.taskId ?? '';
+    const text = await cli('inspect', child);
+    expect(text).to.match(new RegExp(`parent\\s+${root}`));
+    expect(text).to.match(/children\s+2/);
+    expect(text).to.include('Child tasks:');
+
+    const base = system.apiUrl.replace(/\/mcp$/, '');
+    const detail = await fetch(`${base}/admin/api/tasks/${child}`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    const page = (await detail.json()) as { durable: DurableView };
+    expect(page.durable.parent).to.equal(root);
+    expect(page.durable.children).to.have.length(2);
+  });
+
+  it('the fan-out example (examples/fan-out): one child task per input, summed, on the same worker', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const texts = ['one', 'two words', 'and three words', '', 'a b c d e'];
+    const parent = String((await client.createTask('count_words_in_all', { texts, ms: 50 }))['taskId']);
+    expect((await settled(client, parent))['status']).to.equal('completed');
+    expect((await result(client, parent))['structuredContent']).to.deep.equal({ total: 11, perText: [1, 2, 3, 0, 5] });
+    const children = (await listAll(client)).filter((task) => parentOf(task) === parent);
+    expect(children.map((task) => task['status'])).to.deep.equal(Array(5).fill('completed'));
+  });
+
+  it('a child call is a step: a retried parent waits for the same child instead of starting another', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const parent = String((await client.createTask('retried_parent', {}))['taskId']);
+    expect((await settled(client, parent))['status']).to.equal('completed');
+    const report = JSON.parse(
+      String(((await result(client, parent))['content'] as { text: string }[])[0]?.text),
+    ) as Record<string, unknown>;
+    expect(report).to.deep.equal({ attempt: 2, child: { words: 2 } });
+    expect((await listAll(client)).filter((task) => parentOf(task) === parent)).to.have.length(1);
+  });
+
+  it('X-GET-1: a child of a 2026-07-28 task carries its parent in tasks/get too', async () => {
+    const created = await modernResult(
+      system.apiUrl,
+      'tools/call',
+      { name: 'tree', arguments: { depth: 1, width: 1 } },
+      { capabilities: WITH_TASKS },
+    );
+    expect(created['resultType']).to.equal('task');
+    const parent = String(created['taskId']);
+    const done = await eventually(async () => {
+      const task = await modernResult(system.apiUrl, 'tasks/get', { taskId: parent }, { capabilities: WITH_TASKS });
+      return task['status'] === 'completed' ? task : undefined;
+    });
+    expect((done['result'] as Task)['structuredContent']).to.include({ tasks: 2 });
+    const [childId] = await system.redis.smembers(tasks.children(parent));
+    const child = await modernResult(system.apiUrl, 'tasks/get', { taskId: childId }, { capabilities: WITH_TASKS });
+    expect(child['status']).to.equal('completed');
+    expect(parentOf(child)).to.equal(parent);
+  });
+
+  it("a child's failure rejects callTool with an error the parent catches: a failed child, an unknown tool, invalid arguments", async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const outcomes: Record<string, Task> = {};
+    for (const how of ['throws', 'unknown', 'invalid']) {
+      const taskId = String((await client.createTask('call_failing', { how }))['taskId']);
+      expect((await settled(client, taskId))['status']).to.equal('completed');
+      outcomes[how] = (await result(client, taskId))['structuredContent'] as Task;
+    }
+    expect(outcomes['throws']).to.include({ name: 'ProtocolError', code: -32603 });
+    expect(outcomes['throws']?.['message']).to.match(
+      /^Child task \S+ \(tool 'throws'\) failed: Tool 'throws' failed: the child broke$/,
+    );
+    expect(outcomes['unknown']?.['message']).to.match(/Unknown tool: 'no_such_tool'/);
+    expect(outcomes['invalid']?.['message']).to.match(/Invalid arguments for tool 'count_words': text: must be string/);
+    // Neither an unknown tool nor invalid arguments started a child: the failing one is the only child.
+    expect((await listAll(client)).filter((task) => parentOf(task) !== undefined)).to.have.length(1);
+  });
+
+  it('T-CANCEL-2: cancelling a parent cancels its children, the running one and the queued one, and stops their tools', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const parent = String((await client.createTask('hold_children', { count: 2 }))['taskId']);
+    // One child runs in the slot its waiting parent lent; the other waits for a slot.
+    const children = await eventually(async () => {
+      const found = (await listAll(client)).filter((task) => parentOf(task) === parent);
+      const running = found.filter((task) => String(task['statusMessage']).startsWith('Running on'));
+      return found.length === 2 && running.length === 1 ? found : undefined;
+    });
+    const cancelled = await client.call('tasks/cancel', { taskId: parent });
+    expect(cancelled['status']).to.equal('cancelled');
+    for (const child of children) {
+      const after = await client.call('tasks/get', { taskId: child['taskId'] });
+      expect(after['status']).to.equal('cancelled');
+      expect(after['statusMessage']).to.equal(`Cancelled with its parent task ${parent}.`);
+    }
+    const running = children.find((task) => String(task['statusMessage']).startsWith('Running on'));
+    await eventually(() =>
+      liveWorker()
+        .records()
+        .some((line) => line['message'] === 'tool stopped' && line['taskId'] === running?.['taskId'])
+        ? true
+        : undefined,
+    );
+  });
+
+  it("a step's side effect happens once across a retry: the second run gets the stored result (as JSON has it)", async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const file = join(scratch, 'step-once.log');
+    const taskId = String((await client.createTask('step_once', { file }))['taskId']);
+    expect((await settled(client, taskId))['status']).to.equal('completed');
+    expect(readFileSync(file, 'utf8')).to.equal('attempt 1\n');
+    expect((await result(client, taskId))['structuredContent']).to.deep.equal({
+      stored: { ranIn: 1, at: '1970-01-01T00:00:00.000Z' },
+      attempt: 2,
+    });
+  });
+
+  it('a worker SIGKILLed during a checkpointed loop: another worker resumes after the last checkpoint (examples/long-import), and operators see the checkpoint', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String(
+      (await client.createTask('import_records', { records: 40, batch: 1, batchMs: 100 }))['taskId'],
+    );
+    const seen = await eventually(async () => {
+      const saved = await system.redis.hget(tasks.durable(taskId), 'checkpoint');
+      const next = saved ? (JSON.parse(saved) as { next: number }).next : 0;
+      return next >= 5 ? next : undefined;
+    });
+    const first = liveWorker();
+    await first.stop('SIGKILL');
+    const second = await system.addWorker();
+
+    expect((await settled(client, taskId, 30_000))['status']).to.equal('completed');
+    const report = (await result(client, taskId))['structuredContent'] as Record<string, number>;
+    expect(report['imported']).to.equal(40);
+    expect(report['resumedAt']).to.be.at.least(seen);
+    expect(report['attempt']).to.be.at.least(2);
+    expect(second.records().some((line) => line['message'] === 'task settled' && line['taskId'] === taskId)).to.equal(
+      true,
+    );
+
+    // `mcpt inspect` shows when the last checkpoint was saved and its size.
+    let out = '';
+    const code = await runCli(['inspect', taskId, '--json'], {
+      out: (text) => (out += text),
+      err: () => undefined,
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code).to.equal(0);
+    const inspected = JSON.parse(out) as { durable: { checkpoint: { at: string; bytes: number }; steps: number } };
+    expect(inspected.durable.checkpoint.bytes).to.equal(Buffer.byteLength(JSON.stringify({ next: 40 })));
+    expect(Date.parse(inspected.durable.checkpoint.at)).to.be.above(0);
+  });
+});
