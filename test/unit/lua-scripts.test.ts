@@ -27,6 +27,7 @@ const KEY_FIRST = new Set([
   'PEXPIREAT',
   'PTTL',
   'SADD',
+  'SET',
   'SCARD',
   'SISMEMBER',
   'SMEMBERS',
