@@ -61,6 +61,7 @@ function renderOverview(o) {
   cards.push(['workers', o.workers.length]);
   if (o.oldestWaiting) cards.push(['oldest waiting', age(o.oldestWaiting.waitingMs)]);
   renderScheduling(o.tools || []);
+  renderUpstreams(o.upstreams || [], o.at);
   $('overview').replaceChildren(
     ...cards.map(([name, value]) => {
       const card = document.createElement('div');
@@ -94,6 +95,25 @@ function renderScheduling(tools) {
       cell(row, String(t.counters.retries));
       cell(row, String(t.counters.timeouts));
       cell(row, String(t.counters.parked));
+      return row;
+    }),
+  );
+}
+
+/** The gateway's upstreams as each worker sees them (docs/gateway.md); the section shows only when there are some. */
+function renderUpstreams(upstreams, at) {
+  $('gateway').hidden = upstreams.length === 0;
+  $('upstreams').replaceChildren(
+    ...upstreams.map((u) => {
+      const row = document.createElement('tr');
+      row.dataset.upstream = u.upstream;
+      cell(row, u.upstream + ' (' + u.transport + ', ' + u.affinity + ')');
+      cell(row, u.worker);
+      cell(row, u.state, 'status').dataset.state = u.state;
+      cell(row, age(at - u.since));
+      cell(row, String(u.tools));
+      cell(row, String(u.connections));
+      cell(row, u.reason || '-');
       return row;
     }),
   );
