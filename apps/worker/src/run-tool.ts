@@ -10,6 +10,7 @@ import { AbortReason } from './running-tasks.ts';
 import { afterFailedRun, RunTimeoutError } from './scheduling.ts';
 import { createToolContext } from './tool-context.ts';
 import { checkToolResult, type ToolResultCheck } from './tool-result.ts';
+import { attachCallOrigin } from './upstream/lanes.ts';
 
 /** How the tool's run ended: what it returned (checked), or what it threw, and why its signal fired if it did. */
 export interface ToolRun {
@@ -70,6 +71,7 @@ async function execute(
   const controller = deps.running.start(record.taskId);
   const context = createToolContext(deps, record, job, controller.signal, log, attempt.traced?.context);
   attachResumePoint(context, job, log);
+  attachCallOrigin(context, record, deps.sessions);
   const note =
     fence <= 1
       ? deps.runningNotes.add(() => {

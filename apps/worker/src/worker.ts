@@ -79,7 +79,15 @@ export async function startWorker(
     const upstreamTools =
       upstreams.length === 0
         ? undefined
-        : cleanup.add('upstreams', await UpstreamTools.start(upstreams, log), (u) => u.close());
+        : cleanup.add(
+            'upstreams',
+            await UpstreamTools.start(upstreams, log, {
+              worker: name,
+              shared: { gateway: engine.gateway, keys: engine.keys },
+              heartbeatMs: config.CATALOG_HEARTBEAT_MS,
+            }),
+            (u) => u.close(),
+          );
     const publishing = { catalog: engine.catalog, served, upstreamTools, log };
     // Before any job is taken: a conflicting definition of an own tool stops this worker here.
     await publishServed(publishing);
