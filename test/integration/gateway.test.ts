@@ -34,6 +34,7 @@ const WIRETAP = join(repoRoot, 'test/fixtures/upstream/wiretap.mjs');
 const CHANGING = join(repoRoot, 'test/fixtures/upstream/changing-server.mjs');
 const STATEFUL = join(repoRoot, 'test/fixtures/upstream/stateful-server.mjs');
 const TTL = 120_000;
+const ADMIN_TOKEN = 'gateway-admin-token-0123456789';
 
 interface Connection {
   client: Client;
@@ -202,6 +203,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         prefix: 'hanging_',
         connectTimeoutMs: 1000,
       },
+      // Ours, stopped 300 ms after its last call.
+      { name: 'lazy', command: process.execPath, args: [STATEFUL], prefix: 'lazy_', allow: ['remember'], idleMs: 300 },
       // Ours, misbehaving on purpose (issue 30): requests after its call, secrets on stderr.
       {
         name: 'hostile',
@@ -215,7 +218,12 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     writeFileSync(config, JSON.stringify({ upstreams }));
     system = await startSystem({
       workers: 0,
-      env: { RESULT_RECHECK_MS: '1000', INPUT_RECHECK_MS: '1000', CATALOG_HEARTBEAT_MS: '500' },
+      env: {
+        RESULT_RECHECK_MS: '1000',
+        INPUT_RECHECK_MS: '1000',
+        CATALOG_HEARTBEAT_MS: '500',
+        ADMIN_TOKEN: ADMIN_TOKEN,
+      },
     });
     await system.addWorker({ MCPT_UPSTREAMS: config, GATEWAY_TEST_HEADER: 'from-env' });
   });
@@ -231,7 +239,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       const { tools } = await eventually(async () => {
         const listed = await client.listTools();
         const names = listed.tools.map((tool) => tool.name);
-        const all = ['echo', 'again_', 'slow_', 'http_echo', 'fs_read_text_file', 'chg_', 'hostile_'];
+        const all = ['echo', 'again_', 'slow_', 'http_echo', 'fs_read_text_file', 'chg_', 'hostile_', 'lazy_'];
         return all.every((name) => names.some((listedName) => listedName.startsWith(name))) ? listed : undefined;
       }, 30_000);
       const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -720,6 +728,33 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     expect(ready.upstreams.find((upstream) => upstream.upstream === 'files')?.state).to.be.oneOf(['ready', 'idle']);
     const text = await cli('overview');
     expect(text).to.match(/hanging \(stdio, stateless\)\s+worker-\S+\s+unavailable/);
+    // The dashboard renders the overview's upstreams.
+    const admin = (await (
+      await fetch(new URL('/admin/api/overview', system.apiUrl), {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
+    ).json()) as { upstreams?: UpstreamStatus[] };
+    expect(admin.upstreams?.find((upstream) => upstream.upstream === 'hanging')?.state).to.equal('unavailable');
+  });
+
+  it('children are started when a call needs one and stopped after idleMs without calls', async () => {
+    const lazy = async () => (await overview()).upstreams?.find((upstream) => upstream.upstream === 'lazy');
+    // Listed, then stopped: no process until a call comes.
+    await eventually(async () => ((await lazy())?.state === 'idle' ? true : undefined));
+    expect((await lazy())?.connections).to.equal(0);
+    await withClient(async (client) => {
+      const remember = async (note: string) =>
+        JSON.parse(text((await client.callTool({ name: 'lazy_remember', arguments: { note } })) as CallToolResult)) as {
+          pid: number;
+          notes: string[];
+        };
+      const first = await remember('a');
+      await eventually(async () => ((await lazy())?.state === 'idle' ? true : undefined));
+      const second = await remember('b');
+      // A new process, with its own (empty) state: the first one was stopped.
+      expect(second.pid).not.to.equal(first.pid);
+      expect(second.notes).to.deep.equal(['b']);
+    });
   });
 
   it('issue 30: an upstream’s request after its call ended never reaches another principal’s call; it is refused', async () => {
@@ -791,7 +826,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       // Each upstream is listed on its own, after the worker is ready.
       await eventually(() => {
         const listed = worker.records().filter((record) => record['message'] === 'upstream tools listed');
-        return listed.length >= 7 ? true : undefined;
+        return listed.length >= 8 ? true : undefined;
       }, 30_000);
       await eventually(() =>
         worker.records().find((record) => record['message'] === 'served tools changed') ? true : undefined,

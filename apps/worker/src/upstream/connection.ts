@@ -160,6 +160,11 @@ export class UpstreamConnection {
     return this.#closed;
   }
 
+  /** It was closed by us (idle, discarded, shutdown), not by the upstream. */
+  get closedByUs(): boolean {
+    return this.#closing;
+  }
+
   /** How the connection ended, in our words (`exited with code 1`); undefined while it is open. */
   get ended(): string | undefined {
     if (!this.#closed) return undefined;

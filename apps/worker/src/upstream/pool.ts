@@ -262,10 +262,9 @@ export class UpstreamPool {
   #closed(open: OpenLane, connection: UpstreamConnection): void {
     if (open.connection === connection) open.connection = undefined;
     if (this.#stopped) return;
-    const ended = connection.ended;
-    if (this.status().connections === 0) {
-      this.#setState('idle', ended === 'closed the connection' || ended === undefined ? undefined : `it ${ended}`);
-    }
+    // An idle stop is no news; the upstream ending it is, until the next connection opens.
+    const ended = connection.closedByUs ? undefined : connection.ended;
+    if (this.status().connections === 0) this.#setState('idle', ended === undefined ? undefined : `it ${ended}`);
   }
 
   #endCall(open: OpenLane): void {
