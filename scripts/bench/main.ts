@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { arch, cpus, platform } from 'node:os';
 import { OptionsError, parseOptions, USAGE, type BenchOptions } from './options.ts';
+import { gatewayWorkload } from './gateway.ts';
 import { Progress } from './progress.ts';
 import { redisVersion } from './redis-info.ts';
 import { renderReport } from './report.ts';
@@ -72,6 +73,7 @@ async function main(): Promise<number> {
     if (wanted.has('reads')) results.reads = await workloads.reads();
     if (wanted.has('scaleout')) results.scaleout = await workloads.scaleOut();
     if (wanted.has('replicas')) results.replicas = await workloads.replicas();
+    if (wanted.has('gateway')) results.gateway = await gatewayWorkload(system);
     progress.phase('stopping processes');
     await system.stop();
     results.durationSeconds = (performance.now() - started) / 1000;

@@ -9,6 +9,7 @@ export const WORKLOADS = [
   'expiry',
   'scaleout',
   'replicas',
+  'gateway',
 ] as const;
 export type Workload = (typeof WORKLOADS)[number];
 

@@ -1,5 +1,6 @@
 // Turns a run's results into the printed tables (Markdown, so they paste into docs/benchmarks.md as they are).
 // Pure: unit-tested in test/unit/bench.test.ts.
+import type { GatewayResult } from './gateway.ts';
 import type { BenchResults, CpuPerTask, Sides, ThroughputSample } from './results.ts';
 import { median, ratio, sum } from './stats.ts';
 
@@ -85,12 +86,16 @@ export function buildTables(results: BenchResults): Table[] {
   if (results.expiry) tables.push(expiryTable(results.expiry));
   if (results.scaleout) tables.push(scaleOutTable(results));
   if (results.replicas) tables.push(replicasTable(results));
+  if (results.gateway) tables.push(gatewayTable(results.gateway));
   if (results.throughput) {
     tables.push(sizingTable(results.throughput));
     tables.push(commandsTable(results.throughput));
   }
   return tables;
 }
+
+/** A call through the gateway over stdio at most this much over a direct SDK call at p50, ms (issue 33). */
+export const GATEWAY_OVERHEAD_GOAL_MS = 1.5;
 
 /** Throughput at least this share of the bare-HTTP endpoint's (issue 16). */
 export const THROUGHPUT_GOAL = 0.6;
@@ -486,6 +491,43 @@ function replicasTable(results: BenchResults): Table {
     notes: [
       `This machine has ${results.machine.cores} cores shared by every process: "cores busy" is CPU seconds per second ` +
         'of each role; the sum cannot pass the cores, and a role at its share of them is the bottleneck.',
+    ],
+  };
+}
+
+/** The gateway's cost per call over a direct SDK call to the same server, and a gateway worker's footprint. */
+function gatewayTable(gateway: GatewayResult): Table {
+  const row = (name: string, transport: 'stdio' | 'http', goal: boolean) => {
+    const direct = median(gateway[transport].direct.p50);
+    const through = median(gateway[transport].gateway.p50);
+    const overhead = through - direct;
+    return [
+      name,
+      fmt(direct, 2),
+      fmt(through, 2),
+      fmtSigned(overhead, 'ms'),
+      fmt(median(gateway[transport].gateway.p99), 2),
+      goal
+        ? verdict(
+            `<= +${GATEWAY_OVERHEAD_GOAL_MS} ms`,
+            met(overhead, (v) => v <= GATEWAY_OVERHEAD_GOAL_MS),
+          )
+        : '-',
+    ];
+  };
+  const ownTool = median(gateway.endToEnd.ownTool);
+  const gatewayTool = median(gateway.endToEnd.gatewayTool);
+  const { worker } = gateway;
+  return {
+    title: `Gateway: server-everything's echo through the gateway vs a direct SDK call (p50 ms, ${fmt(gateway.samples)} sequential calls)`,
+    columns: ['transport', 'direct SDK call', 'through the gateway', 'overhead', 'gateway p99', 'goal'],
+    rows: [row('stdio', 'stdio', true), row('Streamable HTTP', 'http', false)],
+    notes: [
+      "The gateway's own call path (connection, attribution, progress token, result), in the bench process.",
+      `End to end through our api and a worker: the upstream's echo ${fmt(gatewayTool, 2)} ms, our own no-op tool ` +
+        `${fmt(ownTool, 2)} ms (${fmtSigned(gatewayTool - ownTool, 'ms')}: the upstream's answer and the gateway).`,
+      `A worker fronting ${worker.upstreams} upstreams (${worker.stdioUpstreams} over stdio), after 4 calls at once to each: ` +
+        `${fmt(worker.rssMb)} MB resident, ${worker.children} child processes using ${fmt(worker.childrenRssMb)} MB.`,
     ],
   };
 }

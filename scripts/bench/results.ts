@@ -1,4 +1,5 @@
 // What a bench run measured, per workload and repetition: the input of the report (and of --json).
+import type { GatewayResult } from './gateway.ts';
 import type { LatencySummary } from './stats.ts';
 import type { StepProfile } from './steps.ts';
 
@@ -129,6 +130,8 @@ export interface BenchResults {
   replicas?: { tasks: number; points: ReplicaPoint[] };
   /** Redis commands and round trips per task by step (MONITOR), sequential tasks. */
   steps?: Record<'ours' | 'bare' | 'raw', StepProfile>;
+  /** A call through the gateway vs a direct SDK call, and a gateway worker's memory (docs/gateway.md, "Cost"). */
+  gateway?: GatewayResult;
   /** Measurements cut short by --timeout-seconds, by name. */
   truncated: string[];
 }

@@ -57,6 +57,7 @@ describe('scripts/bench', function () {
         'Ours beside the alternatives',
         'Redis commands / round trips per task by step',
         'Scale-out of no-op tasks: api replicas and worker processes',
+        'Gateway: server-everything',
       ]) {
         expect(stdout).to.include(title);
       }
@@ -81,6 +82,9 @@ describe('scripts/bench', function () {
         [1, 1],
         [2, 1],
       ]);
+      expect(results.gateway?.stdio.direct.p50).to.have.length(1);
+      expect(results.gateway?.stdio.gateway.p50[0]).to.be.above(0);
+      expect(results.gateway?.worker.children, 'one child per stdio upstream').to.equal(3);
       expect(results.truncated).to.deep.equal([]);
     } finally {
       await release();

@@ -19,9 +19,11 @@ import {
   type CallToolResult,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
+import { runCli } from '@mcp-tasks/cli';
+import type { UpstreamStatus } from '@mcp-tasks/engine';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { repoRoot, spawnWorker, startSystem, type System } from '../support/processes.ts';
+import { repoRoot, spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 import { startRecordingProxy, type RecordingProxy } from '../support/recording-proxy.ts';
 import { track } from '../support/resources.ts';
 import { openTaskResultStream } from '../support/sse-client.ts';
@@ -30,7 +32,9 @@ const EVERYTHING = join(repoRoot, 'node_modules/@modelcontextprotocol/server-eve
 const FILESYSTEM = join(repoRoot, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const WIRETAP = join(repoRoot, 'test/fixtures/upstream/wiretap.mjs');
 const CHANGING = join(repoRoot, 'test/fixtures/upstream/changing-server.mjs');
+const STATEFUL = join(repoRoot, 'test/fixtures/upstream/stateful-server.mjs');
 const TTL = 120_000;
+const ADMIN_TOKEN = 'gateway-admin-token-0123456789';
 
 interface Connection {
   client: Client;
@@ -114,14 +118,34 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     }
   }
 
+  /** `mcpt overview` in this process, as operators run it. */
+  async function cli(...args: string[]): Promise<string> {
+    let out = '';
+    const code = await runCli(args, {
+      out: (chunk) => (out += chunk),
+      err: (chunk) => (out += chunk),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code, out).to.equal(0);
+    return out;
+  }
+
+  async function overview(): Promise<{ upstreams?: UpstreamStatus[] }> {
+    return JSON.parse(await cli('overview', '--json')) as { upstreams?: UpstreamStatus[] };
+  }
+
   /** The ids of the stdio server-everything processes started so far, oldest first. */
   const upstreamPids = () => readFileSync(wiretap.pids, 'utf8').split('\n').filter(Boolean).map(Number);
-  /** The JSON-RPC messages the gateway sent to the stdio server-everything. */
-  const sentUpstream = () =>
+  /** The JSON-RPC messages the gateway sent to the stdio server-everything, each with the process it reached. */
+  const sentWithPids = () =>
     readFileSync(wiretap.log, 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+      .map((line) => {
+        const tab = line.indexOf('\t');
+        return { pid: Number(line.slice(0, tab)), message: JSON.parse(line.slice(tab + 1)) as Record<string, unknown> };
+      });
+  const sentUpstream = () => sentWithPids().map(({ message }) => message);
 
   before(async () => {
     dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcpt-gateway-')));
@@ -138,8 +162,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       env: { WIRETAP_PIDS: wiretap.pids, WIRETAP_LOG: wiretap.log },
     };
     const upstreams = [
-      // One process, so that the test knows which one to kill.
-      { name: 'everything', ...stdioEverything, concurrency: 1, deny: ['get-env'] },
+      // One process, so that the test knows which one to kill; its calls are never sent again once started.
+      { name: 'everything', ...stdioEverything, concurrency: 1, deny: ['get-env'], retrySafe: false },
       {
         name: 'everything-again',
         command: process.execPath,
@@ -171,12 +195,35 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       { name: 'changing', command: process.execPath, args: [CHANGING], prefix: 'chg_' },
       // Exits at once, every time: the worker keeps trying, further apart each time.
       { name: 'broken', command: process.execPath, args: ['-e', 'process.exit(3)'], prefix: 'broken_' },
+      // Never answers initialize: it must hold up nothing else.
+      {
+        name: 'hanging',
+        command: process.execPath,
+        args: ['-e', 'process.stdin.resume()'],
+        prefix: 'hanging_',
+        connectTimeoutMs: 1000,
+      },
+      // Ours, stopped 300 ms after its last call.
+      { name: 'lazy', command: process.execPath, args: [STATEFUL], prefix: 'lazy_', allow: ['remember'], idleMs: 300 },
+      // Ours, misbehaving on purpose (issue 30): requests after its call, secrets on stderr.
+      {
+        name: 'hostile',
+        command: process.execPath,
+        args: [STATEFUL],
+        prefix: 'hostile_',
+        env: { PASSWORD: 'hunter2' },
+      },
     ];
     const config = join(dir, 'upstreams.json');
     writeFileSync(config, JSON.stringify({ upstreams }));
     system = await startSystem({
       workers: 0,
-      env: { RESULT_RECHECK_MS: '1000', INPUT_RECHECK_MS: '1000', CATALOG_HEARTBEAT_MS: '500' },
+      env: {
+        RESULT_RECHECK_MS: '1000',
+        INPUT_RECHECK_MS: '1000',
+        CATALOG_HEARTBEAT_MS: '500',
+        ADMIN_TOKEN: ADMIN_TOKEN,
+      },
     });
     await system.addWorker({ MCPT_UPSTREAMS: config, GATEWAY_TEST_HEADER: 'from-env' });
   });
@@ -188,10 +235,13 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
 
   it('lists the tools of every upstream with their prefixes, allow/deny lists and taskSupport (default optional)', async () => {
     await withClient(async (client) => {
+      // Each upstream is reached on its own: all of them listed.
       const { tools } = await eventually(async () => {
         const listed = await client.listTools();
-        return listed.tools.some((tool) => tool.name === 'fs_read_text_file') ? listed : undefined;
-      });
+        const names = listed.tools.map((tool) => tool.name);
+        const all = ['echo', 'again_', 'slow_', 'http_echo', 'fs_read_text_file', 'chg_', 'hostile_', 'lazy_'];
+        return all.every((name) => names.some((listedName) => listedName.startsWith(name))) ? listed : undefined;
+      }, 30_000);
       const byName = new Map(tools.map((tool) => [tool.name, tool]));
       for (const name of [
         'echo',
@@ -441,27 +491,31 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     });
   });
 
-  it('an upstream crash mid-call fails the task with a clear statusMessage; the upstream is restarted', async () => {
+  it('an upstream killed mid-call fails the task in our words, without its stderr, and is not sent again (retrySafe false); the next call starts it again', async () => {
     await withClient(async (client) => {
       const before = sentUpstream().length;
       const created = await startTask(client, 'trigger-long-running-operation', { duration: 60, steps: 60 });
-      await eventually(() =>
-        sentUpstream()
+      const { pid } = await eventually(() =>
+        sentWithPids()
           .slice(before)
-          .find((message) => message['method'] === 'tools/call'),
+          .find(({ message }) => message['method'] === 'tools/call'),
       );
-      const pid = upstreamPids().at(-1) as number;
       process.kill(pid, 'SIGKILL');
       const task = await eventually(async () => {
         const current = await client.experimental.tasks.getTask(created.task.taskId);
         return current.status === 'failed' ? current : undefined;
       });
-      expect(task.statusMessage).to.match(
-        /upstream 'everything' stopped during the call of 'trigger-long-running-operation'.*not marked retrySafe/,
+      expect(task.statusMessage).to.equal(
+        "upstream 'everything' was killed by SIGKILL during the call of 'trigger-long-running-operation'; it was " +
+          "not sent again because 'trigger-long-running-operation' is not declared read-only or idempotent.",
       );
-      // The worker started the upstream again: the next call works.
-      await eventually(() => (upstreamPids().length > 1 ? true : undefined));
+      const calls = sentUpstream()
+        .slice(before)
+        .filter((message) => message['method'] === 'tools/call');
+      expect(calls, 'sent once').to.have.length(1);
+      // Started on demand: the next call runs on a new process.
       await expectEcho(client, 'echo', 'after the crash');
+      expect(upstreamPids()).to.have.length.above(1);
     });
   });
 
@@ -500,7 +554,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         readFileSync(join(dir, 'slow-wire.log'), 'utf8')
           .split('\n')
           .filter(Boolean)
-          .map((line) => JSON.parse(line) as Record<string, unknown>);
+          .map((line) => JSON.parse(line.slice(line.indexOf('\t') + 1)) as Record<string, unknown>);
       const call = sent().find((message) => message['method'] === 'tools/call');
       const cancelled = await eventually(() =>
         sent().find((message) => message['method'] === 'notifications/cancelled'),
@@ -536,20 +590,22 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     });
   });
 
-  it('an HTTP upstream that restarted (its sessions gone) fails the call in flight clearly, then serves again', async () => {
+  it('an HTTP upstream that restarted between calls: the call its old session refused is sent again on a new session and succeeds', async () => {
     await withClient(async (client) => {
+      await expectEcho(client, 'http_echo', 'before the restart');
       await http.stop();
       http = await startHttpEverything(Number(new URL(http.url).port));
-      // The worker's sessions name a session the new server does not know: the first call fails and drops it.
-      const first = await client.callTool({ name: 'http_echo', arguments: { message: 'x' } }).then(
-        () => undefined,
-        (error: unknown) => error as McpError,
-      );
-      if (first) {
-        expect(first.message).to.match(/upstream 'remote' stopped during the call of 'echo': Streamable HTTP error/);
-      }
-      // A new session serves the next call.
+      // The worker's connection names a session the new server does not know (HTTP 404): never started, so sent
+      // again at once on a new session, whatever the tool's annotations say.
       await expectEcho(client, 'http_echo', 'after the restart');
+      const resent = system.workers[0]
+        ?.records()
+        .find(
+          (record) =>
+            record['message'] === 'upstream call sent again on a fresh connection' && record['upstream'] === 'remote',
+        );
+      expect(resent).to.deep.include({ reachedUpstream: false });
+      expect(String(resent?.['how'])).to.match(/refused the request with HTTP 4\d\d/);
     });
   });
 
@@ -601,10 +657,180 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     expect(unreachable).to.deep.include({ upstream: 'broken' });
   });
 
+  it('an HTTP upstream killed mid-call: the call is cut, its tools stay listed, calls say it is unavailable, and it serves once back', async () => {
+    await withClient(async (client) => {
+      await eventually(async () =>
+        (await client.listTools()).tools.some((tool) => tool.name === 'http_trigger-long-running-operation')
+          ? true
+          : undefined,
+      );
+      const created = await startTask(client, 'http_trigger-long-running-operation', { duration: 60, steps: 60 });
+      await eventually(async () => {
+        const current = await client.experimental.tasks.getTask(created.task.taskId);
+        return current.status === 'working' ? current : undefined;
+      });
+      const port = Number(new URL(http.url).port);
+      await http.stop();
+      const task = await eventually(async () => {
+        const current = await client.experimental.tasks.getTask(created.task.taskId);
+        return current.status === 'failed' ? current : undefined;
+      });
+      // Read-only by its annotations: sent again once, which found the upstream gone.
+      expect(task.statusMessage).to.match(
+        /^upstream 'remote' is unavailable: http:\/\/127\.0\.0\.1:\d+ could not be reached \(ECONNREFUSED\)\.$/,
+      );
+      const cut = system.workers[0]
+        ?.records()
+        .find(
+          (record) =>
+            record['message'] === 'upstream call sent again on a fresh connection' &&
+            record['upstream'] === 'remote' &&
+            record['reachedUpstream'] === true,
+        );
+      // Whichever of the response stream and the connection reports it first.
+      expect(String(cut?.['how'])).to.match(/^(dropped the response stream of the call|lost the connection \(\w+\))$/);
+      expect((await client.listTools()).tools.map((tool) => tool.name)).to.include('http_echo');
+      const down = await eventually(async () =>
+        (await overview()).upstreams?.find(
+          (upstream) => upstream.upstream === 'remote' && upstream.state === 'unavailable',
+        ),
+      );
+      expect(down.reason).to.match(/could not be reached \(ECONNREFUSED\)/);
+      const refused = await client.callTool({ name: 'http_echo', arguments: { message: 'x' } }).catch((e: Error) => e);
+      expect(String((refused as Error).message)).to.match(/upstream 'remote' is unavailable/);
+      http = await startHttpEverything(port);
+      await eventually(
+        () =>
+          expectEcho(client, 'http_echo', 'back').then(
+            () => true,
+            () => undefined,
+          ),
+        15_000,
+      );
+    });
+  });
+
+  it('a hanging upstream beside healthy ones: the others serve, it is retried, and operators see why (overview, /readyz)', async () => {
+    const hanging = await eventually(async () =>
+      (await overview()).upstreams?.find((upstream) => upstream.upstream === 'hanging' && upstream.reason),
+    );
+    expect(hanging).to.deep.include({ transport: 'stdio', affinity: 'stateless', state: 'unavailable', tools: 0 });
+    expect(hanging.reason).to.equal('it did not answer initialize within 1000 ms (connectTimeoutMs)');
+    const ready = (await (await fetch(new URL('/readyz', system.apiUrl))).json()) as {
+      status: string;
+      upstreams: { upstream: string; state: string; reason?: string }[];
+    };
+    expect(ready.status, 'an upstream does not make the api unready').to.equal('ready');
+    expect(ready.upstreams.find((upstream) => upstream.upstream === 'hanging')).to.deep.include({
+      state: 'unavailable',
+      reason: hanging.reason,
+    });
+    expect(ready.upstreams.find((upstream) => upstream.upstream === 'files')?.state).to.be.oneOf(['ready', 'idle']);
+    const text = await cli('overview');
+    expect(text).to.match(/hanging \(stdio, stateless\)\s+worker-\S+\s+unavailable/);
+    // The dashboard renders the overview's upstreams.
+    const admin = (await (
+      await fetch(new URL('/admin/api/overview', system.apiUrl), {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
+    ).json()) as { upstreams?: UpstreamStatus[] };
+    expect(admin.upstreams?.find((upstream) => upstream.upstream === 'hanging')?.state).to.equal('unavailable');
+  });
+
+  it('children are started when a call needs one and stopped after idleMs without calls', async () => {
+    const lazy = async () => (await overview()).upstreams?.find((upstream) => upstream.upstream === 'lazy');
+    // Listed, then stopped: no process until a call comes.
+    await eventually(async () => ((await lazy())?.state === 'idle' ? true : undefined));
+    expect((await lazy())?.connections).to.equal(0);
+    await withClient(async (client) => {
+      const remember = async (note: string) =>
+        JSON.parse(text((await client.callTool({ name: 'lazy_remember', arguments: { note } })) as CallToolResult)) as {
+          pid: number;
+          notes: string[];
+        };
+      const first = await remember('a');
+      await eventually(async () => ((await lazy())?.state === 'idle' ? true : undefined));
+      const second = await remember('b');
+      // A new process, with its own (empty) state: the first one was stopped.
+      expect(second.pid).not.to.equal(first.pid);
+      expect(second.notes).to.deep.equal(['b']);
+    });
+  });
+
+  it('issue 30: an upstream’s request after its call ended never reaches another principal’s call; it is refused', async () => {
+    let bobAsked = 0;
+    const bob = await connect(system.apiUrl, { elicitation: { form: {} } }, (c) =>
+      c.setRequestHandler(ElicitRequestSchema, () => {
+        bobAsked++;
+        return { action: 'decline' };
+      }),
+    );
+    try {
+      await withClient(async (alice) => {
+        // Alice's call answers at once and asks 300 ms later; Bob's call is in flight then.
+        await alice.callTool({ name: 'hostile_late_elicit', arguments: { delayMs: 300 } });
+        await bob.client.callTool({ name: 'hostile_wait', arguments: { ms: 1200 } });
+      });
+      const worker = system.workers[0] as ChildHandle;
+      const refused = await eventually(() =>
+        worker
+          .records()
+          .find((record) => record['message'] === 'upstream request refused' && record['upstream'] === 'hostile'),
+      );
+      expect(refused).to.deep.include({ method: 'elicitation/create' });
+      await eventually(() =>
+        worker.records().find((record) => String(record['line']).startsWith('late elicitation refused')),
+      );
+      expect(bobAsked).to.equal(0);
+    } finally {
+      await bob.close();
+    }
+  });
+
+  it('issue 30: an upstream that prints secrets on stderr and exits: the client reads our words, the worker’s log has them masked', async () => {
+    await withClient(async (client) => {
+      const created = await startTask(client, 'hostile_leak_and_exit', {});
+      const task = await eventually(async () => {
+        const current = await client.experimental.tasks.getTask(created.task.taskId);
+        return current.status === 'failed' ? current : undefined;
+      });
+      expect(task.statusMessage).to.equal(
+        "upstream 'hostile' exited with code 1 during the call of 'leak_and_exit'; it was not sent again because " +
+          "'leak_and_exit' is not declared read-only or idempotent.",
+      );
+      const error = await client.experimental.tasks
+        .getTaskResult(created.task.taskId, CallToolResultSchema)
+        .catch((failure: Error) => failure);
+      expect(JSON.stringify(error)).not.to.match(/hunter2|s3cr3t/);
+      const worker = system.workers[0] as ChildHandle;
+      await eventually(() => worker.logs.find((line) => line.includes('password=***')));
+      expect(worker.logs.join('\n')).not.to.match(/hunter2|s3cr3t/);
+    });
+  });
+
+  it('issue 30: the progress token sent upstream is opaque: it does not contain the task id', async () => {
+    await withClient(async (client) => {
+      const created = await startTask(client, 'hostile_report_progress', {});
+      const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+      const { progressToken } = JSON.parse(text(result)) as { progressToken: unknown };
+      expect(progressToken).to.be.a('string');
+      expect(String(progressToken)).not.to.include(created.task.taskId);
+      expect(String(progressToken)).not.to.include(created.task.taskId.slice(0, 8));
+    });
+  });
+
   it('a second worker with the same upstreams publishes the same definitions (no catalog conflict)', async () => {
     const config = join(dir, 'upstreams.json');
     const worker = await spawnWorker({ ...system.env, MCPT_UPSTREAMS: config, GATEWAY_TEST_HEADER: 'from-env' });
     try {
+      // Each upstream is listed on its own, after the worker is ready.
+      await eventually(() => {
+        const listed = worker.records().filter((record) => record['message'] === 'upstream tools listed');
+        return listed.length >= 8 ? true : undefined;
+      }, 30_000);
+      await eventually(() =>
+        worker.records().find((record) => record['message'] === 'served tools changed') ? true : undefined,
+      );
       expect(worker.logs.join('\n')).not.to.match(/withheld/);
     } finally {
       await worker.stop();
@@ -798,7 +1024,7 @@ describe('gateway: another worker resumes the upstream’s task after ours stopp
         const task = await settled(client, taskId);
         expect(task.status).to.equal('failed');
         expect(task.statusMessage).to.equal(
-          `The worker that called 'simulate-research-query' on upstream 'remote' stopped, and the upstream no longer knows its task ${upstreamTaskId}; it was not run again because the upstream is not marked retrySafe.`,
+          `The worker that called 'simulate-research-query' on upstream 'remote' stopped, and the upstream no longer knows its task ${upstreamTaskId}; it was not run again because 'simulate-research-query' is not declared read-only or idempotent.`,
         );
         expect(calls('glaciers')).to.have.length(1);
         // The rejoined session was refused, and a new session's tasks/get answered that the task is unknown.

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { launchChromium, skipWithoutChromium } from '../support/browser.ts';
-import { expectRpcError, McpTestClient } from '../support/mcp-client.ts';
+import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { repoRoot, spawnService, type ChildHandle } from '../support/processes.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 
@@ -167,6 +167,8 @@ describe('the installable package, used from a project outside the repository (n
       { command: join(project, 'node_modules', '.bin', 'mcpt'), args: ['worker'], cwd: project },
     );
     children.push(worker);
+    // The worker is ready at once; the upstream's tools are published as soon as it is listed (docs/gateway.md).
+    await eventually(() => worker.records().find((record) => record['message'] === 'served tools changed'));
     const task = await client.createTask('up_echo', { message: 'installed' });
     const result = await client.call('tasks/result', { taskId: task['taskId'] });
     expect(result['content']).to.deep.equal([{ type: 'text', text: 'Echo: installed' }]);

@@ -60,7 +60,11 @@ describe('startWorker and startApi in one process (the package’s programmatic 
     });
     api = await startApi({ redis, prefix, port: 0, env });
     const client = await McpTestClient.connect(api.url);
-    const { tools } = (await client.call('tools/list')) as { tools: { name: string }[] };
+    // The worker starts at once; the upstream's tools are published as soon as it is listed (docs/gateway.md).
+    const tools = await eventually(async () => {
+      const listed = ((await client.call('tools/list')) as { tools: { name: string }[] }).tools;
+      return listed.length > 0 ? listed : undefined;
+    });
     expect(tools.map((tool) => tool.name)).to.deep.equal(['echo']);
     const task = await client.createTask('echo', { message: 'in code' });
     const result = await client.call('tasks/result', { taskId: task['taskId'] });

@@ -28,6 +28,7 @@ const KEY_FIRST = new Set([
   'PEXPIREAT',
   'PTTL',
   'SADD',
+  'SET',
   'SCARD',
   'SISMEMBER',
   'SMEMBERS',

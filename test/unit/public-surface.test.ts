@@ -23,6 +23,7 @@ const ENGINE_EXPORTS = [
   'ExternalQueueListener',
   'ExternalQueues',
   'ExternalTasks',
+  'GatewayState',
   'InputBroker',
   'KeySpace',
   'LATENCY_BOUNDS_MS',

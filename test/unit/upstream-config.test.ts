@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { isToolAllowed, loadUpstreams, splitCommand } from '@mcp-tasks/worker/upstream-config';
+import { isResendable, isToolAllowed, loadUpstreams, splitCommand } from '@mcp-tasks/worker/upstream-config';
 import { configError } from '../support/config-error.ts';
 
 function fileWith(content: unknown): string {
@@ -26,12 +26,15 @@ describe('upstream configuration', () => {
       args: ['-y', 'some-mcp-server', '--root', '/tmp/a b', '--flag=x y'],
       prefix: '',
       concurrency: 4,
-      retrySafe: false,
+      affinity: 'stateless',
       timeoutMs: 1_800_000,
+      connectTimeoutMs: 10_000,
+      idleMs: 300_000,
       deny: [],
       taskSupport: {},
     });
     expect(upstream?.allow).to.equal(undefined);
+    expect(upstream?.retrySafe, 'unset: the upstream’s annotations decide').to.equal(undefined);
   });
 
   it('UPSTREAM_MCP_URL with headers whose ${VARIABLES} come from the environment', () => {
@@ -119,5 +122,33 @@ describe('upstream configuration', () => {
     expect(isToolAllowed(lists, 'echo2')).to.equal(false);
     expect(isToolAllowed(lists, 'read_media_file')).to.equal(false);
     expect(isToolAllowed({ deny: [] }, 'anything.at+all')).to.equal(true);
+  });
+
+  it('UPSTREAM_MCP_AFFINITY, _CONNECT_TIMEOUT_MS and _IDLE_MS; an affinity that does not exist is refused', () => {
+    const [upstream] = loadUpstreams({
+      UPSTREAM_MCP_COMMAND: 'node server.js',
+      UPSTREAM_MCP_AFFINITY: 'per-principal',
+      UPSTREAM_MCP_CONNECT_TIMEOUT_MS: '2500',
+      UPSTREAM_MCP_IDLE_MS: '60000',
+    });
+    expect(upstream).to.deep.include({ affinity: 'per-principal', connectTimeoutMs: 2500, idleMs: 60_000 });
+    expect(configError(() => loadUpstreams({ UPSTREAM_MCP_COMMAND: 'x', UPSTREAM_MCP_AFFINITY: 'sticky' }))).to.match(
+      /affinity/,
+    );
+  });
+
+  it('a call that may have started is sent again for read-only or idempotent tools, unless retrySafe says otherwise', () => {
+    const readOnly = { readOnlyHint: true };
+    const idempotent = { idempotentHint: true };
+    const neither = { readOnlyHint: false, idempotentHint: false };
+    expect(isResendable({}, 'read', readOnly)).to.equal(true);
+    expect(isResendable({}, 'put', idempotent)).to.equal(true);
+    expect(isResendable({}, 'write', neither)).to.equal(false);
+    expect(isResendable({}, 'write', undefined)).to.equal(false);
+    expect(isResendable({ retrySafe: false }, 'read', readOnly), 'false: none').to.equal(false);
+    expect(isResendable({ retrySafe: true }, 'write', neither), 'true: all').to.equal(true);
+    expect(isResendable({ retrySafe: ['write_*'] }, 'write_file', neither)).to.equal(true);
+    expect(isResendable({ retrySafe: ['write_*'] }, 'move_file', neither)).to.equal(false);
+    expect(isResendable({ retrySafe: ['write_*'] }, 'read', readOnly), 'a list adds to the annotated').to.equal(true);
   });
 });

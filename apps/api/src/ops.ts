@@ -54,7 +54,8 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
   });
   router.get('/readyz', (_req, res) => {
     redisReady(redis).then(
-      () => res.json({ status: 'ready' }),
+      // The gateway's upstreams are detail: the api serves whatever state they are in (docs/gateway.md).
+      () => upstreamDetail(deps.engine).then((upstreams) => res.json({ status: 'ready', ...upstreams })),
       (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
     );
   });
@@ -117,4 +118,20 @@ async function redisReady(redis: RedisClient): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Each worker's upstream MCP servers, for /readyz: state and reason (nothing when there are none, or on error). */
+async function upstreamDetail(engine: Engine): Promise<{ upstreams?: Record<string, unknown>[] }> {
+  const upstreams = await engine.gateway.upstreams().catch(() => []);
+  if (upstreams.length === 0) return {};
+  return {
+    upstreams: upstreams.map(({ upstream, worker, state, reason, since, tools }) => ({
+      upstream,
+      worker,
+      state,
+      ...(reason !== undefined ? { reason } : {}),
+      since: new Date(since).toISOString(),
+      tools,
+    })),
+  };
 }

@@ -67,5 +67,8 @@ export function keepPublished(
   const heartbeat = setInterval(sync, heartbeatMs);
   heartbeat.unref();
   cleanup.add('catalog-heartbeat', heartbeat, clearInterval);
-  upstreamTools?.onChange(sync);
+  if (!upstreamTools) return;
+  upstreamTools.onChange(sync);
+  // Upstreams are reached in the background: one listed before this listener was added is published now.
+  sync();
 }

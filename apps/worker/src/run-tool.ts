@@ -13,6 +13,7 @@ import { afterFailedRun, RunTimeoutError } from './scheduling.ts';
 import { createToolContext } from './tool-context.ts';
 import { checkToolResult, type ToolResultCheck } from './tool-result.ts';
 import { attemptWaits } from './wait-budget.ts';
+import { attachCallOrigin } from './upstream/lanes.ts';
 
 /** How the tool's run ended: what it returned (checked), or what it threw, and why its signal fired if it did. */
 export interface ToolRun {
@@ -112,6 +113,7 @@ async function execute(
     callTool,
   });
   attachResumePoint(context, job, log);
+  attachCallOrigin(context, record, deps.sessions);
   const note =
     fence <= 1
       ? deps.runningNotes.add(() => {

@@ -25,6 +25,8 @@ export interface ServedToolsOptions {
 export class ServedTools {
   #registry: ToolRegistry;
   #entries: CatalogEntry[] = [];
+  /** Upstream tools listed here whose jobs another worker takes (docs/gateway.md, "Affinity"). */
+  #notRunHere: ReadonlySet<string> = new Set();
   readonly #own: readonly PublishedTool[];
   readonly #ownNames: ReadonlySet<string>;
   readonly #bounds: CatalogBounds;
@@ -61,6 +63,7 @@ export class ServedTools {
     ];
     this.#registry = new ToolRegistry(served.map((tool) => tool.definition));
     this.#entries = served.map((tool) => tool.entry);
+    this.#notRunHere = new Set(served.filter((tool) => tool.runsHere === false).map((tool) => tool.entry.name));
   }
 
   /** An upstream's entry is published only if every reader of the catalog would admit it; told once if not. */
@@ -82,9 +85,12 @@ export class ServedTools {
     return this.#entries;
   }
 
-  /** The entries whose jobs this worker runs: all but the tools of external queue consumers. */
+  /**
+   * The entries whose jobs this worker runs: all but the tools of external queue consumers, and those of an upstream
+   * whose calls another worker runs.
+   */
   entriesRunHere(): CatalogEntry[] {
-    return this.#entries.filter((entry) => !entry.external);
+    return this.#entries.filter((entry) => !entry.external && !this.#notRunHere.has(entry.name));
   }
 
   /** The tool queues this worker runs. */

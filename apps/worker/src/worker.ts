@@ -89,7 +89,15 @@ export async function startWorker(
     const upstreamTools =
       upstreams.length === 0
         ? undefined
-        : cleanup.add('upstreams', await UpstreamTools.start(upstreams, log), (u) => u.close());
+        : cleanup.add(
+            'upstreams',
+            await UpstreamTools.start(upstreams, log, {
+              worker: name,
+              shared: { gateway: engine.gateway, keys: engine.keys },
+              heartbeatMs: config.CATALOG_HEARTBEAT_MS,
+            }),
+            (u) => u.close(),
+          );
     cleanup.add('catalog-refusals', logCatalogRefusals(engine.catalog, log), (unsubscribe) => unsubscribe());
     const publishing = { catalog: engine.catalog, publisher: name, served, upstreamTools, log };
     // Before any job is taken: a conflicting definition of an own tool stops this worker here.

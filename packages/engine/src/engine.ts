@@ -14,6 +14,7 @@ import {
   type TaskEnv,
 } from './config.ts';
 import { FairQueue } from './fair-queue.ts';
+import { GatewayState } from './gateway.ts';
 import {
   loadSchedulingSettings,
   SchedulingEnvSchema,
@@ -79,6 +80,8 @@ export interface Engine {
   externalQueues: ExternalQueues;
   /** The tool catalog workers publish to and api replicas list (docs/catalog.md). */
   catalog: ToolCatalog;
+  /** What the workers' gateways to upstream MCP servers share (docs/gateway.md). */
+  gateway: GatewayState;
   tasks: TaskService;
   /** Operators' scheduling settings (SCHEDULING, SCHEDULING_FILE, MAX_RUNNING_PER_OWNER; docs/scheduling.md). */
   scheduling: SchedulingSettings;
@@ -143,6 +146,7 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
   });
   const schedulingView = new SchedulingView(redis, keys, externalQueues);
   const activity = new ActivityRecorder(redis, keys, { flushMs: config.DASHBOARD_FLUSH_MS });
+  const gateway = new GatewayState(redis, keys);
   return {
     keys,
     store,
@@ -160,7 +164,8 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     schedulingView,
     external: new ExternalTasks(redis, keys, store, events),
     catalog,
-    admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog, scheduling: schedulingView }),
+    gateway,
+    admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog, scheduling: schedulingView, gateway }),
     activity,
     tasksWith,
     close: async () => {

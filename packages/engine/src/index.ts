@@ -40,6 +40,7 @@ export { createEngine, type Engine } from './engine.ts';
 export { ExternalQueueListener, ExternalQueues } from './external-queues.ts';
 export { ExternalTasks, forwardCancel } from './external.ts';
 export { fairStep } from './fair-queue.ts';
+export { GatewayState, type UpstreamStatus } from './gateway.ts';
 export { type AnswerVerdict, type InputAnswer, InputBroker } from './input-broker.ts';
 export { KeySpace } from './keys.ts';
 export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';

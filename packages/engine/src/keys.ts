@@ -176,4 +176,25 @@ export class KeySpace {
   schedulingCounters(): string {
     return `${this.prefix}:sched:counters`;
   }
+
+  /**
+   * Hash: the gateway's upstream MCP servers as each worker sees them, `<worker>/<upstream>` -> JSON (state, reason,
+   * tools; docs/gateway.md), for `mcpt overview`, /readyz and the dashboard.
+   */
+  gatewayUpstreams(): string {
+    return `${this.prefix}:gateway:upstreams`;
+  }
+
+  /** String: the worker that runs the calls of a stateful stdio upstream (its lease; docs/gateway.md, "Affinity"). */
+  gatewayOwner(upstream: string): string {
+    return `${this.prefix}:gateway:owner:${upstream}`;
+  }
+
+  /**
+   * String: the Streamable HTTP session of an upstream that the calls of one principal or client session share,
+   * across workers (`subject`: a digest, never the principal or session id itself).
+   */
+  gatewayAffinity(upstream: string, subject: string): string {
+    return `${this.prefix}:gateway:affinity:${upstream}:${subject}`;
+  }
 }

@@ -675,6 +675,21 @@ export class RedisScripts {
     return { opened: opened === 1, count };
   }
 
+  /** compare-and-set-1.lua: sets (or, without `value`, deletes) the key if it holds `expected` (absent: no key). */
+  async compareAndSet(call: {
+    keys: { key: string };
+    expected?: string;
+    value?: string;
+    ttlMs?: number;
+  }): Promise<{ done: true } | { done: false; current: string | undefined }> {
+    const { expected, value, ttlMs } = call;
+    const [done, current] = (await this.#run('compareAndSet', new ScriptKeys([call.keys.key]), {
+      ...(expected !== undefined ? { expected } : {}),
+      ...(value !== undefined ? { value, ttlMs: ttlMs ?? 0 } : {}),
+    })) as [number, string | null | undefined];
+    return done === 1 ? { done: true } : { done: false, current: typeof current === 'string' ? current : undefined };
+  }
+
   /** publish-catalog-3.lua: a worker's catalog entries, unless one conflicts with a live definition. */
   async publishCatalog(call: {
     keys: { tools: string; seen: string; publishers: string };

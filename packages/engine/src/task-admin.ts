@@ -20,6 +20,7 @@ import {
 import type { Job, Queue } from 'bullmq';
 import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
 import type { ExternalQueues } from './external-queues.ts';
+import type { GatewayState, UpstreamStatus } from './gateway.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
 import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.ts';
@@ -160,6 +161,8 @@ export interface Overview {
   heldByPrincipal?: Record<string, number>;
   /** Live catalog entries left out, with their reason and publisher (docs/catalog.md, "Bounds"). */
   refusedTools?: CatalogRefusal[];
+  /** Each worker's upstream MCP servers (docs/gateway.md): state, reason, tools. */
+  upstreams?: UpstreamStatus[];
 }
 
 export interface PurgeResult {
@@ -188,7 +191,12 @@ export class TaskAdmin {
     private readonly store: TaskStore,
     private readonly queue: Queue<ToolJobData>,
     /** Each tool's queue, and the catalog that names them (docs/catalog.md). */
-    private readonly tools?: { queues: ExternalQueues; catalog: ToolCatalog; scheduling?: SchedulingView },
+    private readonly tools?: {
+      queues: ExternalQueues;
+      catalog: ToolCatalog;
+      scheduling?: SchedulingView;
+      gateway?: GatewayState;
+    },
   ) {}
 
   /** Each tool's scheduling as operators see it (docs/scheduling.md), and the jobs held back per principal. */
@@ -412,6 +420,8 @@ export class TaskAdmin {
     const { jobs, workers, oldest } = await this.queueState(heldByPrincipal);
     const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers, tools, heldByPrincipal };
     if (catalog) overview.refusedTools = catalog.refused;
+    const upstreams = await this.tools?.gateway?.upstreams(now);
+    if (upstreams && upstreams.length > 0) overview.upstreams = upstreams;
     const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);

@@ -63,6 +63,7 @@ function renderOverview(o) {
   if (o.oldestWaiting) cards.push(['oldest waiting', age(o.oldestWaiting.waitingMs)]);
   renderScheduling(o.tools || []);
   renderRefused(o.refusedTools || []);
+  renderUpstreams(o.upstreams || [], o.at);
   $('overview').replaceChildren(
     ...cards.map(([name, value]) => {
       const card = document.createElement('div');
@@ -112,6 +113,25 @@ function renderRefused(refused) {
       cell(row, r.tool);
       cell(row, r.publisher || 'unknown');
       cell(row, r.reason);
+      return row;
+    }),
+  );
+}
+
+/** The gateway's upstreams as each worker sees them (docs/gateway.md); the section shows only when there are some. */
+function renderUpstreams(upstreams, at) {
+  $('gateway').hidden = upstreams.length === 0;
+  $('upstreams').replaceChildren(
+    ...upstreams.map((u) => {
+      const row = document.createElement('tr');
+      row.dataset.upstream = u.upstream;
+      cell(row, u.upstream + ' (' + u.transport + ', ' + u.affinity + ')');
+      cell(row, u.worker);
+      cell(row, u.state, 'status').dataset.state = u.state;
+      cell(row, age(at - u.since));
+      cell(row, String(u.tools));
+      cell(row, String(u.connections));
+      cell(row, u.reason || '-');
       return row;
     }),
   );

@@ -1,7 +1,7 @@
 // `mcpt overview`: tasks per MCP status, the queue depth, connected workers, the oldest waiting task, per tool its
-// scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md), and the catalog
-// entries refused (docs/catalog.md, "Bounds").
-import type { CatalogRefusal, QueueDepth, ToolSchedulingView } from '@mcp-tasks/engine';
+// scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md), the catalog
+// entries refused (docs/catalog.md, "Bounds"), and the gateway's upstreams (docs/gateway.md).
+import type { CatalogRefusal, QueueDepth, ToolSchedulingView, UpstreamStatus } from '@mcp-tasks/engine';
 import type { Command } from 'commander';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';
@@ -17,7 +17,16 @@ export function registerOverview(program: Command, io: CliIo): void {
     .action(async (options: { json?: boolean }) => {
       const overview = await withOperator(io.env, ({ admin }) => admin.overview());
       emit(io, options.json === true, overview, () => {
-        const { tasks, jobs, workers, oldestWaiting, tools = [], heldByPrincipal = {}, refusedTools = [] } = overview;
+        const {
+          tasks,
+          jobs,
+          workers,
+          oldestWaiting,
+          tools = [],
+          heldByPrincipal = {},
+          refusedTools = [],
+          upstreams = [],
+        } = overview;
         const parts = [
           `Tasks: ${tasks.total} (tasks ${tasks.byKind.task}, plain calls ${tasks.byKind.call})`,
           table(
@@ -56,6 +65,7 @@ export function registerOverview(program: Command, io: CliIo): void {
             ([principal, count]) => `Held back by per-principal caps: ${principal}: ${count}`,
           ),
           ...refusedToolLines(refusedTools),
+          ...(upstreams.length > 0 ? ['', upstreamTable(upstreams, overview.at)] : []),
         ];
         return parts.join('\n');
       });
@@ -103,4 +113,28 @@ function toolRow(tool: ToolSchedulingView): string[] {
     String(tool.counters.timeouts),
     String(tool.counters.parked),
   ];
+}
+
+/** The gateway's upstream MCP servers as each worker sees them (docs/gateway.md, "Operators' views"). */
+function upstreamTable(upstreams: readonly UpstreamStatus[], now: number): string {
+  return table(
+    [
+      { title: 'upstream' },
+      { title: 'worker' },
+      { title: 'state' },
+      { title: 'since', align: 'right' },
+      { title: 'tools', align: 'right' },
+      { title: 'connections', align: 'right' },
+      { title: 'reason' },
+    ],
+    upstreams.map((upstream) => [
+      `${upstream.upstream} (${upstream.transport}, ${upstream.affinity})`,
+      upstream.worker,
+      upstream.state,
+      formatDuration(Math.max(0, now - upstream.since)),
+      String(upstream.tools),
+      String(upstream.connections),
+      upstream.reason ?? '-',
+    ]),
+  );
 }

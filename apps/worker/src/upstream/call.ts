@@ -1,6 +1,6 @@
 // One call of an upstream tool on behalf of one task: cancellation, progress, log messages and input requests are
-// carried across, and the upstream's answer becomes the task's outcome.
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+// carried across, the upstream's answer becomes the task's outcome, and a call the connection lost is sent again
+// only when that cannot run the tool twice (docs/gateway.md, "When a call fails").
 import {
   CallToolResultSchema,
   CancelTaskResultSchema,
@@ -14,116 +14,119 @@ import type { UpstreamTaskRef } from '@mcp-tasks/engine';
 import { ErrorCode, ProtocolError, type CallToolResult, type ToolContext } from '@mcp-tasks/protocol';
 import { resumePointOf, type ResumePoint } from '../resume-point.ts';
 import { AbortReason } from '../running-tasks.ts';
-import type { Lease, UpstreamPool } from './pool.ts';
-import type { UpstreamSession } from './session.ts';
+import type { CallHooks, InFlightCall, UpstreamConnection } from './connection.ts';
+import { classifyCallFailure, type CallFailure } from './failures.ts';
+import { laneOf } from './lanes.ts';
+import { UpstreamUnavailableError, type Lease, type UpstreamPool } from './pool.ts';
 
-/** A call cut off by an upstream crash is run again at most this often (retrySafe upstreams only). */
-export const MAX_RERUNS = 2;
-const RERUN_PAUSE_MS = 500;
+/** An upstream tool as the gateway calls it. */
+export interface UpstreamTool {
+  /** Its name upstream (without our prefix). */
+  name: string;
+  /** A call that may have started upstream may be sent again: the tool is declared read-only or idempotent. */
+  resendable: boolean;
+  /** The upstream runs it as a 2025-11-25 task of its own: call it task-augmented and follow that task. */
+  asTask: boolean;
+}
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
 const MIN_POLL_INTERVAL_MS = 100;
 
 export async function callUpstreamTool(
   pool: UpstreamPool,
-  upstreamTool: string,
+  tool: UpstreamTool,
   args: Record<string, unknown>,
   context: ToolContext,
-  /** The upstream runs the tool as a 2025-11-25 task of its own: call it task-augmented and follow that task. */
-  asTask = false,
 ): Promise<CallToolResult> {
-  const { upstream } = pool;
   const resumePoint = resumePointOf(context);
   const saved = resumePoint?.upstreamTask;
   if (saved !== undefined) {
-    // An earlier attempt of this job (its worker died, or handed the job back) created an upstream task: follow it
-    // rather than call the tool again, whatever retrySafe says, since the tool is not run twice.
-    const resumed =
-      saved.upstream === upstream.name ? await resumeUpstreamTask(pool, upstreamTool, saved, context) : undefined;
-    if (resumed) return resumed.result;
-    // The upstream no longer knows it (a restart, an expiry): as after any crash, the tool runs again only when the
-    // upstream is retrySafe.
-    const cause = `The worker that called '${upstreamTool}' on upstream '${upstream.name}' stopped, and the upstream no longer knows its task ${saved.taskId}`;
-    if (!upstream.retrySafe) {
-      throw new ProtocolError(
-        ErrorCode.InternalError,
-        `${cause}; it was not run again because the upstream is not marked retrySafe.`,
-        {
-          upstream: upstream.name,
-          tool: upstreamTool,
-          upstreamTaskId: saved.taskId,
-        },
-      );
-    }
-    context.log.warn('upstream task unknown upstream: calling the tool again (retrySafe)', {
-      upstream: upstream.name,
-      upstreamTaskId: saved.taskId,
-    });
+    const resumed = await resumeOrRefuse(pool, tool, saved, context);
+    if (resumed) return resumed;
   }
-  for (let run = 1; ; run++) {
-    const lease = await pool.lease(context.signal);
-    const progressToken = `${context.taskId}-${run}`;
-    const call = attachCall(lease.session, upstream.name, context, (token) => token === progressToken);
+  const { upstream } = pool;
+  const lane = await laneOf(upstream, context);
+  const resent = { unsent: false, cut: false };
+  for (;;) {
+    const lease = await acquire(pool, () => pool.acquire(lane, context.signal), tool, context);
+    const call = lease.connection.begin(hooksOf(upstream.name, context), context.signal);
     try {
       // The progressToken makes the upstream report progress; it becomes the task's progress.
-      const params = { name: upstreamTool, arguments: args, _meta: { progressToken } };
-      const result = asTask
-        ? await followUpstreamTask(lease.session, params, context, upstream.timeoutMs, resumePoint)
-        : await lease.session.client.request({ method: 'tools/call', params }, CallToolResultSchema, {
-            signal: context.signal,
-            timeout: upstream.timeoutMs,
-          });
+      const params = { name: tool.name, arguments: args, _meta: { progressToken: call.progressToken } };
+      const result = tool.asTask
+        ? await followUpstreamTask(lease.connection, call, params, context, resumePoint)
+        : await call.request(
+            lease.connection.client.request({ method: 'tools/call', params }, CallToolResultSchema, {
+              signal: call.signal,
+              timeout: upstream.timeoutMs,
+            }),
+          );
       await call.progressed();
       return result;
     } catch (error) {
       if (context.signal.aborted) throw error;
-      if (isTransportFailure(error)) {
-        // The HTTP session is gone (the server restarted and answers 404) or unreachable: this session is dropped,
-        // and the next call (or the restart of the first session) opens a new one.
-        await lease.session.close();
-      } else if (!isConnectionLoss(error)) {
-        throw asTaskError(upstream.name, upstreamTool, upstream.timeoutMs, error);
-      }
-      const how = isTransportFailure(error) ? `: ${(error as Error).message}` : lease.session.stderrNote();
-      const cause = `upstream '${upstream.name}' stopped during the call of '${upstreamTool}'${how}`;
-      if (!upstream.retrySafe) {
-        throw new ProtocolError(
-          ErrorCode.InternalError,
-          `The ${cause}; it was not run again because the upstream is not marked retrySafe.`,
-          { upstream: upstream.name, tool: upstreamTool },
-        );
-      }
-      if (run > MAX_RERUNS) {
-        throw new ProtocolError(ErrorCode.InternalError, `The ${cause}, ${run} times; giving up.`, {
-          upstream: upstream.name,
-          tool: upstreamTool,
-        });
-      }
-      context.log.warn('upstream stopped during a call: running it again (retrySafe)', {
+      let failure = classifyCallFailure(error, lease.connection.ended);
+      if (failure.kind === 'answered') throw asTaskError(upstream.name, tool.name, upstream.timeoutMs, error);
+      // Once the upstream created its task, the call had started, whatever the transport answers now.
+      if (failure.kind === 'unsent' && call.upstreamTaskId !== undefined) failure = { kind: 'cut', how: failure.how };
+      await lease.discard();
+      const again = failure.kind === 'unsent' ? !resent.unsent : tool.resendable && !resent.cut;
+      if (!again) throw lostCallError(upstream.name, tool, failure, resent.unsent || resent.cut);
+      resent[failure.kind] = true;
+      context.log.warn('upstream call sent again on a fresh connection', {
         upstream: upstream.name,
-        run,
+        how: failure.how,
+        reachedUpstream: failure.kind === 'cut',
       });
-      await pause(RERUN_PAUSE_MS * run, context.signal);
     } finally {
-      call.detach();
+      call.end();
       lease.release();
     }
   }
 }
 
-/**
- * Routes the upstream's input requests, log messages and progress on `session` to the task until `detach()`.
- * `progressed()` settles once every progress update relayed so far has reached the task (all of it goes before the
- * result settles the task, in order).
- */
-function attachCall(
-  session: UpstreamSession,
-  upstream: string,
+/** A lease of a connection, or the task's error saying that the upstream is unavailable and why. */
+async function acquire(
+  pool: UpstreamPool,
+  lease: () => Promise<Lease>,
+  tool: UpstreamTool,
   context: ToolContext,
-  ours: (progressToken: string | number) => boolean,
-): { detach: () => void; progressed: () => Promise<void> } {
-  let progressed = Promise.resolve();
-  const detach = session.attach({
+): Promise<Lease> {
+  try {
+    return await lease();
+  } catch (error) {
+    if (context.signal.aborted || !(error instanceof UpstreamUnavailableError)) throw error;
+    throw new ProtocolError(ErrorCode.InternalError, `${error.message}.`, {
+      upstream: pool.upstream.name,
+      tool: tool.name,
+    });
+  }
+}
+
+/** The task's error for a call the connection lost, in our words. */
+function lostCallError(upstream: string, tool: UpstreamTool, failure: CallFailure, sentAgain: boolean): ProtocolError {
+  const how = failure.kind === 'answered' ? 'failed' : failure.how;
+  const data = { upstream, tool: tool.name };
+  if (failure.kind === 'unsent') {
+    return new ProtocolError(
+      ErrorCode.InternalError,
+      `upstream '${upstream}' ${how} before the call of '${tool.name}' reached it, also on a fresh connection.`,
+      data,
+    );
+  }
+  const why = sentAgain
+    ? 'it had been sent again once already'
+    : `it was not sent again because '${tool.name}' is not declared read-only or idempotent`;
+  return new ProtocolError(
+    ErrorCode.InternalError,
+    `upstream '${upstream}' ${how} during the call of '${tool.name}'; ${why}.`,
+    data,
+  );
+}
+
+/** Where the upstream's requests and notifications that belong to the call go: the task's context. */
+function hooksOf(upstream: string, context: ToolContext): CallHooks {
+  return {
     elicit: (params) => context.elicit(params as never),
     sample: (params) => context.sample(params),
     log: (level, data, logger) => {
@@ -132,12 +135,39 @@ function attachCall(
       else if (level === 'warning') context.log.warn('upstream log', fields);
       else context.log.error('upstream log', fields);
     },
-    progress: (token, progress, total, message) => {
-      if (!ours(token)) return;
-      progressed = progressed.then(() => context.progress(progress, total, message));
-    },
+    progress: (progress, total, message) => context.progress(progress, total, message),
+  };
+}
+
+/**
+ * An earlier attempt of this job (its worker died, or handed the job back) created an upstream task: follow it
+ * rather than call the tool again, whatever the tool's declarations say, since the tool is not run twice. Undefined
+ * when the upstream no longer knows it and the tool may be called again; the task's error when it may not.
+ */
+async function resumeOrRefuse(
+  pool: UpstreamPool,
+  tool: UpstreamTool,
+  saved: UpstreamTaskRef,
+  context: ToolContext,
+): Promise<CallToolResult | undefined> {
+  const { upstream } = pool;
+  const resumed = saved.upstream === upstream.name ? await resumeUpstreamTask(pool, tool, saved, context) : undefined;
+  if (resumed) return resumed.result;
+  // The upstream no longer knows it (a restart, an expiry): as after any crash, the tool runs again only when it
+  // cannot do harm.
+  const cause = `The worker that called '${tool.name}' on upstream '${upstream.name}' stopped, and the upstream no longer knows its task ${saved.taskId}`;
+  if (!tool.resendable) {
+    throw new ProtocolError(
+      ErrorCode.InternalError,
+      `${cause}; it was not run again because '${tool.name}' is not declared read-only or idempotent.`,
+      { upstream: upstream.name, tool: tool.name, upstreamTaskId: saved.taskId },
+    );
+  }
+  context.log.warn('upstream task unknown upstream: calling the tool again (read-only or idempotent)', {
+    upstream: upstream.name,
+    upstreamTaskId: saved.taskId,
   });
-  return { detach, progressed: () => progressed };
+  return undefined;
 }
 
 /**
@@ -145,29 +175,33 @@ function attachCall(
  * that another worker can follow it should this one die (a stdio upstream dies with us: nothing to resume there).
  */
 async function followUpstreamTask(
-  session: UpstreamSession,
+  connection: UpstreamConnection,
+  call: InFlightCall,
   params: Record<string, unknown>,
   context: ToolContext,
-  timeoutMs: number,
   resumePoint: ResumePoint | undefined,
 ): Promise<CallToolResult> {
+  const { timeoutMs } = connection.upstream;
   const deadline = Date.now() + timeoutMs;
-  const created = await session.client.request(
-    { method: 'tools/call', params: { ...params, task: { ttl: timeoutMs } } },
-    CreateTaskResultSchema,
-    { signal: context.signal, timeout: timeoutMs },
+  const created = await call.request(
+    connection.client.request(
+      { method: 'tools/call', params: { ...params, task: { ttl: timeoutMs } } },
+      CreateTaskResultSchema,
+      { signal: call.signal, timeout: timeoutMs },
+    ),
   );
   const taskId = created.task.taskId;
+  call.upstreamTaskId = taskId;
   context.log.info('upstream task created', { upstreamTaskId: taskId });
-  if (resumePoint && session.upstream.url !== undefined) {
-    const sessionId = session.httpSessionId;
+  if (resumePoint && connection.upstream.url !== undefined) {
+    const sessionId = connection.httpSessionId;
     await resumePoint.saveUpstreamTask({
-      upstream: session.upstream.name,
+      upstream: connection.upstream.name,
       taskId,
       ...(sessionId !== undefined ? { sessionId } : {}),
     });
   }
-  return followTask(session, created.task, context, deadline);
+  return followTask(connection, call, created.task, context, deadline);
 }
 
 /**
@@ -178,53 +212,58 @@ async function followUpstreamTask(
  */
 async function resumeUpstreamTask(
   pool: UpstreamPool,
-  upstreamTool: string,
+  tool: UpstreamTool,
   saved: UpstreamTaskRef,
   context: ToolContext,
 ): Promise<{ result: CallToolResult } | undefined> {
   const { upstream } = pool;
   const { taskId, sessionId } = saved;
   const ways = sessionId !== undefined ? (['rejoined', 'new'] as const) : (['new'] as const);
+  const lane = await laneOf(upstream, context);
   for (const way of ways) {
-    let lease: Lease;
-    try {
-      lease =
-        way === 'rejoined' ? await pool.rejoin(sessionId as string, context.signal) : await pool.lease(context.signal);
-    } catch (error) {
-      if (context.signal.aborted) throw error;
-      throw asTaskError(upstream.name, upstreamTool, upstream.timeoutMs, error);
-    }
-    const prefix = `${context.taskId}-`;
-    const call = attachCall(lease.session, upstream.name, context, (token) => String(token).startsWith(prefix));
+    const lease = await acquire(
+      pool,
+      () =>
+        way === 'rejoined'
+          ? pool.rejoin({ sessionId: sessionId as string }, context.signal)
+          : pool.acquire(lane, context.signal),
+      tool,
+      context,
+    );
+    const call = lease.connection.begin(hooksOf(upstream.name, context), context.signal);
+    call.upstreamTaskId = taskId;
     try {
       let task: Task;
       try {
-        task = await lease.session.client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema, {
-          signal: context.signal,
-          timeout: upstream.timeoutMs,
-        });
+        task = await call.request(
+          lease.connection.client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema, {
+            signal: call.signal,
+            timeout: upstream.timeoutMs,
+          }),
+        );
       } catch (error) {
         if (context.signal.aborted) throw error;
+        const failure = classifyCallFailure(error, lease.connection.ended);
         // The server no longer has that session (it answers 404, or 400 as server-everything does): try a new one.
-        if (way === 'rejoined' && isTransportFailure(error)) continue;
+        if (way === 'rejoined' && failure.kind === 'unsent') continue;
         if (isUnknownTask(error)) {
           context.log.info('upstream task unknown upstream', { upstreamTaskId: taskId, session: way });
           return undefined;
         }
-        if (isTransportFailure(error)) await lease.session.close();
+        if (failure.kind !== 'answered') await lease.discard();
         throw error;
       }
       context.log.info('upstream task resumed', { upstreamTaskId: taskId, status: task.status, session: way });
-      const result = await followTask(lease.session, task, context, Date.now() + upstream.timeoutMs);
+      const result = await followTask(lease.connection, call, task, context, Date.now() + upstream.timeoutMs);
       await call.progressed();
       // The dead worker's session served its purpose; nobody else will end it.
-      if (way === 'rejoined') await lease.session.terminate();
+      if (way === 'rejoined') await lease.connection.terminate();
       return { result };
     } catch (error) {
       if (context.signal.aborted) throw error;
-      throw asTaskError(upstream.name, upstreamTool, upstream.timeoutMs, error);
+      throw asTaskError(upstream.name, tool.name, upstream.timeoutMs, error);
     } finally {
-      call.detach();
+      call.end();
       lease.release();
     }
   }
@@ -238,12 +277,13 @@ async function resumeUpstreamTask(
  * attempt of the job.
  */
 async function followTask(
-  session: UpstreamSession,
+  connection: UpstreamConnection,
+  call: InFlightCall,
   first: Task,
   context: ToolContext,
   deadline: number,
 ): Promise<CallToolResult> {
-  const { client } = session;
+  const { client } = connection;
   const { taskId } = first;
   const remaining = () => Math.max(1, deadline - Date.now());
   try {
@@ -255,18 +295,22 @@ async function followTask(
         context.log.info('upstream task status', { upstreamTaskId: taskId, status: task.status, message: lastMessage });
       }
       if (['completed', 'failed', 'cancelled', 'input_required'].includes(task.status)) {
-        return await client.request({ method: 'tasks/result', params: { taskId } }, CallToolResultSchema, {
-          signal: context.signal,
-          timeout: remaining(),
-        });
+        return await call.request(
+          client.request({ method: 'tasks/result', params: { taskId } }, CallToolResultSchema, {
+            signal: call.signal,
+            timeout: remaining(),
+          }),
+        );
       }
       if (Date.now() >= deadline) throw new McpError(SdkErrorCode.RequestTimeout, 'Request timed out');
       const wait = Math.max(MIN_POLL_INTERVAL_MS, task.pollInterval ?? DEFAULT_POLL_INTERVAL_MS);
-      await pause(Math.min(wait, remaining()), context.signal);
-      task = await client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema, {
-        signal: context.signal,
-        timeout: remaining(),
-      });
+      await pause(Math.min(wait, remaining()), call.signal);
+      task = await call.request(
+        client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema, {
+          signal: call.signal,
+          timeout: remaining(),
+        }),
+      );
     }
   } catch (error) {
     const reason = context.signal.aborted ? (context.signal.reason as unknown) : undefined;
@@ -290,32 +334,26 @@ function isTimeout(error: unknown): boolean {
   return error instanceof McpError && error.code === (SdkErrorCode.RequestTimeout as number);
 }
 
-function isTransportFailure(error: unknown): boolean {
-  return error instanceof StreamableHTTPError || (error instanceof TypeError && error.message === 'fetch failed');
-}
-
-function isConnectionLoss(error: unknown): boolean {
-  return error instanceof McpError && error.code === (SdkErrorCode.ConnectionClosed as number);
-}
-
 /**
  * The upstream's JSON-RPC error is the task's error, as the upstream sent it; the SDK's own failures (a timeout, a
  * transport error) become an internal error that says what happened.
  */
 export function asTaskError(upstream: string, tool: string, timeoutMs: number, error: unknown): Error {
+  if (error instanceof ProtocolError) return error;
   if (error instanceof McpError) {
     if (error.code === (SdkErrorCode.RequestTimeout as number)) {
       return new ProtocolError(
         ErrorCode.InternalError,
-        `Upstream '${upstream}' did not answer the call of '${tool}' within ${timeoutMs} ms (timeoutMs); the call was cancelled upstream.`,
+        `upstream '${upstream}' did not answer the call of '${tool}' within ${timeoutMs} ms (timeoutMs); the call was cancelled upstream.`,
         { upstream, tool, timeoutMs },
       );
     }
     const message = error.message.replace(/^MCP error -?\d+: /, '');
     return new ProtocolError(error.code, message, error.data);
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new ProtocolError(ErrorCode.InternalError, `Upstream '${upstream}' failed the call of '${tool}': ${message}`, {
+  const failure = classifyCallFailure(error, undefined);
+  const how = failure.kind === 'answered' ? 'failed' : failure.how;
+  return new ProtocolError(ErrorCode.InternalError, `upstream '${upstream}' ${how} during the call of '${tool}'.`, {
     upstream,
     tool,
   });

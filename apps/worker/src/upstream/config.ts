@@ -9,6 +9,10 @@ import { z } from 'zod';
 /** A `*` matches any run of characters; everything else is literal. */
 const ToolPattern = z.string().min(1).max(200);
 
+/** Whose calls may share one upstream session (docs/gateway.md, "Affinity"). */
+export const AFFINITIES = ['stateless', 'per-principal', 'per-client-session'] as const;
+export type Affinity = (typeof AFFINITIES)[number];
+
 const UpstreamSchema = z
   .strictObject({
     /** Names the upstream in logs, metrics and status messages. */
@@ -38,16 +42,45 @@ const UpstreamSchema = z
     allow: z.array(ToolPattern).optional(),
     /** Upstream tool names (or `*` patterns) never published; wins over `allow`. */
     deny: z.array(ToolPattern).default([]),
-    /** Calls to this upstream in flight at once in one worker process; each has its own connection (stdio: process). */
+    /**
+     * Calls to this upstream in flight at once in one worker process. They share its connections (docs/gateway.md,
+     * "Connections"): a stdio upstream runs one process per worker, or one per principal or client session.
+     */
     concurrency: z.int().min(1).max(256).default(4),
-    /** A call cut off by the upstream's crash (or the worker's) is run again; otherwise its task fails. */
-    retrySafe: z.boolean().default(false),
+    /**
+     * Whose calls share an upstream session: `stateless` (anyone's), `per-principal`, `per-client-session`; the
+     * latter two keep a session to itself across workers (docs/gateway.md, "Affinity").
+     */
+    affinity: z.enum(AFFINITIES).default('stateless'),
+    /**
+     * Whether a call that may have started upstream is sent again after the connection broke during it (or after
+     * our worker died): unset, the tools the upstream annotates `readOnlyHint` or `idempotentHint`; `false`, none;
+     * `true`, all; a list of names and `*` patterns, those and the annotated ones. A call that never reached the
+     * upstream is sent again once whatever this says.
+     */
+    retrySafe: z.union([z.boolean(), z.array(ToolPattern)]).optional(),
     /** How long one call may take before its task fails (the upstream is told to cancel it). */
     timeoutMs: z
       .int()
       .min(100)
       .max(7 * 24 * 3_600_000)
       .default(30 * 60_000),
+    /** How long starting (stdio) or reaching (HTTP) the upstream and its `initialize` may take. */
+    connectTimeoutMs: z.int().min(100).max(600_000).default(10_000),
+    /**
+     * A connection without calls for this long is closed (a stdio child stopped); the next call opens one. With an
+     * affinity, a principal's or client session's upstream session is forgotten after this long unused.
+     */
+    idleMs: z
+      .int()
+      .min(100)
+      .max(7 * 24 * 3_600_000)
+      .default(5 * 60_000),
+    /**
+     * A stateful stdio upstream's calls run on one worker at a time, which holds a lease in Redis renewed at a third
+     * of this; another worker takes over this long after the holder stopped renewing.
+     */
+    ownerLeaseMs: z.int().min(300).max(600_000).default(15_000),
   })
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
     message: 'give exactly one of `command` (stdio) or `url` (Streamable HTTP)',
@@ -128,7 +161,10 @@ function upstreamFromEnv(env: NodeJS.ProcessEnv): UpstreamConfig | undefined {
       headers: parsedHeaders,
       prefix: value('UPSTREAM_MCP_PREFIX'),
       concurrency: number('UPSTREAM_MCP_CONCURRENCY'),
+      affinity: value('UPSTREAM_MCP_AFFINITY'),
       timeoutMs: number('UPSTREAM_MCP_TIMEOUT_MS'),
+      connectTimeoutMs: number('UPSTREAM_MCP_CONNECT_TIMEOUT_MS'),
+      idleMs: number('UPSTREAM_MCP_IDLE_MS'),
       retrySafe: flag === undefined ? undefined : flag === 'true' || flag === '1',
     },
     env,
@@ -196,9 +232,27 @@ export function splitCommand(line: string): string[] {
 
 /** Whether the upstream's tool `name` is to be published under this upstream's allow and deny lists. */
 export function isToolAllowed(upstream: Pick<UpstreamConfig, 'allow' | 'deny'>, name: string): boolean {
-  const matches = (pattern: string) => new RegExp(`^${pattern.split('*').map(escapeRegExp).join('.*')}$`).test(name);
-  if (upstream.deny.some(matches)) return false;
-  return upstream.allow === undefined || upstream.allow.some(matches);
+  if (upstream.deny.some((pattern) => matchesPattern(pattern, name))) return false;
+  return upstream.allow === undefined || upstream.allow.some((pattern) => matchesPattern(pattern, name));
+}
+
+/**
+ * Whether a call of the upstream's tool may be sent again after the connection broke while the upstream may have been
+ * running it: `retrySafe` says so, or, unless it is a boolean, the upstream annotates the tool read-only or idempotent.
+ */
+export function isResendable(
+  upstream: Pick<UpstreamConfig, 'retrySafe'>,
+  name: string,
+  annotations: { readOnlyHint?: boolean; idempotentHint?: boolean } | undefined,
+): boolean {
+  const { retrySafe } = upstream;
+  if (typeof retrySafe === 'boolean') return retrySafe;
+  if (annotations?.readOnlyHint === true || annotations?.idempotentHint === true) return true;
+  return retrySafe !== undefined && retrySafe.some((pattern) => matchesPattern(pattern, name));
+}
+
+function matchesPattern(pattern: string, name: string): boolean {
+  return new RegExp(`^${pattern.split('*').map(escapeRegExp).join('.*')}$`).test(name);
 }
 
 function escapeRegExp(text: string): string {
