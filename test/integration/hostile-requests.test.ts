@@ -299,12 +299,12 @@ describe('hostile input at the 2026-07-28 boundaries: request states, request co
       // A replica that reads the keys for the first time now (as one started since, or restarted) creates the new
       // key the first time it signs.
       const fresh = c;
-      const lists = (url: string) => async () => {
-        const reply = await modernPost(url, 'tools/list', {}, as('flusher'));
-        const tools = (reply.body.result?.['tools'] ?? []) as { name: string }[];
-        return tools.some((tool) => tool.name === TOOL) ? true : undefined;
-      };
-      for (const url of [a, b, fresh]) await eventually(lists(url), 10_000);
+      // Wait for the worker's next heartbeat to publish the tool again. A replica's listing is no sign of it: right
+      // after FLUSHALL it still shows its cache of the lost catalog, and a reload a moment later empties it.
+      await eventually(
+        async () => ((await system.redis.zscore(keys.catalogSeen(), TOOL)) === null ? undefined : true),
+        10_000,
+      );
       // Before the keys were re-read, the replicas that held the lost key refused the new one's states for good.
       for (const [from, to] of [
         [fresh, a],
