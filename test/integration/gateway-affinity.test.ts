@@ -166,15 +166,19 @@ describe('gateway affinity across two api replicas and several workers (sequenti
     const owner = workers.at(-1) as ChildHandle;
     const standby = await addWorker();
     const gateway = new GatewayState(system.redis, new KeySpace(system.prefix));
-    await eventually(async () =>
-      (await gateway.upstreams()).some(
-        (status) =>
-          status.upstream === 'thinking' &&
-          status.state === 'standby' &&
-          status.worker.endsWith(`-${String(standby.process.pid)}`),
-      )
-        ? true
-        : undefined,
+    await eventually(
+      async () =>
+        (await gateway.upstreams()).some(
+          (status) =>
+            status.upstream === 'thinking' &&
+            status.state === 'standby' &&
+            status.worker.endsWith(`-${String(standby.process.pid)}`),
+        )
+          ? true
+          : undefined,
+      // The standby publishes its view of the upstream on its heartbeat once it has started and learnt the
+      // upstream's tools, which a loaded machine (two test shards on two cores) can take well over 10 s to do.
+      60_000,
     );
     const alice = await session('alice', 0);
     const aliceElsewhere = await session('alice', 1);

@@ -22,6 +22,11 @@ export function track(name: string, release: () => Promise<void> | void): () => 
   };
 }
 
+/** The names of what is open now, oldest first. */
+export function trackedNames(): string[] {
+  return [...open].map((entry) => entry.name);
+}
+
 /** Releases whatever is still open, newest first, and returns the names of what was left. */
 export async function releaseLeftovers(): Promise<string[]> {
   const left = [...open].reverse();
