@@ -282,13 +282,7 @@ describe('tracing: a task run twice (a worker lost its job lock; 1 s locks)', fu
     const lock = `${system.prefix}:tool-wait:${taskId}:lock`;
     await eventually(async () => ((await system.redis.exists(lock)) === 1 ? true : undefined));
     await system.redis.set(lock, 'another-holder', 'PX', 2500);
-    const spans = await eventually(() => {
-      const found = receiver.spans.filter((span) => span.traceId === traceId);
-      return found.filter((span) => span.name === 'execute_tool wait').length === 2 &&
-        found.some((span) => span.name === 'settle completed')
-        ? found
-        : undefined;
-    }, 30_000);
+    const spans = await twoRunsSettled(traceId);
     const api = spans.find((span) => span.name === 'tools/call wait') as ReceivedSpan;
     const runs = spans
       .filter((span) => span.name === 'execute_tool wait')
@@ -302,6 +296,17 @@ describe('tracing: a task run twice (a worker lost its job lock; 1 s locks)', fu
     expect(settles[0]?.parentSpanId).to.equal(runs[1]?.spanId);
     expect(spans.filter((span) => span.name === 'queue wait')).to.have.length(1);
   });
+  /** The spans of `traceId` once it holds two runs of the tool `wait` and the completed settle. */
+  function twoRunsSettled(traceId: string): Promise<ReceivedSpan[]> {
+    return eventually(() => {
+      const found = receiver.spans.filter((span) => span.traceId === traceId);
+      return found.filter((span) => span.name === 'execute_tool wait').length === 2 &&
+        found.some((span) => span.name === 'settle completed')
+        ? found
+        : undefined;
+    }, 30_000);
+  }
+
   /**
    * A task whose attempt noted its start (tracing on: the record's `runs` field) on the system's one live worker,
    * which is then killed; `next` (a worker's settings) takes over.
@@ -321,13 +326,7 @@ describe('tracing: a task run twice (a worker lost its job lock; 1 s locks)', fu
   it("an attempt lost to a SIGKILL is in the task's trace: the next attempt records it from its start, failed", async () => {
     const traceId = hex(16);
     const taskId = await killedMidAttempt(traceId);
-    const spans = await eventually(() => {
-      const found = receiver.spans.filter((span) => span.traceId === traceId);
-      return found.filter((span) => span.name === 'execute_tool wait').length === 2 &&
-        found.some((span) => span.name === 'settle completed')
-        ? found
-        : undefined;
-    }, 30_000);
+    const spans = await twoRunsSettled(traceId);
     const api = spans.find((span) => span.name === 'tools/call wait') as ReceivedSpan;
     const [lost, next] = spans
       .filter((span) => span.name === 'execute_tool wait')
