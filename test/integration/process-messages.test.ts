@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { repoRoot, spawnService, startSystem, type ChildHandle } from '../support/processes.ts';
+import { repoRoot, spawnService, startSystem, TSX_IMPORT, type ChildHandle } from '../support/processes.ts';
 import { sharedRedisUrl, startRedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
@@ -20,12 +20,9 @@ interface Exited {
   stderr: string;
 }
 
-/** `node --import tsx` from any working directory. */
-export const TSX = ['--import', import.meta.resolve('tsx')];
-
 /** Runs `node --import tsx <entry> [...args]` to its exit (within 60 s) and returns what it printed. */
 async function runToExit(entry: string, args: string[], env: Record<string, string>, cwd = repoRoot): Promise<Exited> {
-  const child = spawn(process.execPath, [...TSX, join(repoRoot, entry), ...args], {
+  const child = spawn(process.execPath, [...TSX_IMPORT, join(repoRoot, entry), ...args], {
     cwd,
     env: { ...process.env, LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
