@@ -8,8 +8,10 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually } from '../support/mcp-client.ts';
 import { repoRoot, spawnService, TSX_IMPORT, type ChildHandle } from '../support/processes.ts';
+import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
 const MCPT = join(repoRoot, 'apps', 'runner', 'src', 'mcpt.ts');
@@ -109,5 +111,36 @@ describe('mcpt start and the operator commands (issue 31)', function () {
     expect(overview.err.split('\n')[0]).to.equal(
       'Redis: redis://127.0.0.1:6379 (the default: no REDIS_URL and no running mcpt start)',
     );
+  });
+});
+
+describe('npm start with AUTH_API_KEYS (issue 31)', function () {
+  this.timeout(180_000);
+
+  it('gets ready through /readyz and its demo client sends the first key as a bearer token (issue 31)', async () => {
+    const port = await freePort();
+    const key = 'k'.repeat(24);
+    const start = await spawnService(
+      'npm start',
+      'scripts/start.ts',
+      {
+        REDIS_URL: await sharedRedisUrl(),
+        REDIS_PREFIX: uniquePrefix(),
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        FAKE_BATCH: '0',
+        AUTH_API_KEYS: `demo:${key},other:${'o'.repeat(24)}`,
+      },
+      /Running\. Press Ctrl-C to stop\.|demo failed|exited|did not answer/,
+    );
+    try {
+      const output = start.logs.join('\n');
+      expect(output).to.match(/demo: tasks\/result -> .*"isError":false|demo: tasks\/result -> \{"content"/);
+      expect(output).to.include('Running. Press Ctrl-C to stop.');
+      expect(output).to.include('Authorization: Bearer $MCP_TOKEN');
+      expect(output).not.to.include(key);
+    } finally {
+      await start.stop('SIGTERM');
+    }
   });
 });
