@@ -29,9 +29,7 @@ export async function runDemo(url: string, print: (line: string) => void = conso
   if (token !== undefined) client.headers = { authorization: `Bearer ${token}` };
   await client.initialize();
   print(`demo: connected to ${url} (session ${client.sessionId}, protocol ${client.protocolVersion})`);
-  const { tools } = (await client.call('tools/list')) as {
-    tools: { name: string; execution: { taskSupport: string } }[];
-  };
+  const tools = await demoToolsListed(client);
   print(`demo: tools/list -> ${tools.map((tool) => `${tool.name} (${tool.execution.taskSupport})`).join(', ')}`);
 
   const created = await client.call('tools/call', { name: 'wait', arguments: { seconds: 3 }, task: { ttl: 600_000 } });
@@ -50,6 +48,22 @@ export async function runDemo(url: string, print: (line: string) => void = conso
   const result = await client.call('tasks/result', { taskId: task.taskId });
   print(`demo: tasks/result -> ${JSON.stringify(result)}`);
   await client.terminate();
+}
+
+type ListedTool = { name: string; execution: { taskSupport: string } };
+
+/**
+ * The tools once the worker's catalog has reached the api: a worker that started beside it publishes them a moment
+ * after the api listens, and a call before that is an unknown tool. Up to 30 s.
+ */
+async function demoToolsListed(client: McpHttpClient): Promise<ListedTool[]> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { tools } = (await client.call('tools/list')) as { tools: ListedTool[] };
+    if (tools.some((tool) => tool.name === 'wait')) return tools;
+    if (Date.now() > deadline) throw new Error("no worker serves the demo tool 'wait' (its catalog entry within 30 s)");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /** A copy-paste example for a terminal: initialize, start a task, poll it, fetch its result. */
