@@ -8,7 +8,7 @@ import { freePort, portIsFree } from './lib/ports.ts';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { curlExample, runDemo } from './demo.ts';
+import { authRequired, curlExample, demoToken, runDemo } from './demo.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const say = (line: string) => console.log(`\x1b[1m[start]\x1b[0m ${line}`);
@@ -28,10 +28,14 @@ async function main(): Promise<void> {
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;
   await waitForApi(url, api);
   say(`MCP endpoint: ${url}`);
+  const auth = authRequired(env);
+  const token = demoToken(env);
   if (process.env['DEMO'] !== '0') {
-    await runDemo(url, say);
+    if (auth && token === undefined) say('no demo: the api asks for a token; set MCP_TOKEN to one it accepts');
+    else await runDemo(url, say, token);
   }
-  say(`Try it yourself:\n\n${curlExample(url)}\n`);
+  const first = auth ? ' (first: export MCP_TOKEN=<one of your keys or tokens>)' : '';
+  say(`Try it yourself${first}:\n\n${curlExample(url, auth)}\n`);
   say('Running. Press Ctrl-C to stop.');
 }
 
@@ -134,17 +138,15 @@ async function waitForRedis(url: string): Promise<void> {
   }
 }
 
+/** Until the api's /readyz answers 200 (listening, Redis reached): open whatever the authentication. */
 async function waitForApi(url: string, api: ChildProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
+  const readyz = new URL('/readyz', url);
   while (Date.now() < deadline) {
     if (api.exitCode !== null) throw new Error('the api exited during start-up; see its log above');
     try {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{"jsonrpc":"2.0","id":0,"method":"ping"}',
-      });
-      if (response.status === 400) return; // alive: it asks for a session
+      const response = await fetch(readyz);
+      if (response.status === 200) return;
     } catch {
       // not listening yet
     }

@@ -2,9 +2,11 @@
 // each command's table output and its --json, filters and pagination, errors and exit statuses.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { runCli } from '@mcp-tasks/cli';
+import { chooseRedis, removeStartState, runCli, startStatePath, writeStartState } from '@mcp-tasks/cli';
 import { createToolQueue, KeySpace, TaskStore, toolJobOptions } from '@mcp-tasks/engine';
 import { TaskStatus } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient, sleep, type RpcError } from '../support/mcp-client.ts';
@@ -12,6 +14,8 @@ import { repoRoot, startSystem, type System } from '../support/processes.ts';
 
 interface CliRun {
   code: number;
+  /** The first line on stderr: which Redis the command read (issue 31), apart from the rest of stderr. */
+  redis: string;
   out: string;
   err: string;
 }
@@ -25,6 +29,13 @@ interface JsonTask {
   kind: string;
   createdAt: string;
   lastUpdatedAt: string;
+}
+
+/** A run's stderr split into its first line, which names the Redis read, and the rest. */
+function withRedisLine(code: number, out: string, stderr: string): CliRun {
+  const [first = '', ...rest] = stderr.split('\n');
+  if (!first.startsWith('Redis: ')) return { code, out, err: stderr, redis: '' };
+  return { code, out, err: rest.join('\n'), redis: first };
 }
 
 describe('operator CLI (mcpt) against tasks in every status', function () {
@@ -65,7 +76,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
       err: (text) => (err += text),
       env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix, ...env },
     });
-    return { code, out, err };
+    return withRedisLine(code, out, err);
   }
 
   async function cliJson<T>(...args: string[]): Promise<T> {
@@ -87,7 +98,7 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
         return Promise.resolve(answer);
       },
     });
-    return { code, out, err };
+    return withRedisLine(code, out, err);
   }
 
   async function statusOf(taskId: string): Promise<string> {
@@ -433,7 +444,9 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
       env: { REDIS_URL: 'redis://:secret@127.0.0.1:1' },
     });
     expect(code).to.equal(1);
-    expect(err).to.match(/^error: Cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1: .*ECONNREFUSED/);
+    // Which Redis, and why that one, comes first (issue 31): the password masked.
+    expect(err).to.match(/^Redis: redis:\/\/:\*\*\*@127\.0\.0\.1:1 \(from REDIS_URL\)\n/);
+    expect(err).to.match(/^error: Cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1: .*ECONNREFUSED/m);
   });
 
   it('runs as the mcpt binary with the environment of the other processes', async () => {
@@ -453,6 +466,66 @@ describe('operator CLI (mcpt) against tasks in every status', function () {
     const page = JSON.parse(out) as { tasks: JsonTask[] };
     expect(page.tasks).to.have.length(1);
     expect(page.tasks[0]?.status).to.be.oneOf(Object.values(TaskStatus));
+  });
+
+  it('says on stderr which Redis it reads: REDIS_URL, else that of a running mcpt start, else the default; stdout stays JSON (issue 31)', async () => {
+    const given = await cli('overview', '--json');
+    expect(given.code, given.err).to.equal(0);
+    expect(given.redis).to.equal(`Redis: ${system.redisUrl} (from REDIS_URL)`);
+    JSON.parse(given.out);
+
+    const stateDir = mkdtempSync(join(tmpdir(), 'mcpt-state-'));
+    try {
+      const run = async (env: Record<string, string>) => {
+        let out = '';
+        let err = '';
+        const code = await runCli(['overview', '--json'], {
+          out: (text) => (out += text),
+          err: (text) => (err += text),
+          env: { MCPT_STATE_DIR: stateDir, ...env },
+        });
+        return withRedisLine(code, out, err);
+      };
+      // The note a running `mcpt start` leaves (this test process stands in for it: its pid is alive).
+      writeStartState(
+        {
+          pid: process.pid,
+          redis: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+          apiUrl: system.apiUrl,
+          startedAt: new Date().toISOString(),
+        },
+        { MCPT_STATE_DIR: stateDir },
+      );
+      const started = await run({});
+      expect(started.code, started.err).to.equal(0);
+      expect(started.redis).to.equal(`Redis: ${system.redisUrl} (from mcpt start, pid ${process.pid})`);
+      const overview = JSON.parse(started.out) as { tasks: { total: number } };
+      expect(overview.tasks.total).to.be.greaterThan(0);
+      // REDIS_URL still wins over the note.
+      expect((await run({ REDIS_URL: 'redis://127.0.0.1:1' })).redis).to.equal(
+        'Redis: redis://127.0.0.1:1 (from REDIS_URL)',
+      );
+
+      // A note whose process is gone (killed hard, no clean stop) is ignored.
+      const gone = spawn(process.execPath, ['-e', '']);
+      await new Promise((resolve) => gone.on('exit', resolve));
+      writeStartState(
+        { pid: gone.pid!, redis: { REDIS_URL: system.redisUrl }, apiUrl: system.apiUrl, startedAt: '' },
+        { MCPT_STATE_DIR: stateDir },
+      );
+      const stale = await run({ REDIS_URL: 'redis://127.0.0.1:1', MCPT_STATE_DIR: stateDir });
+      expect(stale.redis).to.equal('Redis: redis://127.0.0.1:1 (from REDIS_URL)');
+      expect(chooseRedis({ MCPT_STATE_DIR: stateDir }).line).to.equal(
+        'Redis: redis://127.0.0.1:6379 (the default: no REDIS_URL and no running mcpt start)',
+      );
+      // A clean stop removes only its own note.
+      removeStartState(process.pid, { MCPT_STATE_DIR: stateDir });
+      expect(existsSync(startStatePath({ MCPT_STATE_DIR: stateDir }))).to.equal(true);
+      removeStartState(gone.pid!, { MCPT_STATE_DIR: stateDir });
+      expect(existsSync(startStatePath({ MCPT_STATE_DIR: stateDir }))).to.equal(false);
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 
   // A task of `shout` waits in the queue ext-shout, which no process of the system reads: nothing but the CLI
@@ -594,5 +667,5 @@ async function runChild(
   }
   const code = await exited;
   child.stdin?.end();
-  return { code: code ?? -1, out, err };
+  return withRedisLine(code ?? -1, out, err);
 }

@@ -121,12 +121,13 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
   /** `mcpt overview` in this process, as operators run it. */
   async function cli(...args: string[]): Promise<string> {
     let out = '';
+    let err = '';
     const code = await runCli(args, {
       out: (chunk) => (out += chunk),
-      err: (chunk) => (out += chunk),
+      err: (chunk) => (err += chunk),
       env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
     });
-    expect(code, out).to.equal(0);
+    expect(code, `${err}${out}`).to.equal(0);
     return out;
   }
 

@@ -11,6 +11,9 @@ import { track } from './resources.ts';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/** `node --import tsx` from any working directory (a temp project's, say). */
+export const TSX_IMPORT = ['--import', import.meta.resolve('tsx')];
+
 export interface ChildHandle {
   name: string;
   process: ChildProcess;

@@ -1,6 +1,5 @@
 // Builds one api process: Redis connections, services, the express app and the HTTP server, released in reverse
 // order on close.
-import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -17,9 +16,12 @@ import {
   createEngine,
   createLogger,
   createRedis,
+  describeRedisTarget,
   isLoopbackHost,
+  listenOn,
   metricsWarning,
   RateLimiter,
+  RedisConnectionLog,
   registerSecurityCounters,
   RunnerMetrics,
   ConnectionSlots,
@@ -74,8 +76,8 @@ export async function startApi(config: ApiConfig): Promise<RunningApi> {
     const mcp = mcpEndpoint(services);
     app.use(mcp.router);
     // POST /mcp, every JSON-RPC message, is served first: it needs none of the routers above.
-    const server: Server = createServer(mcp.serverOptions(app), mcp.listener(app)).listen(config.PORT, config.HOST);
-    await once(server, 'listening');
+    const server: Server = createServer(mcp.serverOptions(app), mcp.listener(app));
+    await listenOn(server, { port: config.PORT, host: config.HOST, portVariable: 'PORT', hostVariable: 'HOST' });
     cleanup.add('http-server', server, (open) => {
       stopping.abort();
       return closeServer(open);
@@ -102,9 +104,11 @@ function openEngine(config: ApiConfig, log: Logger, cleanup: CleanupStack): { re
   // BullMQ's queues get a connection of their own: ioredis copies every script defined on a connection (BullMQ
   // defines 60-odd) into each pipeline and MULTI made on it, which made each of ours cost ~40 us more.
   const queueRedis = cleanup.add('redis-queue', createRedis(config, 'mcpt-api-queue'), closeRedis);
-  for (const connection of [redis, subscriberRedis, queueRedis]) {
-    connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
-  }
+  const connectionLog = new RedisConnectionLog(log, {
+    target: describeRedisTarget(config.REDIS_URL, config.REDIS_CLUSTER_NODES),
+    intervalMs: config.REDIS_DOWN_LOG_INTERVAL_MS,
+  });
+  for (const connection of [redis, subscriberRedis, queueRedis]) connectionLog.watch(connection);
   // Requests in flight send their commands in the same turns: one socket write per turn, not per command.
   coalesceWrites(redis);
   coalesceWrites(queueRedis);

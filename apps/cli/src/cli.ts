@@ -16,7 +16,9 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
 const ENVIRONMENT_HELP = `
 Environment (the same as for the api and the workers):
-  REDIS_URL             the Redis to operate on (default redis://127.0.0.1:6379)
+  REDIS_URL             the Redis to operate on (default: that of a running \`mcpt start\`, else
+                        redis://127.0.0.1:6379); the first line on stderr says which one is read
+  MCPT_STATE_DIR        where \`mcpt start\` notes its Redis (default $XDG_RUNTIME_DIR/mcpt or <tmp>/mcpt-<uid>)
   REDIS_CLUSTER_NODES   seed nodes of a Redis Cluster, instead of REDIS_URL
   REDIS_PREFIX          key prefix of the installation (default mcpt)
   SESSION_IDLE_TTL_MS   idle lifetime of a session's event stream, which cancel writes to (default 3600000)

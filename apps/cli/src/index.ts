@@ -8,3 +8,11 @@
 export { buildProgram, ExitCode, runCli } from './cli.ts';
 export { parseDuration, formatDuration } from './duration.ts';
 export type { CliIo } from './io.ts';
+export {
+  chooseRedis,
+  readStartState,
+  removeStartState,
+  startStatePath,
+  writeStartState,
+  type StartState,
+} from './start-state.ts';

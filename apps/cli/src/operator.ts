@@ -15,6 +15,8 @@ import {
 import type { CatalogEntry, TaskRecord } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { loadCliConfig, type CliConfig } from './config.ts';
+import type { CliIo } from './io.ts';
+import { chooseRedis } from './start-state.ts';
 
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -41,8 +43,17 @@ export class CliError extends Error {
   }
 }
 
-export async function withOperator<T>(env: NodeJS.ProcessEnv, use: (operator: Operator) => Promise<T>): Promise<T> {
-  const config = loadCliConfig(env);
+/**
+ * Runs `use` against the Redis `chooseRedis` picks (start-state.ts), having said on stderr which one it is: stdout
+ * stays the command's own (--json).
+ */
+export async function withOperator<T>(
+  io: Pick<CliIo, 'env' | 'err'>,
+  use: (operator: Operator) => Promise<T>,
+): Promise<T> {
+  const chosen = chooseRedis(io.env);
+  io.err(`${chosen.line}\n`);
+  const config = loadCliConfig(chosen.env);
   const cleanup = new CleanupStack();
   try {
     const redis = cleanup.add('redis', createRedis(config, 'mcpt-cli'), closeRedis);

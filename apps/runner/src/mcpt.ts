@@ -1,16 +1,12 @@
 #!/usr/bin/env node
 // The `mcpt` command of the installed package: the processes (`api`, `worker`, `start`) and the operator commands
 // (overview, list, inspect, cancel, retry, purge). Runs on plain Node: this file is built into dist/mcpt.js.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdirSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
-import { join } from 'node:path';
 import { loadApiConfig, startApi } from '@mcp-tasks/api';
-import { runCli } from '@mcp-tasks/cli';
+import { removeStartState, runCli, writeStartState } from '@mcp-tasks/cli';
 import { CatalogConflictError, ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
 import { demoTools } from '@mcp-tasks/tools';
 import { loadTools, loadUpstreams, loadWorkerConfig, startWorker } from '@mcp-tasks/worker';
+import { startLocalRedis, type LocalRedis } from './local-redis.ts';
 
 const USAGE = `Usage: mcpt <command> [options]
 
@@ -69,19 +65,17 @@ async function startConfiguredWorker() {
   return startWorker(config, tools, { upstreams });
 }
 
-/** Everything on one machine: Redis (REDIS_URL, or a redis-server with AOF under .mcpt/redis), one api, one worker. */
+/**
+ * Everything on one machine: Redis (REDIS_URL, or a redis-server with AOF under .mcpt/redis that dies with this
+ * process), one api, one worker; and a note of which Redis, for the operator commands (start-state.ts in the cli).
+ */
 async function runAll(): Promise<void> {
-  let redis: ChildProcess | undefined;
+  let redis: LocalRedis | undefined;
   if (!process.env['REDIS_URL'] && !process.env['REDIS_CLUSTER_NODES']) {
-    const started = await startLocalRedis();
-    redis = started.child;
-    process.env['REDIS_URL'] = started.url;
+    redis = await startLocalRedis();
+    process.env['REDIS_URL'] = redis.url;
   }
-  const stopRedis = async () => {
-    if (!redis || redis.exitCode !== null) return;
-    redis.kill('SIGTERM');
-    await once(redis, 'exit');
-  };
+  const stopRedis = async () => redis?.stop();
   try {
     const worker = await startConfiguredWorker();
     const api = await startApi(loadApiConfig()).catch(async (error: unknown) => {
@@ -89,7 +83,9 @@ async function runAll(): Promise<void> {
       throw error;
     });
     api.log.info(`MCP endpoint: ${api.url}`);
+    noteStart(api.url);
     onShutdownSignal(async () => {
+      removeStartState(process.pid, process.env);
       await api.close();
       await worker.close();
       await stopRedis();
@@ -100,52 +96,13 @@ async function runAll(): Promise<void> {
   }
 }
 
-async function startLocalRedis(): Promise<{ child: ChildProcess; url: string }> {
-  const dir = join(process.cwd(), '.mcpt', 'redis');
-  mkdirSync(dir, { recursive: true });
-  const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''];
-  // Its own process group: Ctrl-C in the terminal must not stop Redis before the api and the worker have closed.
-  const child = spawn('redis-server', args, { stdio: 'ignore', detached: true });
-  process.on('exit', () => child.kill());
-  const failed = once(child, 'error').then(([error]) => {
-    throw new ConfigError(
-      `No Redis: set REDIS_URL or install redis-server (${(error as Error).message}); ` +
-        'Debian/Ubuntu: apt-get install redis-server, macOS: brew install redis',
-    );
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  const up = (async () => {
-    for (let i = 0; i < 100; i++) {
-      if (await accepts(port)) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`redis-server did not listen on 127.0.0.1:${port} within 10 s`);
-  })();
-  await Promise.race([up, failed]);
-  failed.catch(() => undefined);
-  console.error(`[mcpt start] redis-server on ${url} (data and AOF in ${dir})`);
-  return { child, url };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const client = connect(port, '127.0.0.1');
-    client.once('connect', () => {
-      client.end();
-      resolve(true);
-    });
-    client.once('error', () => resolve(false));
-  });
+function noteStart(apiUrl: string): void {
+  const redis = Object.fromEntries(
+    ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_PREFIX'].flatMap((name) => {
+      const value = process.env[name];
+      return value ? [[name, value]] : [];
+    }),
+  );
+  const path = writeStartState({ pid: process.pid, redis, apiUrl, startedAt: new Date().toISOString() }, process.env);
+  console.error(`[mcpt start] operator commands (mcpt overview, list, ...) read this Redis: noted in ${path}`);
 }

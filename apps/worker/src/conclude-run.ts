@@ -19,6 +19,7 @@ export async function concludeRun(deps: AttemptDeps, attempt: Attempt, outcome: 
       return settle(deps, attempt, settleWithResult(outcome.result), outcome.endsChildren);
     case 'failed':
       countTimeout(deps, attempt, outcome.error);
+      log.warn('tool failed', failureFields(outcome.error));
       return settle(
         deps,
         attempt,
@@ -78,6 +79,16 @@ export function reportSkip(log: Logger, job: Job<ToolJobData>, traced: JobTrace 
   }
 }
 
+/**
+ * A failed run's error as its log line carries it: the message, and the stack that says where the tool threw (the
+ * task's error, which the audit line and the client see, carries no stack). A timeout's stack is the timer's: left out.
+ */
+function failureFields(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { error: String(error) };
+  if (error instanceof RunTimeoutError) return { error: error.message };
+  return { error: String(error), stack: error.stack };
+}
+
 /** A timeout is a RunTimeoutError, which only the run's own timer makes (run-tool.ts). */
 function countTimeout(deps: AttemptDeps, attempt: Attempt, error: unknown): void {
   if (error instanceof RunTimeoutError) deps.count?.(attempt.job.data.tool, 'timeouts');
@@ -90,7 +101,7 @@ async function retryLater(deps: AttemptDeps, attempt: Attempt, retry: Outcome<'r
   });
   if (!noted.ok) return;
   deps.count?.(attempt.job.data.tool, 'retries');
-  attempt.log.info('run failed: retrying', { run: retry.run, delayMs: retry.delayMs, error: String(retry.error) });
+  attempt.log.warn('tool failed: retrying', { run: retry.run, delayMs: retry.delayMs, ...failureFields(retry.error) });
   attempt.traced?.note({ 'mcp.task.retry': retry.run });
   throw new RetryLater(retry.statusMessage, retry.delayMs);
 }

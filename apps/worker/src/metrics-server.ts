@@ -1,10 +1,10 @@
 // The worker's optional HTTP listener (WORKER_METRICS_PORT): /metrics for Prometheus (behind METRICS_TOKEN, or open
 // on a loopback bind only) and /healthz. Workers have no other HTTP server; the counters they own (tasks finished, durations, queue
 // wait) can only be scraped here.
-import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  listenOn,
   metricsAccess,
   metricsWarning,
   type CleanupStack,
@@ -67,8 +67,12 @@ export async function startMetricsServer(
       (error: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${error.message}\n`),
     );
   });
-  server.listen(listen.port, listen.host);
-  await once(server, 'listening');
+  await listenOn(server, {
+    port: listen.port,
+    host: listen.host,
+    portVariable: 'WORKER_METRICS_PORT',
+    hostVariable: 'WORKER_METRICS_HOST',
+  });
   return server;
 }
 

@@ -2,7 +2,15 @@
 // upstream's tools come and go), each with its handlers, and closed letting the tools they run finish within the
 // grace period.
 import type { Queue } from 'bullmq';
-import { TOOL_QUEUE_NAME, type Logger, type RedisClient, type TaskStore, type ToolJobData } from '@mcp-tasks/engine';
+import {
+  isConnectionError,
+  TOOL_QUEUE_NAME,
+  type Logger,
+  type RedisClient,
+  type RedisConnectionLog,
+  type TaskStore,
+  type ToolJobData,
+} from '@mcp-tasks/engine';
 import { isTerminal, lostSettlement } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import type { RunEventEmitter } from './run-events.ts';
@@ -28,6 +36,8 @@ export interface QueueWorkerDeps {
   store: TaskStore;
   events: RunEventEmitter;
   log: Logger;
+  /** Where connection errors go (worker-engine.ts). */
+  redisErrors: RedisConnectionLog;
 }
 
 export class QueueWorkers {
@@ -104,7 +114,11 @@ export class QueueWorkers {
     });
     worker.on('active', (job) => events.emit('job:start', job));
     worker.on('completed', (job) => events.emit('job:end', job));
-    worker.on('error', (error) => log.warn('worker error', { queue: queueName, error: error.message }));
+    worker.on('error', (error) => {
+      // An outage's errors are the process's one story (RedisConnectionLog), not a warning per queue and retry.
+      if (isConnectionError(error)) this.deps.redisErrors.error(error);
+      else log.warn('worker error', { queue: queueName, error: error.message, stack: error.stack });
+    });
     worker.on('failed', (job, error) => {
       if (!job) return;
       events.emit('job:end', job);

@@ -5,6 +5,8 @@ import {
   coalesceWrites,
   createEngine,
   createRedis,
+  describeRedisTarget,
+  RedisConnectionLog,
   type CleanupStack,
   type Engine,
   type Logger,
@@ -18,15 +20,19 @@ export interface WorkerEngine {
   /** The BullMQ Workers' connection, which the engine's BullMQ objects share. */
   bullmq: RedisClient;
   engine: Engine;
+  /** What the process says while Redis is away; BullMQ's Workers report their connection errors to it too. */
+  connectionLog: RedisConnectionLog;
 }
 
 export async function openEngine(config: WorkerConfig, log: Logger, cleanup: CleanupStack): Promise<WorkerEngine> {
   const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
   const bullmq = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
   const subscriber = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
-  for (const connection of [redis, bullmq, subscriber]) {
-    connection.on('error', (error: Error) => log.warn('redis connection error', { error: error.message }));
-  }
+  const connectionLog = new RedisConnectionLog(log, {
+    target: describeRedisTarget(config.REDIS_URL, config.REDIS_CLUSTER_NODES),
+    intervalMs: config.REDIS_DOWN_LOG_INTERVAL_MS,
+  });
+  for (const connection of [redis, bullmq, subscriber]) connectionLog.watch(connection);
   // The commands of one event-loop turn leave in one socket write (redis.ts): jobs settling together send their
   // record reads, transitions and BullMQ's moves as one write per connection instead of a system call each.
   coalesceWrites(redis);
@@ -34,5 +40,5 @@ export async function openEngine(config: WorkerConfig, log: Logger, cleanup: Cle
   await redis.ping();
   // BullMQ objects share the BullMQ worker's connection, so that pipelines on `redis` stay cheap (see api app.ts).
   const engine = cleanup.add('engine', createEngine({ redis, queues: bullmq, subscriber }, config), (e) => e.close());
-  return { redis, bullmq, engine };
+  return { redis, bullmq, engine, connectionLog };
 }

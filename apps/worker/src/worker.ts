@@ -187,6 +187,7 @@ function toolQueueWorkers(config: WorkerConfig, opened: WorkerEngine, parts: Que
     store: opened.engine.store,
     events: parts.runEvents,
     log: parts.log,
+    redisErrors: opened.connectionLog,
   });
 }
 

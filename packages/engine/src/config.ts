@@ -39,6 +39,8 @@ export type RedisEnv = z.infer<typeof RedisEnvSchema>;
 export const LogEnvSchema = z.object({
   LOG_LEVEL: z.enum(['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  /** While Redis is unreachable: the least time between two "redis still unreachable" lines (redis-log.ts). */
+  REDIS_DOWN_LOG_INTERVAL_MS: intFromEnv(30_000, { min: 100 }),
 });
 
 /** A whole number from the environment, e.g. `intFromEnv(1000, { min: 1 })`. */

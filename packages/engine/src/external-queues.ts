@@ -13,6 +13,7 @@ import type { ExternalTasks } from './external.ts';
 import type { KeySpace } from './keys.ts';
 import type { Logger } from './logger.ts';
 import type { ToolJobData } from './queue.ts';
+import { isConnectionError } from './redis-log.ts';
 import { createRedis, closeRedis, type RedisClient } from './redis.ts';
 import type { RedisEnv } from './config.ts';
 import type { TaskStore } from './records/store.ts';
@@ -30,6 +31,8 @@ export class ExternalQueues {
     let queue = this.#queues.get(name);
     if (!queue) {
       queue = new Queue<ToolJobData>(name, { connection: this.connection, prefix: this.prefix });
+      // The shared connection's errors are its owner's to log (RedisConnectionLog); unheard, BullMQ prints stacks.
+      queue.on('error', () => undefined);
       this.#queues.set(name, queue);
     }
     return queue;
@@ -73,9 +76,11 @@ export class ExternalQueueListener {
     this.#connection.on('error', () => undefined);
     const events = new QueueEvents(this.queue, { connection: this.#connection, prefix, lastEventId });
     this.#events = events;
-    events.on('error', (error) =>
-      this.deps.log.warn('external queue events error', { queue: this.queue, error: String(error) }),
-    );
+    events.on('error', (error) => {
+      // An outage is told once for the whole process, by its own connections' RedisConnectionLog.
+      if (isConnectionError(error)) return;
+      this.deps.log.warn('external queue events error', { queue: this.queue, error: String(error) });
+    });
     events.on('completed', ({ jobId, returnvalue }, id) => {
       this.#handle(id, jobId, (tool) => settleWithJobReturn(tool, returnvalue));
     });

@@ -44,6 +44,7 @@ export { GatewayState, type UpstreamStatus } from './gateway.ts';
 export { type AnswerVerdict, type InputAnswer, InputBroker } from './input-broker.ts';
 export { KeySpace } from './keys.ts';
 export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
+export { listenOn, type ListenTarget } from './listen.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
 export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
@@ -86,6 +87,7 @@ export {
   prefixPinsOneSlot,
 } from './redis-target.ts';
 export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './redis.ts';
+export { isConnectionError, RedisConnectionLog, type RedisConnectionLogOptions } from './redis-log.ts';
 export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
 export { type RequestOpening, RequestRefusedError } from './request-opening.ts';

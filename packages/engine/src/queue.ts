@@ -52,7 +52,11 @@ export interface UpstreamTaskRef {
 }
 
 export function createToolQueue(connection: RedisClient, prefix: string): Queue<ToolJobData> {
-  return new Queue<ToolJobData>(TOOL_QUEUE_NAME, { connection, prefix });
+  const queue = new Queue<ToolJobData>(TOOL_QUEUE_NAME, { connection, prefix });
+  // Its errors are those of the connection it shares, which its owner logs (RedisConnectionLog); unheard, BullMQ
+  // printed each with its stack on stderr, several a second while Redis was down.
+  queue.on('error', () => undefined);
+  return queue;
 }
 
 /**

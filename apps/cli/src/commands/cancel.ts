@@ -17,7 +17,7 @@ export function registerCancel(program: Command, io: CliIo): void {
   withYesOption(command, 'cancel').action(
     async (taskId: string, options: { message: string; json?: boolean } & YesOption) => {
       refuseUnanswerable(io, options, 'cancel');
-      const cancelled = await withOperator(io.env, async (operator) => {
+      const cancelled = await withOperator(io, async (operator) => {
         const record = await operator.store.get(taskId);
         // A task that is gone or ended gets the refusal of admin.cancel, without a question first.
         if (record && !isTerminal(record.status)) {

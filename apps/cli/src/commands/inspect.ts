@@ -17,7 +17,7 @@ export function registerInspect(program: Command, io: CliIo): void {
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
     .action(async (taskId: string, options: { json?: boolean }) => {
-      const found = await withOperator(io.env, ({ admin }) => admin.inspect(taskId));
+      const found = await withOperator(io, ({ admin }) => admin.inspect(taskId));
       if (!found) throw new CliError(`Task ${taskId} not found (it never existed, expired or was purged)`);
       // Owner and session by their labels: a session id is a credential (docs/security.md, "Operators' views").
       const inspection = operatorInspection(found);

@@ -50,7 +50,7 @@ export function registerList(program: Command, io: CliIo): void {
         ...(options.olderThan !== undefined ? { createdBefore: now - options.olderThan } : {}),
         ...(options.newerThan !== undefined ? { createdAfter: now - options.newerThan } : {}),
       };
-      const page = await withOperator(io.env, ({ admin }) =>
+      const page = await withOperator(io, ({ admin }) =>
         admin.list(filter, {
           limit: options.limit,
           ...(options.cursor !== undefined ? { cursor: options.cursor } : {}),

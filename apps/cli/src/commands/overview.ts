@@ -15,7 +15,7 @@ export function registerOverview(program: Command, io: CliIo): void {
     .option('--json', 'print JSON for scripts instead of tables')
     .addHelpText('after', '\nCounting reads the status of every task: it takes about a second per 100k tasks.')
     .action(async (options: { json?: boolean }) => {
-      const overview = await withOperator(io.env, ({ admin }) => admin.overview());
+      const overview = await withOperator(io, ({ admin }) => admin.overview());
       emit(io, options.json === true, overview, () => {
         const {
           tasks,

@@ -24,7 +24,7 @@ export function registerPurge(program: Command, io: CliIo): void {
       const dryRun = options.dryRun === true;
       if (!dryRun) refuseUnanswerable(io, options, 'purge');
       const cutoff = Date.now() - options.olderThan;
-      const result = await withOperator(io.env, async ({ admin }) => {
+      const result = await withOperator(io, async ({ admin }) => {
         if (dryRun || options.yes === true) return admin.purge(cutoff, { dryRun });
         // What would go, counted first: the set cannot grow meanwhile (a task finishing now is not older than cutoff).
         const found = await admin.purge(cutoff, { dryRun: true });

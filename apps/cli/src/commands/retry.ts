@@ -16,7 +16,7 @@ export function registerRetry(program: Command, io: CliIo): void {
     .addHelpText('after', '\nThe owner finds the new task in tasks/list; its statusMessage names the task it retries.');
   withYesOption(command, 'retry').action(async (taskId: string, options: { json?: boolean } & YesOption) => {
     refuseUnanswerable(io, options, 'retry');
-    const created = await withOperator(io.env, async (operator) => {
+    const created = await withOperator(io, async (operator) => {
       const record = await operator.store.get(taskId);
       // A task that cannot be retried gets the refusal of admin.retry, without a question first.
       if (record?.status === TaskStatus.Failed && record.kind === TaskKind.Task) {
