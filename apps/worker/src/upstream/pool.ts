@@ -216,7 +216,9 @@ export class UpstreamPool {
     if (Date.now() < this.#retryAt && this.#reason !== undefined) {
       throw new UpstreamUnavailableError(upstream.name, this.#reason);
     }
-    if (this.status().connections === 0) this.#setState('connecting', this.#reason);
+    // An unavailable upstream stays so while it is tried again: operators and clients see it unavailable until a
+    // connection succeeds, not a state that flickers to connecting on every attempt of the backoff.
+    if (this.status().connections === 0 && this.#state !== 'unavailable') this.#setState('connecting', this.#reason);
     const connect = (shared: SharedSession | undefined) =>
       UpstreamConnection.open(
         upstream,
