@@ -68,10 +68,11 @@ describe('docker-compose.yml', () => {
     expect(dockerfile).to.contain('CMD ["api"]');
     const runner = JSON.parse(read('apps', 'runner', 'package.json')) as {
       name: string;
-      bin: Record<string, string>;
+      publishConfig: { bin: Record<string, string> };
     };
     expect(runner.name).to.equal('mcp-task-runner');
-    expect(runner.bin['mcpt']).to.equal('./dist/mcpt.js');
+    // Published only: in the workspace dist/mcpt.js does not exist before a build (issue 31).
+    expect(runner.publishConfig.bin['mcpt']).to.equal('./dist/mcpt.js');
     const bin = read('apps', 'runner', 'src', 'mcpt.ts');
     expect(bin.startsWith('#!/usr/bin/env node')).to.equal(true);
     expect(service('api').command).to.deep.equal(['api']);
