@@ -154,8 +154,10 @@ describe('docker-compose.yml', () => {
     expect(seconds(worker.stop_grace_period) * 1000).to.be.above(graceMs);
   });
 
-  it('builds from a Dockerfile on Node 20 that installs exactly the workspace packages, then the packed runner', () => {
-    expect(dockerfile).to.match(/^FROM node:20/m);
+  it('builds from a Dockerfile on Node 22 that installs exactly the workspace packages, then the packed runner (issue 31)', () => {
+    // Every stage on the Node line the published package admits (publishConfig.engines: >=22.15.0).
+    const stages = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((match) => match[1]);
+    expect(stages).to.deep.equal(['node:22-bookworm-slim', 'node:22-bookworm-slim']);
     expect(dockerfile).to.match(/npm install --omit=dev .*mcp-task-runner-\*\.tgz zod@/);
     expect(dockerfile).to.contain(`pnpm@${packageJson.packageManager.split('@')[1]}`);
     const packages: string[] = [];
