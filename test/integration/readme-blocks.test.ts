@@ -112,11 +112,18 @@ async function startBackground(
   const child = spawn('sh', ['-c', command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const exited = once(child, 'exit');
+  // 'close': every process of the group that held its output is gone, not only the shell.
+  const closed = once(child, 'close');
   const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    process.kill(-(child.pid ?? 0), 'SIGTERM');
-    const timer = setTimeout(() => process.kill(-(child.pid ?? 0), 'SIGKILL'), 10_000);
-    await exited;
+    if (child.exitCode === null && child.signalCode === null) process.kill(-(child.pid ?? 0), 'SIGTERM');
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-(child.pid ?? 0), 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }, 10_000);
+    await closed;
     clearTimeout(timer);
   };
   const release = track(`readme: ${command}`, stop);
@@ -189,6 +196,9 @@ describe('every fenced block of README.md and apps/runner/README.md is run, or s
       npm_config_fund: 'false',
       npm_config_update_notifier: 'false',
     };
+    // The blocks say which tools a process serves; nothing of the test runner's own environment may.
+    delete env['MCPT_TOOLS'];
+    delete env['MCPT_DEMO'];
   });
 
   after(async () => {
@@ -229,8 +239,10 @@ describe('every fenced block of README.md and apps/runner/README.md is run, or s
     ran.add(block);
   }
 
+  let lister: McpTestClient | undefined;
+  /** The catalog reaches the api shortly after a worker is ready: the blocks call the tools once it is listed. */
   async function waitForTools(...names: string[]): Promise<void> {
-    const client = await McpTestClient.connect(apiUrl);
+    const client = (lister ??= await McpTestClient.connect(apiUrl));
     await eventually(async () => {
       const { tools } = (await client.call('tools/list')) as { tools: { name: string }[] };
       const listed = tools.map((tool) => tool.name);
