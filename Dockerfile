@@ -3,8 +3,9 @@
 # or MCPT_TOOLS), `docker run IMAGE overview` and the other operator commands. README.md, "Docker", shows how to add
 # your tools: a derived image `FROM` this one, or a folder mounted under /app with MCPT_TOOLS.
 
+# Node 22 in every stage: the published package admits Node >= 22.15 (apps/runner/package.json, publishConfig.engines).
 # Build stage: the workspace, then the package's tarball (pnpm run pack without the npx wrapper).
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /src
 RUN npm install -g pnpm@10.34.9
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
@@ -21,7 +22,7 @@ COPY . .
 RUN cd apps/runner && pnpm run build && pnpm pack --pack-destination /dist
 
 # Runtime stage: plain Node, the package and zod installed by npm as a user would, no sources, no tsx.
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 WORKDIR /app
 COPY --from=build /dist/ /tmp/dist/
 RUN echo '{ "name": "mcpt-app", "private": true, "type": "module" }' > package.json \

@@ -17,7 +17,9 @@ export default defineConfig({
   entry: { index: 'src/index.ts', mcpt: 'src/mcpt.ts' },
   format: 'esm',
   platform: 'node',
-  target: 'node20',
+  // The published package needs Node 22.15 (publishConfig.engines: its OpenTelemetry dependencies do); the build
+  // itself still runs on the workspace's Node 20.
+  target: 'node22',
   outDir: 'dist',
   clean: true,
   splitting: true,

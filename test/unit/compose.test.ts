@@ -68,10 +68,11 @@ describe('docker-compose.yml', () => {
     expect(dockerfile).to.contain('CMD ["api"]');
     const runner = JSON.parse(read('apps', 'runner', 'package.json')) as {
       name: string;
-      bin: Record<string, string>;
+      publishConfig: { bin: Record<string, string> };
     };
     expect(runner.name).to.equal('mcp-task-runner');
-    expect(runner.bin['mcpt']).to.equal('./dist/mcpt.js');
+    // Published only: in the workspace dist/mcpt.js does not exist before a build (issue 31).
+    expect(runner.publishConfig.bin['mcpt']).to.equal('./dist/mcpt.js');
     const bin = read('apps', 'runner', 'src', 'mcpt.ts');
     expect(bin.startsWith('#!/usr/bin/env node')).to.equal(true);
     expect(service('api').command).to.deep.equal(['api']);
@@ -153,8 +154,10 @@ describe('docker-compose.yml', () => {
     expect(seconds(worker.stop_grace_period) * 1000).to.be.above(graceMs);
   });
 
-  it('builds from a Dockerfile on Node 20 that installs exactly the workspace packages, then the packed runner', () => {
-    expect(dockerfile).to.match(/^FROM node:20/m);
+  it('builds from a Dockerfile on Node 22 that installs exactly the workspace packages, then the packed runner (issue 31)', () => {
+    // Every stage on the Node line the published package admits (publishConfig.engines: >=22.15.0).
+    const stages = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((match) => match[1]);
+    expect(stages).to.deep.equal(['node:22-bookworm-slim', 'node:22-bookworm-slim']);
     expect(dockerfile).to.match(/npm install --omit=dev .*mcp-task-runner-\*\.tgz zod@/);
     expect(dockerfile).to.contain(`pnpm@${packageJson.packageManager.split('@')[1]}`);
     const packages: string[] = [];

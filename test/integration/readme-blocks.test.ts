@@ -1,0 +1,275 @@
+// Every fenced block of the two READMEs (the repository's README.md and the package's manual, apps/runner/README.md)
+// is run, or says why not, so that none can rot (issue 31). Each block follows an HTML comment:
+//   <!-- run: <how> [#id] -->   this test runs it (below), in a newcomer's project
+//   <!-- same as: #id -->        the same text as the block run under that id
+//   <!-- not run: <reason> -->   it cannot run here (docker, a cluster, a transcript, ...)
+// <how> is `commands` (a shell script in the project; `npm install mcp-task-runner` installs the packed tarball),
+// `file <name>` (written into the project), `background` (a long-running command, up once `ready:` matches its
+// output), `node <file>` / `module <file>` (written and run with node; the endpoint http://127.0.0.1:3000/mcp is
+// the live one), with `; expect: <regex>` on what it prints. The newcomer: a temp directory, the manual's blocks in
+// order (npm init -y, the tarball, tools.js, `mcpt start` on a Redis of the test, clients of both wires, `mcpt
+// overview` and `list`), then the README's on a worker of the demo tools, all on Node 22.15.0, the lowest the package
+// admits.
+import { expect } from 'chai';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../scripts/lib/ports.ts';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { nodeBinary, packedTarball, pathFor } from '../support/packed-runner.ts';
+import { repoRoot } from '../support/processes.ts';
+import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
+import { track } from '../support/resources.ts';
+
+const run = promisify(execFile);
+const LOWEST_NODE = '22.15.0';
+const READMES = ['apps/runner/README.md', 'README.md'];
+const DOCUMENTED_URL = 'http://127.0.0.1:3000/mcp';
+
+type Marker =
+  | { kind: 'run'; how: string; arg?: string; id?: string; expect?: RegExp; ready?: RegExp }
+  | { kind: 'same'; id: string }
+  | { kind: 'not-run'; reason: string };
+
+interface Block {
+  file: string;
+  line: number;
+  lang: string;
+  text: string;
+  marker?: Marker;
+  markerError?: string;
+}
+
+function parseMarker(comment: string): Marker | string {
+  const body = /^<!--\s*(.*?)\s*-->$/.exec(comment)?.[1];
+  if (body === undefined) return 'no marker comment before it';
+  const same = /^same as:\s*#([\w-]+)$/.exec(body);
+  if (same?.[1]) return { kind: 'same', id: same[1] };
+  const notRun = /^not run:\s*(.+)$/.exec(body);
+  if (notRun?.[1]) return { kind: 'not-run', reason: notRun[1] };
+  const runs = /^run:\s*(.+)$/.exec(body);
+  if (!runs?.[1]) return `not a marker: ${comment}`;
+  const [head = '', ...options] = runs[1].split(';').map((part) => part.trim());
+  const words = head.split(/\s+/);
+  const id = words.find((word) => word.startsWith('#'))?.slice(1);
+  const [how = '', arg] = words.filter((word) => !word.startsWith('#'));
+  if (!['commands', 'file', 'background', 'node', 'module'].includes(how)) return `unknown run kind: ${how}`;
+  const option = (name: string) => {
+    const found = options.find((part) => part.startsWith(`${name}:`));
+    return found === undefined ? undefined : new RegExp(found.slice(name.length + 1).trim());
+  };
+  return {
+    kind: 'run',
+    how,
+    ...(arg ? { arg } : {}),
+    ...(id ? { id } : {}),
+    expect: option('expect'),
+    ready: option('ready'),
+  };
+}
+
+/** The fenced blocks of a Markdown file, each with the comment on the last non-blank line before it. */
+function blocksOf(file: string): Block[] {
+  const lines = readFileSync(join(repoRoot, file), 'utf8').split('\n');
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(`{3,})(\S*)\s*$/.exec(lines[i] ?? '');
+    if (!open?.[1]) continue;
+    const end = lines.findIndex((line, j) => j > i && line.startsWith(open[1] ?? '```') && line.trim() === open[1]);
+    if (end < 0) throw new Error(`${file}:${i + 1}: unclosed fence`);
+    let before = i - 1;
+    while (before >= 0 && (lines[before] ?? '').trim() === '') before--;
+    const parsed = parseMarker((lines[before] ?? '').trim());
+    const block: Block = { file, line: i + 1, lang: open[2] ?? '', text: lines.slice(i + 1, end).join('\n') + '\n' };
+    if (typeof parsed === 'string') block.markerError = parsed;
+    else block.marker = parsed;
+    blocks.push(block);
+    i = end;
+  }
+  return blocks;
+}
+
+const blocks = READMES.flatMap(blocksOf);
+const where = (block: Block) => `${block.file}:${block.line}`;
+const runId = (block: Block) => (block.marker?.kind === 'run' ? block.marker.id : undefined);
+
+/** A long-running command in its own process group (npx and what it starts stop together). */
+interface Background {
+  child: ChildProcess;
+  output: string[];
+  stop(): Promise<void>;
+}
+
+async function startBackground(
+  command: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+): Promise<Background> {
+  const child = spawn('sh', ['-c', command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const exited = once(child, 'exit');
+  // 'close': every process of the group that held its output is gone, not only the shell.
+  const closed = once(child, 'close');
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-(child.pid ?? 0), 'SIGTERM');
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-(child.pid ?? 0), 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }, 10_000);
+    await closed;
+    clearTimeout(timer);
+  };
+  const release = track(`readme: ${command}`, stop);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready in 60 s: ${command}\n${output.join('')}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output.push(chunk.toString());
+      if (ready.test(output.join(''))) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    void exited.then(([code]) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${String(code)} before it was ready: ${command}\n${output.join('')}`));
+    });
+  });
+  return { child, output, stop: release };
+}
+
+describe('the fenced blocks of README.md and apps/runner/README.md have markers (issue 31)', () => {
+  it('every fenced block has a marker; `same as` names a block run with the same text (issue 31)', () => {
+    expect(blocks.length).to.be.above(20);
+    const problems = blocks
+      .filter((block) => block.markerError)
+      .map((block) => `${where(block)}: ${block.markerError}`);
+    expect(problems, 'blocks without a valid marker').to.deep.equal([]);
+    const byId = new Map(blocks.filter(runId).map((block) => [runId(block), block]));
+    for (const block of blocks) {
+      if (block.marker?.kind !== 'same') continue;
+      const original = byId.get(block.marker.id);
+      expect(original, `${where(block)}: no block is run as #${block.marker.id}`).to.not.equal(undefined);
+      expect(block.text, `${where(block)} differs from #${block.marker.id}`).to.equal(original?.text);
+    }
+  });
+});
+
+describe('every fenced block of README.md and apps/runner/README.md is run, or says why not (issue 31)', function () {
+  this.timeout(300_000);
+  let redis: RedisServer;
+  let home: string;
+  let project: string;
+  let env: NodeJS.ProcessEnv;
+  let apiUrl: string;
+  let tarball: string;
+  const background: Background[] = [];
+  const ran = new Set<Block>();
+
+  before(async () => {
+    const [packed, node] = await Promise.all([packedTarball(), nodeBinary(LOWEST_NODE)]);
+    tarball = packed;
+    redis = await startRedisServer();
+    home = mkdtempSync(join(tmpdir(), 'mcpt-readme-'));
+    project = join(home, 'my-tools');
+    mkdirSync(project);
+    const port = await freePort();
+    apiUrl = `http://127.0.0.1:${port}/mcp`;
+    env = {
+      ...process.env,
+      PATH: pathFor(node),
+      NODE_OPTIONS: '',
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: uniquePrefix(),
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      npm_config_prefer_offline: 'true',
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+      npm_config_update_notifier: 'false',
+    };
+    // The blocks say which tools a process serves; nothing of the test runner's own environment may.
+    delete env['MCPT_TOOLS'];
+    delete env['MCPT_DEMO'];
+  });
+
+  after(async () => {
+    for (const process of background.reverse()) await process.stop();
+    await redis?.stop();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  async function runBlock(block: Block): Promise<void> {
+    const marker = block.marker;
+    if (marker?.kind !== 'run') return;
+    const text = block.text.replaceAll(DOCUMENTED_URL, apiUrl);
+    let printed = '';
+    if (marker.how === 'file') {
+      writeFileSync(join(project, marker.arg ?? ''), text);
+    } else if (marker.how === 'commands') {
+      const script = text.replace(/^(npm install .*?)\bmcp-task-runner\b/gm, `$1${tarball}`);
+      const result = await run('sh', ['-e', '-c', script], { cwd: project, env, timeout: 180_000 }).catch(
+        (error: { stdout?: string; stderr?: string }) => {
+          throw new Error(`${where(block)} failed:\n${script}\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+        },
+      );
+      printed = `${result.stdout}${result.stderr}`;
+    } else if (marker.how === 'background') {
+      const command = text.split('\n').find((line) => line.trim() !== '' && !line.startsWith('#')) ?? '';
+      background.push(await startBackground(command, project, env, marker.ready ?? /./));
+    } else {
+      const file = marker.arg ?? 'block.mjs';
+      writeFileSync(join(project, file), text);
+      const result = await run('node', [file], { cwd: project, env, timeout: 60_000 }).catch(
+        (error: { stdout?: string; stderr?: string }) => {
+          throw new Error(`${where(block)} (${file}) failed:\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+        },
+      );
+      printed = `${result.stdout}${result.stderr}`;
+    }
+    if (marker.expect) expect(printed, `${where(block)} printed`).to.match(marker.expect);
+    ran.add(block);
+  }
+
+  let lister: McpTestClient | undefined;
+  /** The catalog reaches the api shortly after a worker is ready: the blocks call the tools once it is listed. */
+  async function waitForTools(...names: string[]): Promise<void> {
+    const client = (lister ??= await McpTestClient.connect(apiUrl));
+    await eventually(async () => {
+      const { tools } = (await client.call('tools/list')) as { tools: { name: string }[] };
+      const listed = tools.map((tool) => tool.name);
+      return names.every((name) => listed.includes(name)) ? listed : undefined;
+    });
+  }
+
+  it("runs the manual's blocks in order as a newcomer: npm init, the tarball, tools.js, mcpt start, both wires' clients, mcpt overview and list (issue 31)", async () => {
+    for (const block of blocks.filter((each) => each.file === 'apps/runner/README.md')) {
+      if (block.marker?.kind === 'run' && block.marker.how !== 'background' && background.length > 0) {
+        await waitForTools('resize_images');
+      }
+      await runBlock(block);
+    }
+    const started = background[0]?.output.join('') ?? '';
+    expect(started).to.match(/MCP endpoint/);
+  });
+
+  it("runs the README's blocks on the same system with a worker of the demo tools (issue 31)", async () => {
+    // The README's examples call the demo tools (count_primes, echo): a worker serves them beside the manual's.
+    background.push(await startBackground('npx mcpt worker', project, { ...env, MCPT_DEMO: '1' }, /worker ready/));
+    await waitForTools('count_primes', 'echo');
+    for (const block of blocks.filter((each) => each.file === 'README.md')) await runBlock(block);
+  });
+
+  it('ran every block marked `run:` (issue 31)', () => {
+    const missed = blocks.filter((block) => block.marker?.kind === 'run' && !ran.has(block)).map(where);
+    expect(missed).to.deep.equal([]);
+  });
+});
