@@ -142,9 +142,10 @@ describe('the tool catalog (workers publish, the api lists and routes)', functio
       const result = await client.call('tools/call', { name: 'gamma', arguments: {} });
       expect(result['content']).to.deep.equal([{ type: 'text', text: 'gamma' }]);
 
-      // Its worker stops: gamma stays listed for the grace period, and a task of it waits in the queue.
+      // Its worker dies (a clean stop would withdraw the entry at once): gamma stays listed for the grace period,
+      // and a task of it waits in the queue.
       const seen = stream.events.length;
-      await gamma.stop();
+      await gamma.stop('SIGKILL');
       await sleep(1000);
       expect(names(await client.call('tools/list'))).to.include('gamma');
       const waiting = await client.createTask('gamma', {});
@@ -160,5 +161,57 @@ describe('the tool catalog (workers publish, the api lists and routes)', functio
     } finally {
       await stream.close();
     }
+  });
+});
+
+describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog entries at once (issue 31)', function () {
+  this.timeout(90_000);
+  const DELTA = './test/fixtures/catalog/delta.ts';
+  const DELTA_CHANGED = './test/fixtures/catalog/delta-changed.ts';
+  let system: System;
+
+  // The default grace period (60 s): a worker refused by its predecessor's entry would fail, not wait.
+  before(async () => {
+    system = await startSystem({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200' } });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  const published = async () => system.redis.hget(`${system.prefix}:catalog:tools`, 'delta');
+
+  it('a changed definition is accepted at once after its only worker stopped (SIGTERM) (issue 31)', async () => {
+    const first = await system.addWorker({ MCPT_TOOLS: DELTA });
+    expect(await published()).to.be.a('string');
+    expect(await first.stop('SIGTERM')).to.equal(0);
+    expect(await published()).to.equal(null);
+    const changed = await system.addWorker({ MCPT_TOOLS: DELTA_CHANGED });
+    const client = await McpTestClient.connect(system.apiUrl);
+    const result = await eventually(async () => {
+      const listing = await client.call('tools/list');
+      const delta = (listing['tools'] as Record<string, unknown>[]).find((tool) => tool['name'] === 'delta');
+      return (delta?.['inputSchema'] as { required?: string[] } | undefined)?.required?.includes('text')
+        ? client.call('tools/call', { name: 'delta', arguments: { text: 'v2' } })
+        : undefined;
+    });
+    expect(result['content']).to.deep.equal([{ type: 'text', text: 'delta v2' }]);
+    await changed.stop();
+  });
+
+  it('only its own entry: a tool another live worker serves stays, and still refuses a change (issue 31)', async () => {
+    const one = await system.addWorker({ MCPT_TOOLS: DELTA });
+    const two = await system.addWorker({ MCPT_TOOLS: DELTA });
+    await one.stop('SIGTERM');
+    expect(await published()).to.be.a('string');
+    const refusal = await spawnWorker({ ...system.env, MCPT_TOOLS: DELTA_CHANGED }).then(
+      async (worker) => {
+        await worker.stop();
+        return '';
+      },
+      (error: Error) => error.message,
+    );
+    expect(refusal).to.match(/Tool 'delta' is already served with a different definition/);
+    await two.stop('SIGTERM');
+    expect(await published()).to.equal(null);
   });
 });
