@@ -1,6 +1,7 @@
 // The tool catalog (docs/catalog.md): workers publish the tools they serve, the api lists the union of the live
 // ones, validates arguments against the published JSON Schema and routes each call to a worker that has the tool.
 import { expect } from 'chai';
+import { runCli } from '@mcp-tasks/cli';
 import { expectRpcError, eventually, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 import { SseConnection } from '../support/sse-client.ts';
@@ -196,6 +197,38 @@ describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog 
     });
     expect(result['content']).to.deep.equal([{ type: 'text', text: 'delta v2' }]);
     await changed.stop();
+  });
+
+  it('a task whose tool no live worker serves says so in tasks/get and mcpt inspect, and runs when one comes (issue 31)', async () => {
+    const worker = await system.addWorker({ MCPT_DEMO: '1', WORKER_SHUTDOWN_GRACE_MS: '100' });
+    const client = await McpTestClient.connect(system.apiUrl);
+    const task = await eventually(() => client.createTask('wait', { seconds: 5 }).catch(() => undefined));
+    const taskId = String(task['taskId']);
+    const queued = await client.call('tasks/get', { taskId });
+    expect(queued['statusMessage']).to.not.match(/No live worker/);
+    // Stopped while the task runs: the run is handed back to the queue, the entry withdrawn.
+    await eventually(async () =>
+      (await client.call('tasks/get', { taskId }))['status'] === 'working' ? true : undefined,
+    );
+    await worker.stop('SIGTERM');
+    const unserved = /^No live worker serves tool 'wait'; the task waits for one \(up to its ttl: until \d{4}-.*Z\)\.$/;
+    const waiting = await eventually(async () => {
+      const current = await client.call('tasks/get', { taskId });
+      return current['status'] === 'working' && unserved.test(String(current['statusMessage'])) ? current : undefined;
+    });
+    expect(waiting['status']).to.equal('working');
+    let out = '';
+    const code = await runCli(['inspect', taskId, '--json'], {
+      out: (text) => (out += text),
+      err: () => undefined,
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code).to.equal(0);
+    expect((JSON.parse(out) as { task: { statusMessage: string } }).task.statusMessage).to.match(unserved);
+    // A worker serving it comes: the task runs to its end.
+    await system.addWorker({ MCPT_DEMO: '1' });
+    const result = await client.call('tasks/result', { taskId });
+    expect(result['isError']).to.not.equal(true);
   });
 
   it('only its own entry: a tool another live worker serves stays, and still refuses a change (issue 31)', async () => {

@@ -110,7 +110,9 @@ const ENGINE_EXPORTS = [
   'traceLostAttempts',
   'tracer',
   'tracingRequested',
+  'unservedMessage',
   'verifyCallbackToken',
+  'withServedStatus',
   'withSpan',
 ];
 
