@@ -248,3 +248,39 @@ describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog 
     expect(await published()).to.equal(null);
   });
 });
+
+describe('an api whose catalog is empty (issue 31)', function () {
+  this.timeout(90_000);
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200', CATALOG_EMPTY_WAIT_MS: '30000' } });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  const emptyWarnings = () =>
+    (system.apis[0]?.records() ?? []).filter((record) =>
+      String(record['message']).startsWith('the tool catalog is empty'),
+    );
+
+  it('warns once that no worker serves any tool, and not again while it stays empty (issue 31)', async () => {
+    expect(emptyWarnings()).to.have.length(1);
+    await sleep(2500); // more than CATALOG_RELOAD_MS: reloads of the same empty catalog say nothing more
+    expect(emptyWarnings()).to.have.length(1);
+    expect(String(emptyWarnings()[0]?.['hint'])).to.match(/MCPT_TOOLS=/);
+  });
+
+  it('right after start, a call waits for its tool to be published rather than answering Unknown tool (issue 31)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const call = client.call('tools/call', { name: 'gamma', arguments: {} });
+    const worker = await system.addWorker({ MCPT_TOOLS: GAMMA });
+    expect((await call)['content']).to.deep.equal([{ type: 'text', text: 'gamma' }]);
+    // Its worker stops: the catalog is empty again, and the api says so once more.
+    await worker.stop('SIGTERM');
+    await eventually(() => (emptyWarnings().length === 2 ? true : undefined));
+    await sleep(500);
+    expect(emptyWarnings()).to.have.length(2);
+  });
+});

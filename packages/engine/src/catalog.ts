@@ -257,6 +257,36 @@ export class CatalogView {
     return this.#entries;
   }
 
+  /** Whether the catalog was read at least once: before that, an absent tool is unknown to us, not to the system. */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
+  /**
+   * Waits up to `ms` for `name` to be published (a change announced on the channel, or a periodic reload); the entry,
+   * or undefined when it did not come.
+   */
+  async waitFor(name: string, ms: number): Promise<CatalogEntry | undefined> {
+    if (ms <= 0) return this.#entries.get(name);
+    let stop: () => void = () => undefined;
+    const arrived = new Promise<CatalogEntry | undefined>((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), ms);
+      const unsubscribe = this.onChange((entries) => {
+        const entry = entries.get(name);
+        if (entry) resolve(entry);
+      });
+      stop = () => {
+        clearTimeout(timer);
+        unsubscribe();
+      };
+    });
+    try {
+      return this.#entries.get(name) ?? (await arrived);
+    } finally {
+      stop();
+    }
+  }
+
   /** Why a live tool is left out of the listing (docs/catalog.md, "Bounds"), if it is. */
   refusal(name: string): CatalogRefusal | undefined {
     return this.#refused.get(name);
