@@ -1,6 +1,6 @@
 # The runner as users get it: the installable package mcp-task-runner, built from this repository and installed with
-# npm into /app, with `mcpt` as the entrypoint. `docker run IMAGE api`, `docker run IMAGE worker` (the demo tools,
-# or MCPT_TOOLS), `docker run IMAGE overview` and the other operator commands. README.md, "Docker", shows how to add
+# npm into /app, with `mcpt` as the entrypoint. `docker run IMAGE api`, `docker run IMAGE worker` (MCPT_TOOLS, or
+# the demo tools with `worker --demo`), `docker run IMAGE overview` and the other operator commands. README.md, "Docker", shows how to add
 # your tools: a derived image `FROM` this one, or a folder mounted under /app with MCPT_TOOLS.
 
 # Node 22 in every stage: the published package admits Node >= 22.15 (apps/runner/package.json, publishConfig.engines).

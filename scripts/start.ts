@@ -24,7 +24,8 @@ async function main(): Promise<void> {
   }
   const env = { ...process.env, REDIS_URL: redisUrl, PORT: port, HOST: host, ...(await startFakeBatch(host, port)) };
   const api = launch('api', ['--import', 'tsx', 'apps/api/src/main.ts'], env);
-  launch('worker', ['--import', 'tsx', 'apps/worker/src/main.ts'], env);
+  // The demo system: the demo tools (MCPT_DEMO=1, and with MCPT_TOOLS yours beside them) unless MCPT_DEMO=0.
+  launch('worker', ['--import', 'tsx', 'apps/worker/src/main.ts'], { MCPT_DEMO: '1', ...env });
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/mcp`;
   await waitForApi(url, api);
   say(`MCP endpoint: ${url}`);

@@ -182,7 +182,7 @@ async function endToEnd(system: BenchSystem, result: GatewayResult): Promise<voi
   const worker = await startWorker(
     cleanup,
     system.dir,
-    { ...system.env, MCPT_UPSTREAMS: config },
+    { ...system.env, MCPT_DEMO: '0', MCPT_UPSTREAMS: config },
     99,
     async () => (await queue.getWorkersCount()) > 0,
   );

@@ -80,6 +80,8 @@ export class BenchSystem {
       REDIS_PREFIX: this.prefix,
       LOG_LEVEL: this.options.logLevel,
       WORKER_CONCURRENCY: String(this.options.concurrency),
+      // The bench runs the demo tools (wait, ...).
+      MCPT_DEMO: '1',
       // Every bench client comes from 127.0.0.1: the per-address limit (on by default) would throttle the run.
       // A huge limit keeps the check (and its cost) without ever refusing.
       RATE_LIMIT_PER_ADDRESS: '1000000000',

@@ -1,6 +1,7 @@
 // The tool catalog (docs/catalog.md): workers publish the tools they serve, the api lists the union of the live
 // ones, validates arguments against the published JSON Schema and routes each call to a worker that has the tool.
 import { expect } from 'chai';
+import { runCli } from '@mcp-tasks/cli';
 import { expectRpcError, eventually, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 import { SseConnection } from '../support/sse-client.ts';
@@ -142,9 +143,10 @@ describe('the tool catalog (workers publish, the api lists and routes)', functio
       const result = await client.call('tools/call', { name: 'gamma', arguments: {} });
       expect(result['content']).to.deep.equal([{ type: 'text', text: 'gamma' }]);
 
-      // Its worker stops: gamma stays listed for the grace period, and a task of it waits in the queue.
+      // Its worker dies (a clean stop would withdraw the entry at once): gamma stays listed for the grace period,
+      // and a task of it waits in the queue.
       const seen = stream.events.length;
-      await gamma.stop();
+      await gamma.stop('SIGKILL');
       await sleep(1000);
       expect(names(await client.call('tools/list'))).to.include('gamma');
       const waiting = await client.createTask('gamma', {});
@@ -160,5 +162,125 @@ describe('the tool catalog (workers publish, the api lists and routes)', functio
     } finally {
       await stream.close();
     }
+  });
+});
+
+describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog entries at once (issue 31)', function () {
+  this.timeout(90_000);
+  const DELTA = './test/fixtures/catalog/delta.ts';
+  const DELTA_CHANGED = './test/fixtures/catalog/delta-changed.ts';
+  let system: System;
+
+  // The default grace period (60 s): a worker refused by its predecessor's entry would fail, not wait.
+  before(async () => {
+    system = await startSystem({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200' } });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  const published = async () => system.redis.hget(`${system.prefix}:catalog:tools`, 'delta');
+
+  it('a changed definition is accepted at once after its only worker stopped (SIGTERM) (issue 31)', async () => {
+    const first = await system.addWorker({ MCPT_TOOLS: DELTA });
+    expect(await published()).to.be.a('string');
+    expect(await first.stop('SIGTERM')).to.equal(0);
+    expect(await published()).to.equal(null);
+    const changed = await system.addWorker({ MCPT_TOOLS: DELTA_CHANGED });
+    const client = await McpTestClient.connect(system.apiUrl);
+    const result = await eventually(async () => {
+      const listing = await client.call('tools/list');
+      const delta = (listing['tools'] as Record<string, unknown>[]).find((tool) => tool['name'] === 'delta');
+      return (delta?.['inputSchema'] as { required?: string[] } | undefined)?.required?.includes('text')
+        ? client.call('tools/call', { name: 'delta', arguments: { text: 'v2' } })
+        : undefined;
+    });
+    expect(result['content']).to.deep.equal([{ type: 'text', text: 'delta v2' }]);
+    await changed.stop();
+  });
+
+  it('a task whose tool no live worker serves says so in tasks/get and mcpt inspect, and runs when one comes (issue 31)', async () => {
+    const worker = await system.addWorker({ MCPT_DEMO: '1', WORKER_SHUTDOWN_GRACE_MS: '100' });
+    const client = await McpTestClient.connect(system.apiUrl);
+    const task = await eventually(() => client.createTask('wait', { seconds: 5 }).catch(() => undefined));
+    const taskId = String(task['taskId']);
+    const queued = await client.call('tasks/get', { taskId });
+    expect(queued['statusMessage']).to.not.match(/No live worker/);
+    // Stopped while the task runs: the run is handed back to the queue, the entry withdrawn.
+    await eventually(async () =>
+      (await client.call('tasks/get', { taskId }))['status'] === 'working' ? true : undefined,
+    );
+    await worker.stop('SIGTERM');
+    const unserved = /^No live worker serves tool 'wait'; the task waits for one \(up to its ttl: until \d{4}-.*Z\)\.$/;
+    const waiting = await eventually(async () => {
+      const current = await client.call('tasks/get', { taskId });
+      return current['status'] === 'working' && unserved.test(String(current['statusMessage'])) ? current : undefined;
+    });
+    expect(waiting['status']).to.equal('working');
+    let out = '';
+    const code = await runCli(['inspect', taskId, '--json'], {
+      out: (text) => (out += text),
+      err: () => undefined,
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code).to.equal(0);
+    expect((JSON.parse(out) as { task: { statusMessage: string } }).task.statusMessage).to.match(unserved);
+    // A worker serving it comes: the task runs to its end.
+    await system.addWorker({ MCPT_DEMO: '1' });
+    const result = await client.call('tasks/result', { taskId });
+    expect(result['isError']).to.not.equal(true);
+  });
+
+  it('only its own entry: a tool another live worker serves stays, and still refuses a change (issue 31)', async () => {
+    const one = await system.addWorker({ MCPT_TOOLS: DELTA });
+    const two = await system.addWorker({ MCPT_TOOLS: DELTA });
+    await one.stop('SIGTERM');
+    expect(await published()).to.be.a('string');
+    const refusal = await spawnWorker({ ...system.env, MCPT_TOOLS: DELTA_CHANGED }).then(
+      async (worker) => {
+        await worker.stop();
+        return '';
+      },
+      (error: Error) => error.message,
+    );
+    expect(refusal).to.match(/Tool 'delta' is already served with a different definition/);
+    await two.stop('SIGTERM');
+    expect(await published()).to.equal(null);
+  });
+});
+
+describe('an api whose catalog is empty (issue 31)', function () {
+  this.timeout(90_000);
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200', CATALOG_EMPTY_WAIT_MS: '30000' } });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  const emptyWarnings = () =>
+    (system.apis[0]?.records() ?? []).filter((record) =>
+      String(record['message']).startsWith('the tool catalog is empty'),
+    );
+
+  it('warns once that no worker serves any tool, and not again while it stays empty (issue 31)', async () => {
+    expect(emptyWarnings()).to.have.length(1);
+    await sleep(2500); // more than CATALOG_RELOAD_MS: reloads of the same empty catalog say nothing more
+    expect(emptyWarnings()).to.have.length(1);
+    expect(String(emptyWarnings()[0]?.['hint'])).to.match(/MCPT_TOOLS=/);
+  });
+
+  it('right after start, a call waits for its tool to be published rather than answering Unknown tool (issue 31)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const call = client.call('tools/call', { name: 'gamma', arguments: {} });
+    const worker = await system.addWorker({ MCPT_TOOLS: GAMMA });
+    expect((await call)['content']).to.deep.equal([{ type: 'text', text: 'gamma' }]);
+    // Its worker stops: the catalog is empty again, and the api says so once more.
+    await worker.stop('SIGTERM');
+    await eventually(() => (emptyWarnings().length === 2 ? true : undefined));
+    await sleep(500);
+    expect(emptyWarnings()).to.have.length(2);
   });
 });

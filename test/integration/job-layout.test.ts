@@ -24,7 +24,7 @@ import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
 const TOOL = 'layout';
-const SCHEDULING: Scheduling = { retry: { attempts: 4, backoff: { type: 'fixed', delayMs: 10 } } };
+const SCHEDULING: Scheduling = { retry: { attempts: 4, backoff: { type: 'fixed', delayMs: 10 }, maxDelayMs: 60_000 } };
 const TWO_32 = 2 ** 32;
 
 describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shared redis-server)', function () {

@@ -112,10 +112,13 @@ export async function spawnApi(env: Record<string, string>): Promise<ApiHandle> 
 
 /**
  * A worker at LOG_LEVEL=debug unless `env` says otherwise: tests find the worker that settled a task by its "task
- * settled" line, which is a debug line (the audit record is the info line of a settlement).
+ * settled" line, which is a debug line (the audit record is the info line of a settlement). Without tools or
+ * upstreams in `env` it serves the demo tools (MCPT_DEMO=1), as the tests' workers always did.
  */
 export function spawnWorker(env: Record<string, string>): Promise<ChildHandle> {
-  return spawnService('worker', 'apps/worker/src/main.ts', { LOG_LEVEL: 'debug', ...env }, /worker ready/);
+  const named = ['MCPT_TOOLS', 'MCPT_UPSTREAMS', 'UPSTREAM_MCP_COMMAND', 'UPSTREAM_MCP_URL'].some((key) => env[key]);
+  const demo: Record<string, string> = named ? {} : { MCPT_DEMO: '1' };
+  return spawnService('worker', 'apps/worker/src/main.ts', { LOG_LEVEL: 'debug', ...demo, ...env }, /worker ready/);
 }
 
 export interface System {

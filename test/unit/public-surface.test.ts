@@ -113,7 +113,9 @@ const ENGINE_EXPORTS = [
   'traceLostAttempts',
   'tracer',
   'tracingRequested',
+  'unservedMessage',
   'verifyCallbackToken',
+  'withServedStatus',
   'withSpan',
 ];
 

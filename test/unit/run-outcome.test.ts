@@ -25,7 +25,7 @@ const job = (attemptsMade = 0, data: Partial<ToolJobData> = {}) =>
     data: { taskId: 't1', tool: 'work', arguments: {}, ...data },
   }) as unknown as Job<ToolJobData>;
 
-const retry: Scheduling = { retry: { attempts: 3, backoff: { type: 'fixed', delayMs: 500 } } };
+const retry: Scheduling = { retry: { attempts: 3, backoff: { type: 'fixed', delayMs: 500 }, maxDelayMs: 60_000 } };
 const result = { content: [{ type: 'text', text: 'done' }] };
 const returned = (aborted?: ToolRun['aborted']): ToolRun => ({
   returned: { success: true, data: result },

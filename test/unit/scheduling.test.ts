@@ -12,7 +12,9 @@ const NOW = Date.parse('2026-12-03T12:00:00.000Z');
 describe('scheduling settings', () => {
   it('waits fixed or doubling from the first retry, never longer than maxDelayMs', () => {
     expect([1, 2, 3].map((run) => retryDelayMs(retry, run))).to.deep.equal([1000, 2000, 3000]);
-    expect(retryDelayMs({ attempts: 3, backoff: { type: 'fixed', delayMs: 250 } }, 5)).to.equal(250);
+    expect(retryDelayMs({ attempts: 3, backoff: { type: 'fixed', delayMs: 250 }, maxDelayMs: 60_000 }, 5)).to.equal(
+      250,
+    );
   });
 
   it('after a failed run: retries with a message naming the attempt, the error and when the next starts', () => {
@@ -59,6 +61,62 @@ describe('scheduling settings', () => {
         run: () => Promise.resolve({ content: [] }),
       }),
     ).to.throw(/Tool 'bad' has invalid scheduling settings: concurrency/);
+  });
+
+  describe('a partial setting takes the defaults for the rest (issue 31)', () => {
+    const declare = (settings: Record<string, unknown>) =>
+      catalogEntryOf(
+        defineTool({
+          name: 'partial',
+          description: '',
+          inputSchema: z.object({}),
+          ...settings,
+          run: () => Promise.resolve({ content: [] }),
+        }),
+      ).scheduling;
+    const DEFAULTS = { attempts: 1, backoff: { type: 'exponential', delayMs: 1000 }, maxDelayMs: 60_000 };
+
+    it('retry: { attempts } alone (issue 31)', () => {
+      expect(declare({ retry: { attempts: 3 } })).to.deep.equal({ retry: { ...DEFAULTS, attempts: 3 } });
+    });
+    it('retry: {} is the default policy (issue 31)', () => {
+      expect(declare({ retry: {} })).to.deep.equal({ retry: DEFAULTS });
+    });
+    it('retry.backoff: { type } alone (issue 31)', () => {
+      expect(declare({ retry: { backoff: { type: 'fixed' } } })).to.deep.equal({
+        retry: { ...DEFAULTS, backoff: { type: 'fixed', delayMs: 1000 } },
+      });
+    });
+    it('retry.backoff: { delayMs } alone (issue 31)', () => {
+      expect(declare({ retry: { attempts: 2, backoff: { delayMs: 10 } } })).to.deep.equal({
+        retry: { ...DEFAULTS, attempts: 2, backoff: { type: 'exponential', delayMs: 10 } },
+      });
+    });
+    it('retry: { maxDelayMs } alone (issue 31)', () => {
+      expect(declare({ retry: { maxDelayMs: 5 } })).to.deep.equal({ retry: { ...DEFAULTS, maxDelayMs: 5 } });
+    });
+    it('retry without maxDelayMs waits at most its default 60 s (issue 31)', () => {
+      const policy = declare({ retry: { attempts: 20, backoff: { delayMs: 1000 } } })!.retry!;
+      expect(retryDelayMs(policy, 19)).to.equal(60_000);
+    });
+    it('rateLimit: { max } alone takes perMs 1000 (issue 31)', () => {
+      expect(declare({ rateLimit: { max: 5 } })).to.deep.equal({ rateLimit: { max: 5, perMs: 1000 } });
+    });
+    it('rateLimit: { perMs } alone is refused: max has no default (issue 31)', () => {
+      expect(() => declare({ rateLimit: { perMs: 60_000 } })).to.throw(
+        /Tool 'partial' has invalid scheduling settings: rateLimit\.max: required: the most starts per window/,
+      );
+    });
+    it('a wrong field is still named (issue 31)', () => {
+      expect(() => declare({ retry: { backoff: { type: 'linear' } } })).to.throw(/retry\.backoff\.type/);
+      expect(() => declare({ retry: { attempts: 2, tries: 3 } })).to.throw(/retry/);
+    });
+    it('an operator’s partial retry override is a whole policy too (issue 31)', () => {
+      const settings = loadSchedulingSettings(
+        SchedulingEnvSchema.parse({ SCHEDULING: JSON.stringify({ tools: { '*': { retry: { attempts: 4 } } } }) }),
+      );
+      expect(settings.overrideFor('any')).to.deep.equal({ retry: { ...DEFAULTS, attempts: 4 } });
+    });
   });
 
   it('operators override a tool’s settings field by field, `*` under the tool’s own entry; the catalog shows the result', () => {

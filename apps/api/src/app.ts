@@ -147,6 +147,7 @@ async function apiServices(
   });
   await catalogView.start();
   cleanup.add('catalog-view', catalogView, (view) => view.close());
+  warnWhenCatalogEmpty(catalogView, log);
   return {
     config,
     log,
@@ -164,7 +165,7 @@ async function apiServices(
       events: engine.events,
       streamAfterMs: config.RESULT_STREAM_AFTER_MS,
     }),
-    tools: new ApiTools(catalogView),
+    tools: new ApiTools(catalogView, config.CATALOG_EMPTY_WAIT_MS),
     requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {
       rotationMs: config.REQUEST_STATE_KEY_ROTATION_MS,
       overlapMs: config.REQUEST_STATE_KEY_OVERLAP_MS,
@@ -283,4 +284,20 @@ function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator):
       'AUTH_JWT_SECRET or AUTH_JWKS_URL before exposing the api beyond this machine; see README.md, "Security".',
     { tasksList: config.TASKS_LIST_ENABLED },
   );
+}
+
+/**
+ * An empty catalog means no worker serves any tool: every call would answer Unknown tool. Said once when this replica
+ * finds it so (at start, or when the last tool leaves), and again each time it becomes empty after having tools; not
+ * repeated while it stays empty.
+ */
+function warnWhenCatalogEmpty(view: CatalogView, log: Logger): void {
+  const warn = () =>
+    log.warn('the tool catalog is empty: no live worker serves any tool; calls answer Unknown tool until one starts', {
+      hint: 'start a worker with MCPT_TOOLS=./tools.js (or --demo for the demo tools) against the same REDIS_URL and REDIS_PREFIX',
+    });
+  if (view.loaded && view.entries().size === 0) warn();
+  view.onChange((entries) => {
+    if (entries.size === 0) warn();
+  });
 }

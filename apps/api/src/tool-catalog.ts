@@ -10,7 +10,11 @@ export class ApiTools {
   readonly #arguments = new ArgumentValidator();
   #listing: Record<string, unknown>[] | undefined;
 
-  constructor(readonly view: CatalogView) {
+  constructor(
+    readonly view: CatalogView,
+    /** CATALOG_EMPTY_WAIT_MS: how long a call waits for its tool while the catalog has none at all. */
+    readonly emptyWaitMs = 0,
+  ) {
     view.onChange(() => {
       this.#listing = undefined;
     });
@@ -36,6 +40,16 @@ export class ApiTools {
     // A refused entry is known without reading Redis again: its fix is announced on the catalog's channel.
     const entry = this.view.refusal(name) ? undefined : await this.view.get(name);
     if (entry) return entry;
+    if (!this.view.loaded) {
+      throw new UnavailableError(
+        `Tool '${name}' cannot be looked up: the tool catalog has not been read yet; try again`,
+      );
+    }
+    // A system starting: the api is ready before any worker has published. An empty catalog is never the answer.
+    if (this.view.entries().size === 0 && !this.view.refusal(name)) {
+      const arrived = await this.view.waitFor(name, this.emptyWaitMs);
+      if (arrived) return arrived;
+    }
     const refusal = this.view.refusal(name);
     if (refusal) {
       throw new UnavailableError(

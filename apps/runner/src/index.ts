@@ -39,6 +39,7 @@ export type {
   QueueToolDefinition,
   RetryPolicy,
   Scheduling,
+  SchedulingInput,
   ToolAnnotations,
   ToolContext,
   ToolDefinition,

@@ -4,8 +4,7 @@
 import { loadApiConfig, startApi } from '@mcp-tasks/api';
 import { removeStartState, runCli, writeStartState } from '@mcp-tasks/cli';
 import { CatalogConflictError, ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
-import { demoTools } from '@mcp-tasks/tools';
-import { loadTools, loadUpstreams, loadWorkerConfig, startWorker } from '@mcp-tasks/worker';
+import { loadWorkerConfig, servedSources, startWorker } from '@mcp-tasks/worker';
 import { startLocalRedis, type LocalRedis } from './local-redis.ts';
 
 const USAGE = `Usage: mcpt <command> [options]
@@ -14,13 +13,15 @@ Processes (configured by environment variables; see the README's configuration t
   api       the MCP endpoint (POST/GET/DELETE /mcp on HOST:PORT); loads no tool code
   worker    runs tools: MCPT_TOOLS=./tools.js,other-package (each exports \`tools\` or a default array),
             and the tools of existing MCP servers: UPSTREAM_MCP_COMMAND, UPSTREAM_MCP_URL or
-            MCPT_UPSTREAMS=./upstreams.json; with neither, the demo tools
+            MCPT_UPSTREAMS=./upstreams.json; with none of them it refuses to start
   start     a local redis-server (unless REDIS_URL is set), one api and one worker in this process
+  --demo    (worker, start) serve the demo tools too (wait, crash, ...; MCPT_DEMO=1): never by default
 
 Operator commands (mcpt <command> --help):
 `;
 
 const [command, ...rest] = process.argv.slice(2);
+if ((command === 'worker' || command === 'start') && rest.includes('--demo')) process.env['MCPT_DEMO'] = '1';
 
 try {
   if (command === 'api') await runApi();
@@ -57,11 +58,10 @@ async function runWorker(): Promise<void> {
   });
 }
 
-/** A worker as the environment describes it: MCPT_TOOLS, the upstreams, or else the demo tools. */
+/** A worker as the environment describes it: MCPT_TOOLS, the upstreams, the demo tools if asked (--demo). */
 async function startConfiguredWorker() {
   const config = loadWorkerConfig();
-  const upstreams = loadUpstreams();
-  const tools = (await loadTools(process.env['MCPT_TOOLS'])) ?? (upstreams.length > 0 ? [] : demoTools);
+  const { tools, upstreams } = await servedSources(config);
   return startWorker(config, tools, { upstreams });
 }
 

@@ -7,7 +7,10 @@ import type { ServedTools } from './served-tools.ts';
 import type { UpstreamTools } from './upstream/upstream-tools.ts';
 
 export interface Publishing {
-  catalog: { publish(entries: readonly CatalogEntry[], publisher: string): Promise<unknown> };
+  catalog: {
+    publish(entries: readonly CatalogEntry[], publisher: string): Promise<unknown>;
+    withdraw(names: readonly string[]): Promise<number>;
+  };
   /** This worker's name, recorded with its entries: a process that refuses one at read names it. */
   publisher: string;
   served: ServedTools;
@@ -40,6 +43,16 @@ export async function publishServed({ catalog, publisher, served, upstreamTools,
 }
 
 /**
+ * Withdraws what this worker published, at once, when it stops cleanly or its start fails after publishing: a worker
+ * started next with a changed definition is not refused by its predecessor's entry for CATALOG_GRACE_MS. Entries
+ * other live workers serve stay (withdraw-catalog-4.lua).
+ */
+export async function withdrawServed({ catalog, served, log }: Publishing): Promise<void> {
+  const removed = await catalog.withdraw(served.entries().map((entry) => entry.name));
+  if (removed > 0) log.info('tool catalog entries withdrawn', { removed });
+}
+
+/**
  * Each beat (and each change of an upstream's tools: list_changed, a restart) publishes what is served now, runs the
  * queues of new tools and stops taking jobs of tools that left. One sync at a time.
  */
@@ -66,7 +79,13 @@ export function keepPublished(
   };
   const heartbeat = setInterval(sync, heartbeatMs);
   heartbeat.unref();
-  cleanup.add('catalog-heartbeat', heartbeat, clearInterval);
+  // Released before the tool queues close, which may wait for long runs: the catalog is told at once. A beat under
+  // way ends first, so that it cannot publish again what was withdrawn.
+  cleanup.add('catalog-heartbeat', heartbeat, async (timer) => {
+    clearInterval(timer);
+    await syncing;
+    await withdrawServed(publishing);
+  });
   if (!upstreamTools) return;
   upstreamTools.onChange(sync);
   // Upstreams are reached in the background: one listed before this listener was added is published now.

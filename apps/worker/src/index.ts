@@ -7,6 +7,7 @@
  * await worker.close();
  */
 export { loadTools } from './load-tools.ts';
+export { servedSources, type ServedSources } from './served-sources.ts';
 export { loadWorkerConfig, WorkerEnvSchema, type WorkerConfig } from './config.ts';
 export { startWorker, type RunningWorker, type WorkerSources } from './worker.ts';
 export { loadUpstreams, parseUpstreams, type UpstreamConfig, type UpstreamOptions } from './upstream/config.ts';

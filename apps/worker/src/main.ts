@@ -1,18 +1,16 @@
 // Entry point of one worker process: `pnpm worker` or `mcpt worker`. MCPT_TOOLS names the tool modules, and
-// MCPT_UPSTREAMS / UPSTREAM_MCP_COMMAND / UPSTREAM_MCP_URL the MCP servers whose tools are served too; with neither,
-// the demo tools are served.
+// MCPT_UPSTREAMS / UPSTREAM_MCP_COMMAND / UPSTREAM_MCP_URL the MCP servers whose tools are served too; the demo
+// tools only with `--demo` or MCPT_DEMO=1 (served-sources.ts). With none of them the worker refuses to start.
 import { CatalogConflictError, ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
 import { CatalogEntryError } from '@mcp-tasks/protocol';
-import { demoTools } from '@mcp-tasks/tools';
 import { loadWorkerConfig } from './config.ts';
-import { loadTools } from './load-tools.ts';
-import { loadUpstreams } from './upstream/config.ts';
+import { servedSources } from './served-sources.ts';
 import { startWorker } from './worker.ts';
 
 try {
+  if (process.argv.slice(2).includes('--demo')) process.env['MCPT_DEMO'] = '1';
   const config = loadWorkerConfig();
-  const upstreams = loadUpstreams();
-  const tools = (await loadTools(process.env['MCPT_TOOLS'])) ?? (upstreams.length > 0 ? [] : demoTools);
+  const { tools, upstreams } = await servedSources(config);
   const worker = await startWorker(config, tools, { upstreams });
   onShutdownSignal(async (signal) => {
     worker.log.info('shutting down', { signal });

@@ -20,7 +20,7 @@ import {
 import type { ToolDefinition } from '@mcp-tasks/protocol';
 import type { JobDeps } from './attempt.ts';
 import { listenForCancels } from './cancellation.ts';
-import { keepPublished, publishServed } from './catalog-publishing.ts';
+import { keepPublished, publishServed, withdrawServed } from './catalog-publishing.ts';
 import type { WorkerConfig } from './config.ts';
 import { listenToExternalQueues } from './external-listening.ts';
 import { serveMetrics } from './metrics-server.ts';
@@ -102,6 +102,7 @@ export async function startWorker(
     const publishing = { catalog: engine.catalog, publisher: name, served, upstreamTools, log };
     // Before any job is taken: a conflicting definition of an own tool stops this worker here.
     await publishServed(publishing);
+    cleanup.add('catalog-entries', publishing, withdrawServed);
     await keepQueueLimits(served, engine.externalQueues, config.CATALOG_HEARTBEAT_MS, log, cleanup);
     const caps = startOwnerCaps(opened, scheduling, config.WORKER_LOCK_DURATION_MS, log, cleanup);
     // The live catalog: the tools child tasks call (ctx.callTool), and the queues external consumers publish.

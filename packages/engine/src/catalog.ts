@@ -1,5 +1,6 @@
 // The tool catalog in Redis (docs/catalog.md): workers publish the definitions they serve with a heartbeat; api
 // replicas list the union of the live ones from a cache that a pub/sub message (or a periodic reload) renews.
+import { randomUUID } from 'node:crypto';
 import {
   admitPublishedEntry,
   canonicalJson,
@@ -41,7 +42,7 @@ function shortened(json: string, length = 2000): string {
 export interface CatalogRefusal {
   tool: string;
   reason: string;
-  /** The worker that last published it (publish-catalog-3.lua); absent for a consumer that writes the hash itself. */
+  /** The worker that last published it (publish-catalog-4.lua); absent for a consumer that writes the hash itself. */
   publisher?: string;
 }
 
@@ -58,6 +59,11 @@ type CatalogSettings = Pick<
 
 export class ToolCatalog {
   readonly bounds: CatalogBounds;
+  /**
+   * Who publishes through this catalog, unique per process object: two workers of one process share their name, and
+   * one withdraws only what it published itself.
+   */
+  readonly instance = randomUUID();
   /** The verdict on each entry's JSON as last read: an unchanged entry is neither parsed nor compiled again. */
   readonly #verdicts = new Map<string, { raw: string; admission: Admission }>();
   /** Refusals already told to the listeners (tool and reason), so that each is logged once, not at every read. */
@@ -79,15 +85,12 @@ export class ToolCatalog {
   async publish(entries: readonly CatalogEntry[], publisher = ''): Promise<{ changed: boolean }> {
     const now = Date.now();
     const reply = await RedisScripts.on(this.redis).publishCatalog({
-      keys: {
-        tools: this.keys.catalogTools(),
-        seen: this.keys.catalogSeen(),
-        publishers: this.keys.catalogPublishers(),
-      },
+      keys: this.#scriptKeys(),
       now,
       liveAfter: now - this.timing.CATALOG_GRACE_MS,
       channel: this.keys.catalogChannel(),
       publisher,
+      instance: this.instance,
       entries: entries.map((entry) => ({ name: entry.name, json: canonicalJson(entry) })),
     });
     if (reply.verdict === 'conflict') {
@@ -95,6 +98,30 @@ export class ToolCatalog {
       throw new CatalogConflictError(reply.name, canonicalJson(mine), reply.live, this.timing.CATALOG_GRACE_MS);
     }
     return { changed: reply.changed };
+  }
+
+  /**
+   * Withdraws the entries this catalog published under `names` that no other live worker serves (a worker that stops
+   * cleanly: docs/catalog.md), at once rather than after the grace period; answers how many went.
+   */
+  async withdraw(names: readonly string[]): Promise<number> {
+    if (names.length === 0) return 0;
+    return RedisScripts.on(this.redis).withdrawCatalog({
+      keys: this.#scriptKeys(),
+      liveAfter: Date.now() - this.timing.CATALOG_GRACE_MS,
+      channel: this.keys.catalogChannel(),
+      instance: this.instance,
+      names,
+    });
+  }
+
+  #scriptKeys() {
+    return {
+      tools: this.keys.catalogTools(),
+      seen: this.keys.catalogSeen(),
+      publishers: this.keys.catalogPublishers(),
+      servers: this.keys.catalogServers(),
+    };
   }
 
   /**
@@ -228,6 +255,36 @@ export class CatalogView {
 
   entries(): ReadonlyMap<string, CatalogEntry> {
     return this.#entries;
+  }
+
+  /** Whether the catalog was read at least once: before that, an absent tool is unknown to us, not to the system. */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
+  /**
+   * Waits up to `ms` for `name` to be published (a change announced on the channel, or a periodic reload); the entry,
+   * or undefined when it did not come.
+   */
+  async waitFor(name: string, ms: number): Promise<CatalogEntry | undefined> {
+    if (ms <= 0) return this.#entries.get(name);
+    let stop: () => void = () => undefined;
+    const arrived = new Promise<CatalogEntry | undefined>((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), ms);
+      const unsubscribe = this.onChange((entries) => {
+        const entry = entries.get(name);
+        if (entry) resolve(entry);
+      });
+      stop = () => {
+        clearTimeout(timer);
+        unsubscribe();
+      };
+    });
+    try {
+      return this.#entries.get(name) ?? (await arrived);
+    } finally {
+      stop();
+    }
   }
 
   /** Why a live tool is left out of the listing (docs/catalog.md, "Bounds"), if it is. */

@@ -70,6 +70,11 @@ export const CatalogEnvSchema = z.object({
   /** An api replica re-reads the catalog this often even when no change was announced. */
   CATALOG_RELOAD_MS: intFromEnv(2000, { min: 50 }),
   /**
+   * While the catalog has no live tool at all (a system starting: the api was ready before any worker published), a
+   * call of a tool it does not know waits this long for a worker to publish it before answering Unknown tool.
+   */
+  CATALOG_EMPTY_WAIT_MS: intFromEnv(10_000, { min: 0, max: 120_000 }),
+  /**
    * Bounds of what a process admits from the catalog, whoever published it (docs/catalog.md, "Bounds"): an entry's
    * size in bytes of JSON, its nesting depth, and how many live tools are read.
    */

@@ -22,6 +22,7 @@ export {
 export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './audit.ts';
 export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
 export { CatalogConflictError, type CatalogRefusal, CatalogView, logCatalogRefusals } from './catalog.ts';
+export { unservedMessage, withServedStatus } from './unserved.ts';
 export { CleanupStack, onShutdownSignal } from './cleanup.ts';
 export {
   catalogBoundsOf,

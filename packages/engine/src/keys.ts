@@ -129,6 +129,11 @@ export class KeySpace {
     return `${this.prefix}:catalog:publishers`;
   }
 
+  /** Hash: tool name -> JSON {worker instance: its last heartbeat (ms)}, the workers serving its catalog entry. */
+  catalogServers(): string {
+    return `${this.prefix}:catalog:servers`;
+  }
+
   /** Pub/sub channel: the catalog changed (a tool arrived, changed or went away); api replicas reload it. */
   catalogChannel(): string {
     return `${this.prefix}:catalog-changed`;

@@ -56,6 +56,18 @@ const SCRIPTS: ReadonlyMap<string, ScriptFile> = new Map(
     }),
 );
 
+/** The catalog's keys, in the order publish-catalog-4.lua and withdraw-catalog-4.lua take them. */
+interface CatalogKeys {
+  tools: string;
+  seen: string;
+  publishers: string;
+  servers: string;
+}
+
+function catalogKeys({ tools, seen, publishers, servers }: CatalogKeys): ScriptKeys {
+  return new ScriptKeys([tools, seen, publishers, servers]);
+}
+
 /**
  * The KEYS of one call: the script's fixed keys, then the optional ones, each added answering its KEYS index for the
  * script's argument table.
@@ -690,26 +702,39 @@ export class RedisScripts {
     return done === 1 ? { done: true } : { done: false, current: typeof current === 'string' ? current : undefined };
   }
 
-  /** publish-catalog-3.lua: a worker's catalog entries, unless one conflicts with a live definition. */
+  /** publish-catalog-4.lua: a worker's catalog entries, unless one conflicts with a live definition. */
   async publishCatalog(call: {
-    keys: { tools: string; seen: string; publishers: string };
+    keys: CatalogKeys;
     now: number;
     liveAfter: number;
     channel: string;
     publisher: string;
+    instance: string;
     entries: readonly { name: string; json: string }[];
   }): Promise<{ verdict: 'ok'; changed: boolean } | { verdict: 'conflict'; name: string; live: string }> {
-    const { now, liveAfter, channel, publisher, entries } = call;
-    const { tools, seen, publishers } = call.keys;
-    const reply = (await this.#run('publishCatalog', new ScriptKeys([tools, seen, publishers]), {
+    const { now, liveAfter, channel, publisher, instance, entries } = call;
+    const reply = (await this.#run('publishCatalog', catalogKeys(call.keys), {
       now,
       liveAfter,
       channel,
       publisher,
+      instance,
       entries,
     })) as [string, number | string, string?];
     if (reply[0] === 'conflict') return { verdict: 'conflict', name: String(reply[1]), live: String(reply[2]) };
     return { verdict: 'ok', changed: reply[1] === 1 };
+  }
+
+  /** withdraw-catalog-4.lua: a stopping worker's entries that no other live worker serves; how many went. */
+  async withdrawCatalog(call: {
+    keys: CatalogKeys;
+    liveAfter: number;
+    channel: string;
+    instance: string;
+    names: readonly string[];
+  }): Promise<number> {
+    const { liveAfter, channel, instance, names } = call;
+    return Number(await this.#run('withdrawCatalog', catalogKeys(call.keys), { liveAfter, channel, instance, names }));
   }
 
   /** Admits a principal's run under its caps, or parks the job (admit-run-4.lua). */

@@ -19,6 +19,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
 import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
+import { withServedStatus } from './unserved.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { GatewayState, UpstreamStatus } from './gateway.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
@@ -298,8 +299,11 @@ export class TaskAdmin {
     }
     const verdict = reconcile(record, state, job?.failedReason);
     const durable = await this.#durableView(record);
+    const live = this.tools ? await this.tools.catalog.read() : undefined;
     return {
       ...stored,
+      // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts).
+      ...(live ? { record: withServedStatus(record, (tool) => live.has(tool)) } : {}),
       ...(view ? { job: view } : {}),
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
       ...(durable ? { durable } : {}),

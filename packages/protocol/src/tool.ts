@@ -2,7 +2,7 @@
 // task negotiation) and by the worker (execution).
 import { z } from 'zod';
 import { ErrorCode, ProtocolError } from './jsonrpc.ts';
-import { SchedulingSchema, type Scheduling } from './scheduling.ts';
+import { SchedulingSchema, type Scheduling, type SchedulingInput } from './scheduling.ts';
 import { describeIssues, type CallToolResult } from './schemas.ts';
 
 export const TaskSupport = { Forbidden: 'forbidden', Optional: 'optional', Required: 'required' } as const;
@@ -120,18 +120,19 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    */
   retrySafe?: boolean;
   /** The most runs of this tool at once across all workers (docs/scheduling.md); default: no limit. */
-  concurrency?: Scheduling['concurrency'];
-  /** The most starts per window across all workers, e.g. `{ max: 10, perMs: 1000 }`; default: none. */
-  rateLimit?: Scheduling['rateLimit'];
+  concurrency?: SchedulingInput['concurrency'];
+  /** The most starts per window across all workers, e.g. `{ max: 10, perMs: 1000 }` (`perMs` default 1000); default: none. */
+  rateLimit?: SchedulingInput['rateLimit'];
   /**
    * Runs again after an error the tool throws (not after a FinalError), e.g.
-   * `{ attempts: 3, backoff: { type: 'exponential', delayMs: 1000 }, maxDelayMs: 30_000 }`; default: 1 attempt.
+   * `{ attempts: 3, backoff: { type: 'exponential', delayMs: 1000 }, maxDelayMs: 30_000 }`; default: 1 attempt. A
+   * field left out takes its default (`{ attempts: 3 }`: exponential from 1 s, at most 60 s).
    */
-  retry?: Scheduling['retry'];
+  retry?: SchedulingInput['retry'];
   /** A run longer than this is aborted (its signal fires) and counts as a failed attempt; default: none. */
-  timeoutMs?: Scheduling['timeoutMs'];
+  timeoutMs?: SchedulingInput['timeoutMs'];
   /** The most runs of this tool one principal has at once; default: none (MAX_RUNNING_PER_OWNER still applies). */
-  maxRunningPerOwner?: Scheduling['maxRunningPerOwner'];
+  maxRunningPerOwner?: SchedulingInput['maxRunningPerOwner'];
   /**
    * The tool asks its questions (elicit, sample, listRoots) before its long work. On the 2026-07-28 wire a call
    * that may become a task first gathers those answers synchronously (MRTR rounds) and becomes a task once they are
@@ -154,10 +155,7 @@ export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): 
   if (!/^[A-Za-z0-9_.-]{1,128}$/.test(definition.name)) {
     throw new Error(`Tool name '${definition.name}' must be 1-128 characters of A-Z, a-z, 0-9, '_', '-', '.'`);
   }
-  const scheduling = SchedulingSchema.safeParse(declaredScheduling(definition));
-  if (!scheduling.success) {
-    throw new Error(`Tool '${definition.name}' has invalid scheduling settings: ${describeIssues(scheduling.error)}`);
-  }
+  declaredScheduling(definition);
   return definition;
 }
 
@@ -209,8 +207,12 @@ export class ToolRegistry {
 }
 
 /** The scheduling settings the tool's definition declares (docs/scheduling.md). */
-export function declaredScheduling(tool: Pick<ToolDefinition, keyof Scheduling>): Scheduling {
-  const declared: Scheduling = {
+/**
+ * The settings a tool declares, each field a given `retry` or `rateLimit` leaves out filled with its default; throws
+ * naming the wrong field (defineTool checks first, so a defined tool does not throw here).
+ */
+export function declaredScheduling(tool: Pick<ToolDefinition, keyof Scheduling> & { name: string }): Scheduling {
+  const declared: SchedulingInput = {
     concurrency: tool.concurrency,
     rateLimit: tool.rateLimit,
     retry: tool.retry,
@@ -219,7 +221,11 @@ export function declaredScheduling(tool: Pick<ToolDefinition, keyof Scheduling>)
   };
   for (const key of Object.keys(declared) as (keyof Scheduling)[])
     if (declared[key] === undefined) delete declared[key];
-  return declared;
+  const parsed = SchedulingSchema.safeParse(declared);
+  if (!parsed.success) {
+    throw new Error(`Tool '${tool.name}' has invalid scheduling settings: ${describeIssues(parsed.error)}`);
+  }
+  return parsed.data;
 }
 
 export function taskSupportOf(tool: ToolDefinition): TaskSupport {

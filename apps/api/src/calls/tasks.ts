@@ -1,7 +1,7 @@
 // The task operations after creation, whichever wire asks: find the caller's task, list them, cancel one. Which
 // task a caller may read is decided here once: its owner's, or (2026-07-28 without authentication) whoever holds
 // its unguessable id, for tasks created without authentication only (X-SEC-2).
-import { linkTo, type RequestOpening, type TaskPage } from '@mcp-tasks/engine';
+import { linkTo, withServedStatus, type RequestOpening, type TaskPage } from '@mcp-tasks/engine';
 import { isTerminal, TaskKind, TaskNotFoundError, InvalidStateError, type TaskRecord } from '@mcp-tasks/protocol';
 import type { CallContext } from './request.ts';
 
@@ -22,7 +22,9 @@ export interface FindOptions {
 export async function findTask(context: CallContext, taskId: string, options: FindOptions = {}): Promise<TaskRecord> {
   const record = await readTask(context, taskId, options);
   linkToTask(context, record);
-  return record;
+  // A working task whose tool no live worker serves says so (issue 31): from this replica's cached catalog.
+  const live = context.services.tools.view.entries();
+  return withServedStatus(record, (tool) => live.has(tool));
 }
 
 async function readTask(context: CallContext, taskId: string, options: FindOptions): Promise<TaskRecord> {
