@@ -48,7 +48,7 @@ describe('mcpt start and the operator commands (issue 31)', function () {
 
   const startMcpt = (): Promise<ChildHandle> =>
     spawnService('mcpt start', '', env, /operator commands .* noted in/, {
-      args: [...TSX_IMPORT, MCPT, 'start'],
+      args: [...TSX_IMPORT, MCPT, 'start', '--demo'],
       cwd: project,
     });
 

@@ -82,7 +82,7 @@ describe('what the processes say when something is off (issue 31)', function () 
       const lost = /redis connection lost/;
       const [api, worker] = await Promise.all([
         spawnService('api', 'apps/api/src/main.ts', { ...env, HOST: '127.0.0.1', PORT: String(port) }, lost),
-        spawnService('worker', 'apps/worker/src/main.ts', env, lost),
+        spawnService('worker', 'apps/worker/src/main.ts', { ...env, MCPT_DEMO: '1' }, lost),
       ]);
       try {
         const since = Date.now();
@@ -128,7 +128,12 @@ describe('what the processes say when something is off (issue 31)', function () 
       // mcpt start with its own redis-server: the worker and that redis-server are stopped again.
       const { REDIS_URL: _, ...noRedis } = env;
       const project = mkdtempSync(join(tmpdir(), 'mcpt-busy-'));
-      const start = await runToExit('apps/runner/src/mcpt.ts', ['start'], { ...noRedis, REDIS_URL: '' }, project);
+      const start = await runToExit(
+        'apps/runner/src/mcpt.ts',
+        ['start', '--demo'],
+        { ...noRedis, REDIS_URL: '' },
+        project,
+      );
       rmSync(project, { recursive: true, force: true });
       expect(start.code).to.equal(1);
       expect(start.stderr.trim().split('\n').at(-1)).to.equal(expected);
@@ -144,6 +149,7 @@ describe('what the processes say when something is off (issue 31)', function () 
       const worker = await runToExit('apps/worker/src/main.ts', [], {
         REDIS_URL: await sharedRedisUrl(),
         REDIS_PREFIX: `metricsport${process.pid}`,
+        MCPT_DEMO: '1',
         WORKER_METRICS_HOST: '127.0.0.1',
         WORKER_METRICS_PORT: String(busy.port),
       });

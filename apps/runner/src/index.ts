@@ -46,5 +46,7 @@ export type {
   ToolLogger,
 } from '@mcp-tasks/protocol';
 export { startApi, startWorker } from './start.ts';
+// The loader of MCPT_TOOLS, for embedding: a tools file in ESM or CommonJS, whatever the project's own type.
+export { loadTools } from '@mcp-tasks/worker';
 export type { ApiHandle, ApiOptions, WorkerHandle, WorkerOptions } from './start.ts';
 export type { UpstreamOptions } from '@mcp-tasks/worker';
