@@ -199,7 +199,7 @@ describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog 
     await changed.stop();
   });
 
-  it('a task whose tool no live worker serves says so in tasks/get and mcpt inspect, and runs when one comes (issue 31)', async () => {
+  it('a task whose tool no live worker serves says so in tasks/get, mcpt inspect and mcpt overview, and runs when one comes (issue 31)', async () => {
     const worker = await system.addWorker({ MCPT_DEMO: '1', WORKER_SHUTDOWN_GRACE_MS: '100' });
     const client = await McpTestClient.connect(system.apiUrl);
     const task = await eventually(() => client.createTask('wait', { seconds: 5 }).catch(() => undefined));
@@ -225,6 +225,16 @@ describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog 
     });
     expect(code).to.equal(0);
     expect((JSON.parse(out) as { task: { statusMessage: string } }).task.statusMessage).to.match(unserved);
+    // Operators see it in the overview too, per tool.
+    let overview = '';
+    expect(
+      await runCli(['overview'], {
+        out: (text) => (overview += text),
+        err: () => undefined,
+        env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+      }),
+    ).to.equal(0);
+    expect(overview).to.match(/Waiting for a worker: 1 working task\(s\) of tool wait, which no live worker serves/);
     // A worker serving it comes: the task runs to its end.
     await system.addWorker({ MCPT_DEMO: '1' });
     const result = await client.call('tasks/result', { taskId });

@@ -164,6 +164,8 @@ export interface Overview {
   refusedTools?: CatalogRefusal[];
   /** Each worker's upstream MCP servers (docs/gateway.md): state, reason, tools. */
   upstreams?: UpstreamStatus[];
+  /** Working tasks per tool that no live worker serves (docs/catalog.md): they wait for one, up to their ttl. */
+  unserved?: Record<string, number>;
 }
 
 export interface PurgeResult {
@@ -401,6 +403,7 @@ export class TaskAdmin {
     const byStatus = Object.fromEntries(TASK_STATUSES.map((status) => [status, 0])) as Record<TaskStatus, number>;
     const byKind: Record<TaskKind, number> = { task: 0, call: 0 };
     let total = 0;
+    const workingPerTool = new Map<string, number>();
     let upper = '+';
     for (;;) {
       const members = await this.store.indexes.members('all', {
@@ -409,11 +412,14 @@ export class TaskAdmin {
         count: COUNT_BATCH,
         reverse: true,
       });
-      for (const summary of await this.store.summaries(members.map(taskIdOf), [])) {
+      for (const summary of await this.store.summaries(members.map(taskIdOf), ['tool'])) {
         if (!summary || isExpired(summary, now)) continue;
         total++;
         byStatus[summary.status]++;
         byKind[summary.kind]++;
+        if (summary.status === TaskStatus.Working && summary.tool !== undefined) {
+          workingPerTool.set(summary.tool, (workingPerTool.get(summary.tool) ?? 0) + 1);
+        }
       }
       const last = members[members.length - 1];
       if (members.length < COUNT_BATCH || last === undefined) break;
@@ -423,7 +429,11 @@ export class TaskAdmin {
     const { tools, heldByPrincipal } = await this.scheduling(undefined, catalog && (() => catalog.entries.values()));
     const { jobs, workers, oldest } = await this.queueState(heldByPrincipal);
     const overview: Overview = { at: now, tasks: { total, byStatus, byKind }, jobs, workers, tools, heldByPrincipal };
-    if (catalog) overview.refusedTools = catalog.refused;
+    if (catalog) {
+      overview.refusedTools = catalog.refused;
+      const unserved = [...workingPerTool].filter(([tool]) => !catalog.entries.has(tool));
+      if (unserved.length > 0) overview.unserved = Object.fromEntries(unserved.sort(([a], [b]) => a.localeCompare(b)));
+    }
     const upstreams = await this.tools?.gateway?.upstreams(now);
     if (upstreams && upstreams.length > 0) overview.upstreams = upstreams;
     const job = oldest;

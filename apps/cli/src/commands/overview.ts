@@ -26,6 +26,7 @@ export function registerOverview(program: Command, io: CliIo): void {
           heldByPrincipal = {},
           refusedTools = [],
           upstreams = [],
+          unserved = {},
         } = overview;
         const parts = [
           `Tasks: ${tasks.total} (tasks ${tasks.byKind.task}, plain calls ${tasks.byKind.call})`,
@@ -65,6 +66,10 @@ export function registerOverview(program: Command, io: CliIo): void {
             ([principal, count]) => `Held back by per-principal caps: ${principal}: ${count}`,
           ),
           ...refusedToolLines(refusedTools),
+          ...Object.entries(unserved).map(
+            ([tool, count]) =>
+              `Waiting for a worker: ${count} working task(s) of tool ${tool}, which no live worker serves`,
+          ),
           ...(upstreams.length > 0 ? ['', upstreamTable(upstreams, overview.at)] : []),
         ];
         return parts.join('\n');
