@@ -21,6 +21,8 @@ export interface Child {
   logFile: string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
   stop(graceMs?: number): Promise<void>;
+  /** SIGKILL at once, as a crash: a worker killed so leaves its catalog entry for CATALOG_GRACE_MS. */
+  kill(): Promise<void>;
   /** CPU seconds (user + system) the process has used so far; NaN where /proc is not available. */
   cpuSeconds(): number;
 }
@@ -210,6 +212,12 @@ function launch(
     stop: async (graceMs) => {
       stopped = true;
       await stop(graceMs);
+    },
+    kill: async () => {
+      stopped = true;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
     },
     cpuSeconds: () => processCpuSeconds(child.pid ?? -1),
   };

@@ -171,7 +171,8 @@ export class BenchSystem {
   }
 
   /** Starts or stops our worker processes until `count` run. */
-  async setWorkers(count: number): Promise<void> {
+  /** Starts or stops workers until `count` run; `surplus: 'kill'` kills the ones too many, as crashes do. */
+  async setWorkers(count: number, surplus: 'stop' | 'kill' = 'stop'): Promise<void> {
     const starting: Promise<Child>[] = [];
     // A worker is ready once BullMQ lists it among the workers of every queue the workloads use.
     const expected = count;
@@ -181,8 +182,8 @@ export class BenchSystem {
       starting.push(startWorker(this.cleanup, this.dir, this.env, this.#workerIndex++, ready));
     }
     this.workers.push(...(await Promise.all(starting)));
-    const surplus = this.workers.splice(count);
-    await Promise.all(surplus.map((worker) => worker.stop()));
+    const extra = this.workers.splice(count);
+    await Promise.all(extra.map((worker) => (surplus === 'kill' ? worker.kill() : worker.stop())));
   }
 
   async setRawWorkers(queue: RawQueue, count: number): Promise<void> {

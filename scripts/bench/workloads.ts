@@ -411,7 +411,9 @@ export class Workloads {
       )) / rawSample.length;
 
     progress.phase(`footprint: ${count} waiting tasks (no worker running), ours`);
-    await this.system.setWorkers(0);
+    // Killed, not stopped: a cleanly stopped worker withdraws its tools from the catalog at once, and calls of a
+    // tool no worker publishes are refused; a killed one's entry stays for the grace period, so the calls queue.
+    await this.system.setWorkers(0, 'kill');
     const oursWaiting = await measure('footprint waiting ours', `${prefix}:`, () =>
       drive(count, lanes, measureTimeoutMs, async (_, lane) => {
         await (clients[lane] as BenchClient).createTask('wait', NOOP_ARGS);

@@ -84,8 +84,10 @@ describe('job contract v1: an external consumer of ext-<tool> (plain bullmq, non
   });
 
   it('a completion whose queue event was missed is settled from the kept job by reconciliation, not called lost', async () => {
+    // Killed, not stopped: a worker that dies keeps its catalog entry for CATALOG_GRACE_MS, so calls are still
+    // taken; a cleanly stopped one would withdraw it (docs/catalog.md).
     const [worker] = system.workers;
-    await worker?.stop();
+    await worker?.stop('SIGKILL');
     const task = await client.createTask('shout', { text: 'missed' });
     const taskId = String(task['taskId']);
     await eventually(() => system.redis.zscore(`${system.prefix}:ext-shout:completed`, taskId), 20_000);

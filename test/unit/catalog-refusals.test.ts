@@ -8,7 +8,9 @@ import { UnavailableError } from '@mcp-tasks/protocol';
 function viewWith(refused: CatalogRefusal[]): { view: CatalogView; reads: () => number } {
   let reads = 0;
   const view = {
+    loaded: true,
     entries: () => new Map(),
+    waitFor: () => Promise.resolve(undefined),
     onChange: () => () => undefined,
     refusal: (name: string) => refused.find((refusal) => refusal.tool === name),
     get: () => {

@@ -12,6 +12,7 @@ describe('the public API of mcp-task-runner', () => {
       'defineExternalTool',
       'defineQueueTool',
       'defineTool',
+      'loadTools',
       'startApi',
       'startWorker',
     ]);
