@@ -47,10 +47,17 @@ export async function publishServed({ catalog, publisher, served, upstreamTools,
  * started next with a changed definition is not refused by its predecessor's entry for CATALOG_GRACE_MS. Entries
  * other live workers serve stay (withdraw-catalog-4.lua).
  */
-export async function withdrawServed({ catalog, served, log }: Publishing): Promise<void> {
+export async function withdrawServed(publishing: Publishing): Promise<void> {
+  // Two cleanup steps ask for it (the heartbeat's, early in a stop, and the entries', for a start that fails
+  // before the heartbeat runs): one withdrawal is enough.
+  if (withdrawn.has(publishing)) return;
+  const { catalog, served, log } = publishing;
   const removed = await catalog.withdraw(served.entries().map((entry) => entry.name));
+  withdrawn.add(publishing);
   if (removed > 0) log.info('tool catalog entries withdrawn', { removed });
 }
+
+const withdrawn = new WeakSet<Publishing>();
 
 /**
  * Each beat (and each change of an upstream's tools: list_changed, a restart) publishes what is served now, runs the

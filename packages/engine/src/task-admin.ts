@@ -301,10 +301,11 @@ export class TaskAdmin {
     }
     const verdict = reconcile(record, state, job?.failedReason);
     const durable = await this.#durableView(record);
-    const live = this.tools ? await this.tools.catalog.read() : undefined;
+    // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts). Only a working task
+    // can: the catalog is not read for the others (the dashboard's task page asks every second).
+    const live = this.tools && record.status === TaskStatus.Working ? await this.tools.catalog.read() : undefined;
     return {
       ...stored,
-      // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts).
       ...(live ? { record: withServedStatus(record, (tool) => live.has(tool)) } : {}),
       ...(view ? { job: view } : {}),
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),

@@ -206,9 +206,8 @@ export class ToolRegistry {
   }
 }
 
-/** The scheduling settings the tool's definition declares (docs/scheduling.md). */
 /**
- * The settings a tool declares, each field a given `retry` or `rateLimit` leaves out filled with its default; throws
+ * The scheduling settings a tool's definition declares (docs/scheduling.md), each field a given `retry` or `rateLimit` leaves out filled with its default; throws
  * naming the wrong field (defineTool checks first, so a defined tool does not throw here).
  */
 export function declaredScheduling(tool: Pick<ToolDefinition, keyof Scheduling> & { name: string }): Scheduling {
