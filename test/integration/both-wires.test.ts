@@ -10,7 +10,18 @@ import { modernPost, modernResult, WITH_TASKS } from '../support/modern-client.t
 import { startSystem, type System } from '../support/processes.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
-const SCENARIOS = ['retry', 'unsafe', 'serial', 'timeout', 'licensed', 'ttl', 'capped', 'ask', 'cancel'] as const;
+const SCENARIOS = [
+  'retry',
+  'unsafe',
+  'serial',
+  'timeout',
+  'licensed',
+  'ttl',
+  'capped',
+  'ask',
+  'cancel',
+  'unserved',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const MAX_TASKS_PER_OWNER = 4;
 const keyOf = (scenario: Scenario) => `key-${scenario}-0123456789abcdef`;
@@ -31,6 +42,8 @@ interface Wire {
   cancel(scenario: Scenario, taskId: string): Promise<void>;
   /** Answers the task's one elicitation with `content`. */
   answer(scenario: Scenario, taskId: string, content: Record<string, unknown>): Promise<void>;
+  /** The task as tasks/get renders it on the wire. */
+  read(scenario: Scenario, taskId: string): Promise<Record<string, unknown>>;
 }
 
 /** A record as the comparison sees it: without ids, times and the client context, which differ by nature. */
@@ -141,6 +154,9 @@ describe('one call path: the same scenarios through both wires leave the same en
         await stream.close();
       }
     },
+    async read(scenario, taskId) {
+      return (await legacyClient(scenario)).call('tasks/get', { taskId });
+    },
   };
 
   const bearer = (scenario: Scenario) => ({
@@ -190,6 +206,9 @@ describe('one call path: the same scenarios through both wires leave the same en
         { taskId, inputResponses: { [String(key)]: { action: 'accept', content } } },
         bearer(scenario),
       );
+    },
+    async read(scenario, taskId) {
+      return modernResult(system.apiUrl, 'tasks/get', { taskId }, bearer(scenario));
     },
   };
 
@@ -347,6 +366,28 @@ describe('one call path: the same scenarios through both wires leave the same en
       }),
     );
     expect(record?.['status']).to.equal('cancelled');
+  });
+
+  it('a task whose tool no live worker serves says so in tasks/get, in the same words on both wires (issue 31)', async () => {
+    // The demo tools of a worker of their own, stopped once the tasks exist: it withdraws its entries at once.
+    const worker = await system.addWorker({ MCPT_TOOLS: '', MCPT_DEMO: '1', WORKER_SHUTDOWN_GRACE_MS: '100' });
+    const ids = new Map<Wire, string>();
+    for (const wire of [legacy, modern]) {
+      ids.set(wire, await eventually(() => wire.create('unserved', 'wait', { seconds: 60 }).catch(() => undefined)));
+    }
+    await worker.stop('SIGTERM');
+    const unserved = /^No live worker serves tool 'wait'; the task waits for one \(up to its ttl: until \d{4}-.*Z\)\.$/;
+    const messages: string[] = [];
+    for (const [wire, id] of ids) {
+      const task = await eventually(async () => {
+        const read = await wire.read('unserved', id);
+        return unserved.test(String(read['statusMessage'])) ? read : undefined;
+      });
+      expect(task['status'], wire.name).to.equal('working');
+      messages.push(timeless(String(task['statusMessage'])) ?? '');
+      await wire.cancel('unserved', id);
+    }
+    expect(messages[1]).to.equal(messages[0]);
   });
 
   it('C26-MTH-3: a synchronous 2026-07-28 call (no tasks extension) runs with its tool’s retry policy too', async () => {
