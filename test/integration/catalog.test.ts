@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
 import { expectRpcError, eventually, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
+import { modernResult } from '../support/modern-client.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
 const ALPHA = './test/fixtures/catalog/alpha.ts';
@@ -282,11 +283,14 @@ describe('an api whose catalog is empty (issue 31)', function () {
     expect(String(emptyWarnings()[0]?.['hint'])).to.match(/MCPT_TOOLS=/);
   });
 
-  it('right after start, a call waits for its tool to be published rather than answering Unknown tool (issue 31)', async () => {
+  it('right after start, a call of either wire waits for its tool to be published rather than answering Unknown tool (issue 31)', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const call = client.call('tools/call', { name: 'gamma', arguments: {} });
+    // The same on the 2026-07-28 wire, whose calls take the same path (calls/).
+    const modernCall = modernResult(system.apiUrl, 'tools/call', { name: 'gamma', arguments: {} });
     const worker = await system.addWorker({ MCPT_TOOLS: GAMMA });
     expect((await call)['content']).to.deep.equal([{ type: 'text', text: 'gamma' }]);
+    expect((await modernCall)['content']).to.deep.equal([{ type: 'text', text: 'gamma' }]);
     // Its worker stops: the catalog is empty again, and the api says so once more.
     await worker.stop('SIGTERM');
     await eventually(() => (emptyWarnings().length === 2 ? true : undefined));
