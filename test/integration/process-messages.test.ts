@@ -70,6 +70,32 @@ describe('what the processes say when something is off (issue 31)', function () 
     }
   });
 
+  it('a SIGTERM while api and worker are still starting stops them cleanly once started (exit 0), never by the signal’s default action (issue 31)', async () => {
+    const redis = await startRedisServer();
+    try {
+      // Their start waits for this Redis, which is down until the signals have been sent.
+      const server = redis.process!;
+      server.kill('SIGTERM');
+      await once(server, 'exit');
+      const env = { REDIS_URL: redis.url, REDIS_PREFIX: `sigstart${process.pid}` };
+      const port = await freePort();
+      const lost = /redis connection lost/;
+      const children = await Promise.all([
+        spawnService('api', 'apps/api/src/main.ts', { ...env, HOST: '127.0.0.1', PORT: String(port) }, lost),
+        spawnService('worker', 'apps/worker/src/main.ts', { ...env, MCPT_DEMO: '1' }, lost),
+      ]);
+      const exits = children.map((child) => once(child.process, 'exit') as Promise<[number | null, string | null]>);
+      for (const child of children) child.process.kill('SIGTERM');
+      await redis.restart();
+      for (const [i, exit] of exits.entries()) {
+        expect(await exit, children[i]?.name).to.deep.equal([0, null]);
+      }
+      for (const child of children) await child.stop();
+    } finally {
+      await redis.stop();
+    }
+  });
+
   it('while Redis is down, api and worker say so once, then one counted line per interval, without stacks; then that it is back (issue 31)', async () => {
     const redis = await startRedisServer();
     try {

@@ -109,6 +109,7 @@ const ENGINE_EXPORTS = [
   'sessionDigest',
   'signCallbackToken',
   'startTracing',
+  'stopOnShutdownSignal',
   'toolJobOptions',
   'traceLostAttempts',
   'tracer',

@@ -1,15 +1,16 @@
 // Entry point of one api process: `pnpm api`.
-import { ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
+import { ConfigError, stopOnShutdownSignal } from '@mcp-tasks/engine';
 import { startApi } from './app.ts';
 import { loadApiConfig } from './config.ts';
 
 try {
-  const api = await startApi(loadApiConfig());
-  process.on('SIGHUP', () => api.reloadKeys());
-  onShutdownSignal(async (signal) => {
+  const starting = startApi(loadApiConfig());
+  stopOnShutdownSignal(starting, async (api, signal) => {
     api.log.info('shutting down', { signal });
     await api.close();
   });
+  const api = await starting;
+  process.on('SIGHUP', () => api.reloadKeys());
 } catch (error) {
   console.error(error instanceof ConfigError ? error.message : error);
   process.exit(1);

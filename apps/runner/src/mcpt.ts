@@ -3,7 +3,7 @@
 // (overview, list, inspect, cancel, retry, purge). Runs on plain Node: this file is built into dist/mcpt.js.
 import { loadApiConfig, startApi } from '@mcp-tasks/api';
 import { removeStartState, runCli, writeStartState } from '@mcp-tasks/cli';
-import { CatalogConflictError, ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
+import { CatalogConflictError, ConfigError, stopOnShutdownSignal } from '@mcp-tasks/engine';
 import { loadWorkerConfig, servedSources, startWorker } from '@mcp-tasks/worker';
 import { startLocalRedis, type LocalRedis } from './local-redis.ts';
 
@@ -42,20 +42,22 @@ try {
 }
 
 async function runApi(): Promise<void> {
-  const api = await startApi(loadApiConfig());
-  process.on('SIGHUP', () => api.reloadKeys());
-  onShutdownSignal(async (signal) => {
+  const starting = startApi(loadApiConfig());
+  stopOnShutdownSignal(starting, async (api, signal) => {
     api.log.info('shutting down', { signal });
     await api.close();
   });
+  const api = await starting;
+  process.on('SIGHUP', () => api.reloadKeys());
 }
 
 async function runWorker(): Promise<void> {
-  const worker = await startConfiguredWorker();
-  onShutdownSignal(async (signal) => {
+  const starting = startConfiguredWorker();
+  stopOnShutdownSignal(starting, async (worker, signal) => {
     worker.log.info('shutting down', { signal });
     await worker.close();
   });
+  await starting;
 }
 
 /** A worker as the environment describes it: MCPT_TOOLS, the upstreams, the demo tools if asked (--demo). */
@@ -70,6 +72,17 @@ async function startConfiguredWorker() {
  * process), one api, one worker; and a note of which Redis, for the operator commands (start-state.ts in the cli).
  */
 async function runAll(): Promise<void> {
+  const starting = startAll();
+  stopOnShutdownSignal(starting, async ({ api, worker, stopRedis }) => {
+    removeStartState(process.pid, process.env);
+    await api.close();
+    await worker.close();
+    await stopRedis();
+  });
+  await starting;
+}
+
+async function startAll() {
   let redis: LocalRedis | undefined;
   if (!process.env['REDIS_URL'] && !process.env['REDIS_CLUSTER_NODES']) {
     redis = await startLocalRedis();
@@ -84,12 +97,7 @@ async function runAll(): Promise<void> {
     });
     api.log.info(`MCP endpoint: ${api.url}`);
     noteStart(api.url);
-    onShutdownSignal(async () => {
-      removeStartState(process.pid, process.env);
-      await api.close();
-      await worker.close();
-      await stopRedis();
-    });
+    return { api, worker, stopRedis };
   } catch (error) {
     await stopRedis();
     throw error;

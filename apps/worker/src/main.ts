@@ -1,7 +1,7 @@
 // Entry point of one worker process: `pnpm worker` or `mcpt worker`. MCPT_TOOLS names the tool modules, and
 // MCPT_UPSTREAMS / UPSTREAM_MCP_COMMAND / UPSTREAM_MCP_URL the MCP servers whose tools are served too; the demo
 // tools only with `--demo` or MCPT_DEMO=1 (served-sources.ts). With none of them the worker refuses to start.
-import { CatalogConflictError, ConfigError, onShutdownSignal } from '@mcp-tasks/engine';
+import { CatalogConflictError, ConfigError, stopOnShutdownSignal } from '@mcp-tasks/engine';
 import { CatalogEntryError } from '@mcp-tasks/protocol';
 import { loadWorkerConfig } from './config.ts';
 import { servedSources } from './served-sources.ts';
@@ -11,11 +11,12 @@ try {
   if (process.argv.slice(2).includes('--demo')) process.env['MCPT_DEMO'] = '1';
   const config = loadWorkerConfig();
   const { tools, upstreams } = await servedSources(config);
-  const worker = await startWorker(config, tools, { upstreams });
-  onShutdownSignal(async (signal) => {
+  const starting = startWorker(config, tools, { upstreams });
+  stopOnShutdownSignal(starting, async (worker, signal) => {
     worker.log.info('shutting down', { signal });
     await worker.close();
   });
+  await starting;
 } catch (error) {
   const explained = [ConfigError, CatalogConflictError, CatalogEntryError].some((type) => error instanceof type);
   console.error(explained ? (error as Error).message : error);

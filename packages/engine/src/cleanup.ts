@@ -51,3 +51,16 @@ export function onShutdownSignal(stop: (signal: NodeJS.Signals) => Promise<void>
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
 }
+
+/**
+ * Stops what `starting` starts on the first SIGINT or SIGTERM, listening from before the start rather than after it:
+ * until a process listens, a signal takes the default action and kills it with no cleanup at all, and whoever waits
+ * for its "ready" line (an orchestrator, a test) may send one the moment it reads it. A signal during the start
+ * waits for the start, then stops what it started.
+ */
+export function stopOnShutdownSignal<T>(
+  starting: Promise<T>,
+  stop: (started: T, signal: NodeJS.Signals) => Promise<void>,
+): void {
+  onShutdownSignal(async (signal) => stop(await starting, signal));
+}

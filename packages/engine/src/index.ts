@@ -23,7 +23,7 @@ export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from 
 export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
 export { CatalogConflictError, type CatalogRefusal, CatalogView, logCatalogRefusals } from './catalog.ts';
 export { unservedMessage, withServedStatus } from './unserved.ts';
-export { CleanupStack, onShutdownSignal } from './cleanup.ts';
+export { CleanupStack, onShutdownSignal, stopOnShutdownSignal } from './cleanup.ts';
 export {
   catalogBoundsOf,
   CatalogEnvSchema,
