@@ -163,23 +163,25 @@ describe('gateway affinity across two api replicas and several workers (sequenti
   });
 
   it('per-principal over stdio (sequential-thinking): one worker runs the upstream’s calls, each principal’s thoughts stay in its own session across both api replicas', async () => {
-    const owner = workers.at(-1) as ChildHandle;
-    const standby = await addWorker();
+    const earlier = workers.at(-1) as ChildHandle;
+    const added = await addWorker();
     const gateway = new GatewayState(system.redis, new KeySpace(system.prefix));
-    await eventually(
+    const isOf = (worker: ChildHandle, name: string) => name.endsWith(`-${String(worker.process.pid)}`);
+    // One of the two holds the upstream's lease and the other stands by; which is not fixed (a lease renewed late on
+    // a loaded machine may pass to the other before any call). The standby publishes its view on its heartbeat once
+    // it has started and learnt the upstream's tools, which a loaded machine can take well over 10 s to do.
+    const standbyName = await eventually(
       async () =>
-        (await gateway.upstreams()).some(
+        (await gateway.upstreams()).find(
           (status) =>
             status.upstream === 'thinking' &&
             status.state === 'standby' &&
-            status.worker.endsWith(`-${String(standby.process.pid)}`),
-        )
-          ? true
-          : undefined,
-      // The standby publishes its view of the upstream on its heartbeat once it has started and learnt the
-      // upstream's tools, which a loaded machine (two test shards on two cores) can take well over 10 s to do.
+            (isOf(earlier, status.worker) || isOf(added, status.worker)),
+        )?.worker,
       60_000,
     );
+    const standby = isOf(added, standbyName) ? added : earlier;
+    const owner = standby === added ? earlier : added;
     const alice = await session('alice', 0);
     const aliceElsewhere = await session('alice', 1);
     const bob = await session('bob', 1);
