@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskKeys, type DurableView } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
-import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
 import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
 
@@ -162,6 +162,40 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     ) as Record<string, unknown>;
     expect(report).to.deep.equal({ attempt: 2, child: { words: 2 } });
     expect((await listAll(client)).filter((task) => parentOf(task) === parent)).to.have.length(1);
+  });
+
+  it("replay refuses to guess: unkeyed child calls made in another order in the next attempt fail with a NonDeterministicCallError, never with the other calls' results", async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const parent = String((await client.createTask('reordered_calls', {}))['taskId']);
+    const done = await settled(client, parent);
+    expect(done['status']).to.equal('failed');
+    const { message } = await expectRpcError(result(client, parent), -32603);
+    // The first call of the second run (text 'three words here') is count_words#1, which the first run filed for 'one'.
+    expect(message).to.match(/Child call 'count_words#1' of task \S+ is not the call an earlier attempt made/);
+    expect(message).to.match(/it was 'count_words' \{"text":"one","ms":0\} \(task \S+\)/);
+    expect(message).to.include(`it is now 'count_words' {"text":"three words here","ms":0}`);
+    expect(message).to.include('make them in the same order in every attempt, or pass a key');
+    // No retry after it, and no child started by the second run: the first run's three are the only ones.
+    expect(String(done['statusMessage'])).to.not.match(/Attempt 3/);
+    expect((await listAll(client)).filter((task) => parentOf(task) === parent)).to.have.length(3);
+  });
+
+  it('replay: keyed child calls may come in any order (each gets its own child), and a key given to another call is refused', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const keyed = String((await client.createTask('reordered_calls', { keys: true }))['taskId']);
+    expect((await settled(client, keyed))['status']).to.equal('completed');
+    expect((await result(client, keyed))['structuredContent']).to.deep.equal({
+      one: 1,
+      'two words': 2,
+      'three words here': 3,
+    });
+    expect((await listAll(client)).filter((task) => parentOf(task) === keyed)).to.have.length(3);
+
+    const reused = String((await client.createTask('reordered_calls', { reuseKey: true }))['taskId']);
+    expect((await settled(client, reused))['status']).to.equal('failed');
+    const { message } = await expectRpcError(result(client, reused), -32603);
+    expect(message).to.match(/Child call 'text-0' of task \S+ is not the call an earlier attempt made/);
+    expect(message).to.include('A key names one call: give each different call a key of its own.');
   });
 
   it('X-GET-1: a child of a 2026-07-28 task carries its parent in tasks/get too', async () => {

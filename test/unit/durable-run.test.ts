@@ -48,9 +48,12 @@ describe('durable run (ctx.checkpoint, ctx.step, ctx.callTool keys)', () => {
       return { at: new Date(0), n: 1 };
     });
     expect(value).to.deep.equal({ at: '1970-01-01T00:00:00.000Z', n: 1 });
-    expect(saves).to.deep.equal([
+    expect(saves.map(({ startedAt: _at, durationMs: _ms, ...write }) => write)).to.deep.equal([
       { attempt: 1, kind: 'step', name: 'fetch', json: '{"at":"1970-01-01T00:00:00.000Z","n":1}', maxEntries: 100 },
     ]);
+    // Its facts for operators: when its function started and how long it ran.
+    expect(saves[0]?.startedAt).to.be.a('number');
+    expect(saves[0]?.durationMs).to.be.at.least(0);
     const later = new DurableRun(store, TASK, 2, LIMITS, snapshot({ fetch: '{"n":1}' }));
     expect(await later.step('fetch', () => runs++)).to.deep.equal({ n: 1 });
     expect(runs).to.equal(1);

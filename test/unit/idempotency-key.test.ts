@@ -2,8 +2,8 @@
 // bare or as a Structured Field string, or from `_meta`; refused when it is empty, too long, not printable ASCII, or
 // given twice with different values; and the digest that tells one call from another under a key.
 import { expect } from 'chai';
-import { callDigest, idempotencyKeyOf } from '@mcp-tasks/api/idempotency';
-import { InvalidInputError, RunnerMeta } from '@mcp-tasks/protocol';
+import { idempotencyKeyOf } from '@mcp-tasks/api/idempotency';
+import { callDigest, InvalidInputError, RunnerMeta } from '@mcp-tasks/protocol';
 
 const META = RunnerMeta.IdempotencyKey;
 

@@ -8,6 +8,8 @@ const LUA_DIR = new URL('../../packages/engine/src/lua/', import.meta.url);
 
 /** Commands our scripts call whose first argument is their one key (DEL: our scripts give it one). */
 const KEY_FIRST = new Set([
+  // COPY: its destination is one of KEYS too (include/resume.lua).
+  'COPY',
   'DEL',
   'EXISTS',
   'GET',
@@ -16,6 +18,7 @@ const KEY_FIRST = new Set([
   'HGET',
   'HGETALL',
   'HINCRBY',
+  'HKEYS',
   'HLEN',
   'HMGET',
   'HSET',

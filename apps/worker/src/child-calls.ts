@@ -2,23 +2,28 @@
 // same principal, through the engine's one create path (the tool's catalog entry for its queue, scheduling and
 // retrySafe; its published schema for the arguments; the owner's cap), and waits for it on the process's watcher
 // channel as an api replica waits for a task, lending its worker slot meanwhile. The child's id is filed in the
-// parent's durable hash in the step that creates it, so a later attempt of the parent waits for the same child.
+// parent's durable hash in the step that creates it, with the digest of the call, so a later attempt of the parent
+// waits for the same child, and a later attempt whose call under that key is another one is refused
+// (NonDeterministicCallError) rather than handed another call's result.
 import {
   audit,
   AuditEvent,
   carrierFor,
   type ArgumentValidator,
   type CatalogView,
+  type FiledCall,
   type Logger,
   type TaskService,
   type TaskStore,
   type TraceContext,
 } from '@mcp-tasks/engine';
 import {
+  callDigest,
   ChildTaskError,
   ErrorCode,
   InvalidInputError,
   isTerminal,
+  NonDeterministicCallError,
   TaskKind,
   TaskNotFoundError,
   TaskStatus,
@@ -28,6 +33,7 @@ import {
   type ToolContext,
 } from '@mcp-tasks/protocol';
 import type { DurableRun } from './durable-run.ts';
+import { inChildSpan } from './job-trace.ts';
 
 /** What child calls need from the worker (JobDeps.children). */
 export interface ChildCallDeps {
@@ -52,21 +58,55 @@ export interface ChildCallScope {
 }
 
 export function childCaller(deps: ChildCallDeps, scope: ChildCallScope): ToolContext['callTool'] {
-  return async (name, args, options = {}) => {
-    const { run } = scope;
-    const callKey = run.claimCall(name, options.key);
-    let childId = run.childOf(callKey);
-    if (childId === undefined) {
+  return (name, args, options = {}) => {
+    const attributes = {
+      'gen_ai.tool.name': name,
+      ...(options.key !== undefined ? { 'mcp.call.key': options.key } : {}),
+    };
+    // The child task's spans join the trace under the call's span.
+    return inChildSpan(scope.trace, 'call_tool', attributes, async (span, trace) => {
+      const { run } = scope;
+      const callKey = run.claimCall(name, options.key);
+      span?.setAttribute('mcp.call.key', callKey);
+      const filed = run.childOf(callKey);
+      // Of the call as the tool made it: the same code in another attempt passes the same arguments.
+      const digest = callDigest(name, args);
+      let childId = filed?.taskId;
       try {
-        childId = (await startChild(deps, scope, name, args, callKey, options)).taskId;
+        if (filed?.digest !== undefined && filed.digest !== digest) {
+          throw await otherCall(deps, scope, callKey, filed, { tool: name, arguments: args }, options);
+        }
+        childId ??= (await startChild(deps, { ...scope, trace }, name, args, callKey, digest, options)).taskId;
       } catch (error) {
         run.releaseCall(callKey);
         throw error;
       }
-    }
-    run.childStarted();
-    return resultOf(await waitForChild(deps, scope, childId, name), name);
+      run.childStarted();
+      span?.setAttributes({ 'mcp.child_task.id': childId, 'mcp.call.replayed': filed !== undefined });
+      return resultOf(await waitForChild(deps, scope, childId, name), name);
+    });
   };
+}
+
+/** The refusal of a call whose key an earlier attempt filed for another call (another tool, other arguments). */
+async function otherCall(
+  deps: ChildCallDeps,
+  scope: ChildCallScope,
+  callKey: string,
+  filed: FiledCall,
+  call: { tool: string; arguments: Record<string, unknown> | undefined },
+  options: CallToolOptions,
+): Promise<NonDeterministicCallError> {
+  // The filed call's arguments as its child task keeps them (schema defaults applied), while it lives.
+  const details = await deps.store.details(filed.taskId).catch(() => undefined);
+  scope.log.warn('child call differs from the call filed under its key', { callKey, childTaskId: filed.taskId });
+  return new NonDeterministicCallError(
+    scope.parent.taskId,
+    callKey,
+    { tool: filed.tool ?? '?', taskId: filed.taskId, ...(details ? { arguments: details.arguments } : {}) },
+    { tool: call.tool, arguments: call.arguments ?? {} },
+    options.key !== undefined,
+  );
 }
 
 async function startChild(
@@ -75,6 +115,7 @@ async function startChild(
   name: string,
   args: Record<string, unknown> | undefined,
   callKey: string,
+  digest: string,
   options: CallToolOptions,
 ): Promise<TaskRecord> {
   const { parent, run } = scope;
@@ -95,7 +136,14 @@ async function startChild(
     expiresBy: parent.createdAt + parent.ttl,
     statusMessage: `Started by task ${parent.taskId}; queued for a worker.`,
     ...(trace ? { trace } : {}),
-    parent: { taskId: parent.taskId, key: callKey, attempt: run.fence, maxEntries: run.limits.maxEntries },
+    parent: {
+      taskId: parent.taskId,
+      key: callKey,
+      attempt: run.fence,
+      maxEntries: run.limits.maxEntries,
+      digest,
+      keyed: options.key !== undefined,
+    },
   });
   if (!child.reused) {
     audit(deps.audit, AuditEvent.TaskCreated, {

@@ -1,7 +1,7 @@
 // What one attempt of a tool keeps durably (docs/durable-execution.md): the checkpoint and step results an earlier
 // attempt stored, read once before the tool runs (only when the record says there are some), and the writes of this
 // attempt, each fenced by its number so that an attempt a later one has replaced can no longer write.
-import { EMPTY_SNAPSHOT, type DurableSnapshot, type TaskStore } from '@mcp-tasks/engine';
+import { EMPTY_SNAPSHOT, type DurableSnapshot, type FiledCall, type TaskStore } from '@mcp-tasks/engine';
 import { LocalError, LocalErrorCode, type TaskRecord } from '@mcp-tasks/protocol';
 
 /** The bounds of what a task keeps (worker settings DURABLE_MAX_BYTES and DURABLE_MAX_STEPS). */
@@ -62,11 +62,20 @@ export class DurableRun {
     });
   }
 
-  async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+  /** `note` hears whether the result was stored already (replayed) and its size: the step's trace span says both. */
+  async step<T>(
+    name: string,
+    fn: () => T | Promise<T>,
+    note?: (facts: { replayed: boolean; bytes: number }) => void,
+  ): Promise<T> {
     this.#claim(name, 'step');
     const stored = this.snapshot.steps.get(name);
-    if (stored !== undefined) return fromJson(stored) as T;
+    if (stored !== undefined) {
+      note?.({ replayed: true, bytes: Buffer.byteLength(stored, 'utf8') });
+      return fromJson(stored) as T;
+    }
     let result: T;
+    const startedAt = Date.now();
     try {
       result = await fn();
     } catch (error) {
@@ -81,9 +90,13 @@ export class DurableRun {
       name,
       json,
       maxEntries: this.limits.maxEntries,
+      startedAt,
+      durationMs: Date.now() - startedAt,
     });
     // An earlier attempt still running (it lost its lock) stored the step first: its result is the step's.
-    return fromJson(saved.stored ? json : saved.value) as T;
+    const kept = saved.stored ? json : saved.value;
+    note?.({ replayed: !saved.stored, bytes: Buffer.byteLength(kept, 'utf8') });
+    return fromJson(kept) as T;
   }
 
   /**
@@ -103,8 +116,8 @@ export class DurableRun {
     this.#names['child call'].delete(callKey);
   }
 
-  /** The child task an earlier attempt started under `callKey`, if any. */
-  childOf(callKey: string): string | undefined {
+  /** The child call an earlier attempt filed under `callKey`, if any. */
+  childOf(callKey: string): FiledCall | undefined {
     return this.snapshot.children.get(callKey);
   }
 

@@ -88,18 +88,21 @@ export async function startJobTrace(job: Job<ToolJobData>, deps: JobTraceDeps): 
   };
 }
 
-/** Runs `work` inside a child span of the attempt (an input wait, the final transition); ends it either way. */
+/**
+ * Runs `work` inside a child span of the attempt (an input wait, a step, a child call, the final transition); ends it
+ * either way. `work` gets the span and the context its own children start in (a child task's trace).
+ */
 export async function inChildSpan<T>(
   parent: TraceContext | undefined,
   name: string,
   attributes: Attributes,
-  work: (span: Span | undefined) => Promise<T>,
+  work: (span: Span | undefined, context: TraceContext | undefined) => Promise<T>,
 ): Promise<T> {
   const otel = parent ? tracer() : undefined;
-  if (!otel || !parent) return work(undefined);
+  if (!otel || !parent) return work(undefined, parent);
   const span = otel.startSpan(name, { attributes }, parent);
   try {
-    const result = await work(span);
+    const result = await work(span, withSpan(parent, span));
     span.end();
     return result;
   } catch (error) {

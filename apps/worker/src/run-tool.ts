@@ -6,6 +6,7 @@ import { describeIssues, TaskStatus, type Scheduling, type ToolDefinition } from
 import type { Attempt, AttemptDeps, FencedAttempt } from './attempt.ts';
 import { childCaller } from './child-calls.ts';
 import { DurableRun } from './durable-run.ts';
+import { inChildSpan } from './job-trace.ts';
 import { attachResumePoint, resumableUpstreamTask } from './resume-point.ts';
 import { HANDED_BACK, INTERRUPTED, LOCK_LOST, type RunOutcome } from './run-outcome.ts';
 import { AbortReason } from './running-tasks.ts';
@@ -109,7 +110,12 @@ async function execute(
   const context = createToolContext({ ...deps, waitBudget: waits }, record, job, controller.signal, log, trace, {
     checkpoint: (value) => durable.checkpoint(value),
     lastCheckpoint: durable.lastCheckpoint,
-    step: (name, fn) => durable.step(name, fn),
+    step: (name, fn) =>
+      inChildSpan(trace, 'step', { 'mcp.step.name': name }, (span) =>
+        durable.step(name, fn, (facts) =>
+          span?.setAttributes({ 'mcp.step.replayed': facts.replayed, 'mcp.step.bytes': facts.bytes }),
+        ),
+      ),
     callTool,
   });
   attachResumePoint(context, job, log);

@@ -68,7 +68,7 @@ export {
   SecurityEvent,
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
-export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
+export { type DurableEntry, type DurableSnapshot, EMPTY_SNAPSHOT, type FiledCall } from './records/durable.ts';
 export { type AttemptStart, DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
 export { traceLostAttempts } from './lost-attempts.ts';
 export {

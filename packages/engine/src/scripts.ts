@@ -142,6 +142,8 @@ export interface CreateTaskCall {
   idempotency?: IdempotencyCall;
   /** The task whose running tool starts this one (ctx.callTool): filed with it (include/child-call.lua). */
   parent?: ParentCall;
+  /** The failed task this one continues (`mcpt retry --resume`): its durable state is carried (include/resume.lua). */
+  resume?: ResumeCall;
   fields: Record<string, string>;
 }
 
@@ -164,8 +166,20 @@ export interface ParentCall {
   field: string;
   /** The parent's attempt starting the child: refused once a later attempt of the parent has started. */
   attempt: number;
-  /** The most fields the parent's durable hash may hold (DURABLE_MAX_STEPS). */
+  /** The most steps and child tasks the parent may keep (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /** The digest of the call (protocol's callDigest): a call key filed for another call answers `sameCall: false`. */
+  digest: string;
+  /** The call's facts, a JSON object (DurableStore.callFacts): what operators see of the call. */
+  facts: string;
+}
+
+/** What create-task-6.lua needs of a failed task that the new one continues (include/resume.lua). */
+export interface ResumeCall {
+  keys: { record: string; durable: string; copy: string };
+  taskId: string;
+  /** Its child tasks whose calls are not carried (they ended without a result, or are gone). */
+  drop: string[];
 }
 
 /** How create-task-6.lua answered, beyond the request's opening. */
@@ -176,9 +190,12 @@ export type CreateTaskReply =
   /** The idempotency key (`sameCall`: for the same call) or the parent's call key names `taskId` already. */
   | { opened: 0; verdict: 'existing'; taskId: string; sameCall: boolean }
   /** The parent cannot start a child (include/child-call.lua). */
-  | { opened: 0; verdict: 'parent-refused'; reason: ParentRefusal; detail: string | undefined };
+  | { opened: 0; verdict: 'parent-refused'; reason: ParentRefusal; detail: string | undefined }
+  /** The task to resume cannot be (include/resume.lua). */
+  | { opened: 0; verdict: 'resume-refused'; reason: ResumeRefusal; detail: string | undefined };
 
 export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full';
+export type ResumeRefusal = 'missing' | 'not-failed' | 'resumed';
 
 /**
  * A job of one of our tool queues as create-task-6.lua adds it: what BullMQ's `queue.add` would write for the same
@@ -275,6 +292,8 @@ export interface SaveDurableCall {
   now: number;
   checkpoint: boolean;
   maxEntries: number;
+  /** A step's facts, a JSON object (DurableStore.stepFacts); none for a checkpoint. */
+  facts?: string;
 }
 
 export type SaveDurableReply =
@@ -344,7 +363,7 @@ export class RedisScripts {
    * written).
    */
   async createTask(call: CreateTaskCall): Promise<CreateTaskReply> {
-    const { fair, open, job, context, idempotency, parent } = call;
+    const { fair, open, job, context, idempotency, parent, resume } = call;
     if (job && !fair) throw new Error('createTask: a job is added only with its fair priority');
     const keys = new ScriptKeys([
       call.keys.record,
@@ -390,7 +409,10 @@ export class RedisScripts {
         field: parent.field,
         attempt: parent.attempt,
         maxEntries: parent.maxEntries,
+        digest: parent.digest,
+        facts: parent.facts,
       },
+      resume: resume && { keys: keys.named(resume.keys), taskId: resume.taskId, drop: resume.drop },
     })) as [number, number | string, (number | string)?];
     switch (verdict) {
       case -1: {
@@ -402,12 +424,20 @@ export class RedisScripts {
         return { opened: 0, verdict: 'owner-limit', count: Number(first) };
       case 2:
       case 3:
+      case 4:
         return { opened: 0, verdict: 'existing', taskId: String(first), sameCall: verdict === 2 };
       case -2:
         return {
           opened: 0,
           verdict: 'parent-refused',
           reason: first as ParentRefusal,
+          detail: second === undefined ? undefined : String(second),
+        };
+      case -3:
+        return {
+          opened: 0,
+          verdict: 'resume-refused',
+          reason: first as ResumeRefusal,
           detail: second === undefined ? undefined : String(second),
         };
       default:

@@ -2,6 +2,7 @@
 // wait for it to end, cancel it.
 import { randomUUID } from 'node:crypto';
 import {
+  callDigest,
   cancelledSettlement,
   InvalidInputError,
   InvalidStateError,
@@ -9,6 +10,7 @@ import {
   LocalErrorCode,
   isTerminal,
   LimitExceededError,
+  NonDeterministicCallError,
   RequestCancelledError,
   TaskNotFoundError,
   UnavailableError,
@@ -72,10 +74,17 @@ export interface CreateTaskInput {
   idempotency?: { key: string; digest: string; maxKeys: number };
   /**
    * The task whose running tool starts this one (ctx.callTool): the child is filed under the call's key in the same
-   * step, and a call key that names a child already answers that child (`reused`). Refused with a LocalError once a
-   * later attempt of the parent runs it, or once the parent has ended.
+   * step, and a call key that names a child of the same call already answers that child (`reused`); one that names
+   * the child of another call (another tool, other arguments) rejects with a NonDeterministicCallError. Refused with
+   * a LocalError once a later attempt of the parent runs it, or once the parent has ended. `digest`: of the call as
+   * the tool made it (default: of `tool` and `arguments`); `keyed`: the tool named the key.
    */
-  parent?: { taskId: string; key: string; attempt: number; maxEntries: number };
+  parent?: { taskId: string; key: string; attempt: number; maxEntries: number; digest?: string; keyed?: boolean };
+  /**
+   * The failed task this one continues (`mcpt retry --resume`): it begins with that task's checkpoint, steps and the
+   * child calls that ended with a result (all but `drop`, child task ids), copied in the step that creates it.
+   */
+  resume?: { taskId: string; drop: string[] };
   /** The task expires by then at the latest (epoch ms): a child's parent's expiry. */
   expiresBy?: number;
 }
@@ -158,6 +167,7 @@ export class TaskService {
     replaced = false,
   ): Promise<CreatedTask> {
     const { key } = input.idempotency ?? { key: '' };
+    if (input.parent && !existing.sameCall) throw await this.#otherCall(input, input.parent, existing.taskId);
     if (!existing.sameCall) {
       throw new InvalidInputError(
         `Idempotency-Key '${key}' was used for another call (task ${existing.taskId}): a retry must repeat the same ` +
@@ -184,6 +194,22 @@ export class TaskService {
     const again = await this.#create({ ...input, replaceKeyOf: existing.taskId }, opening);
     if (!('existing' in again)) return again.record;
     return this.#existing(input, again.existing, opening, true);
+  }
+
+  /** The refusal of a child call whose key names the child of another call (a replay that would guess). */
+  async #otherCall(
+    input: CreateTaskInput,
+    parent: NonNullable<CreateTaskInput['parent']>,
+    childId: string,
+  ): Promise<NonDeterministicCallError> {
+    const [record, details] = await Promise.all([this.store.get(childId), this.store.details(childId)]);
+    return new NonDeterministicCallError(
+      parent.taskId,
+      parent.key,
+      { tool: record?.tool ?? '?', taskId: childId, ...(details ? { arguments: details.arguments } : {}) },
+      { tool: input.tool, arguments: input.arguments },
+      parent.keyed === true,
+    );
   }
 
   async #create(
@@ -466,8 +492,9 @@ export class TaskService {
 function durableGroups(
   store: TaskStore,
   input: CreateTaskInput & { replaceKeyOf?: string },
-): Partial<Pick<NewTask, 'idempotency' | 'parent'>> {
-  const { idempotency, parent, replaceKeyOf } = input;
+): Partial<Pick<NewTask, 'idempotency' | 'parent' | 'resume'>> {
+  const { idempotency, parent, resume, replaceKeyOf } = input;
+  const digest = parent ? (parent.digest ?? callDigest(input.tool, input.arguments)) : '';
   return {
     ...(idempotency
       ? { idempotency: { ...idempotency, ...(replaceKeyOf !== undefined ? { replace: replaceKeyOf } : {}) } }
@@ -479,9 +506,12 @@ function durableGroups(
             field: store.durable.childField(parent.key),
             attempt: parent.attempt,
             maxEntries: parent.maxEntries,
+            digest,
+            facts: store.durable.callFacts({ tool: input.tool, digest, attempt: parent.attempt, at: Date.now() }),
           },
         }
       : {}),
+    ...(resume ? { resume } : {}),
   };
 }
 

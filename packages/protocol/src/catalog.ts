@@ -3,7 +3,7 @@
 // other languages publish the same JSON (docs/job-contract.md, schema in docs/job-contract.schema.json).
 import { z } from 'zod';
 import { queueOfTool } from './external.ts';
-export { canonicalJson } from './canonical-json.ts';
+export { callDigest, canonicalJson } from './canonical-json.ts';
 import { mergeScheduling, SchedulingSchema, type Scheduling } from './scheduling.ts';
 import { declaredScheduling, taskSupportOf, TaskSupport, type ToolDefinition } from './tool.ts';
 

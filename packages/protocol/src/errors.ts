@@ -49,6 +49,8 @@ export const LocalErrorCode = {
   DurableFull: 'durable-full',
   /** A step name (or a child call's key) was used twice in one attempt (docs/durable-execution.md). */
   StepNameReused: 'step-name-reused',
+  /** A replayed child call differs from the call filed under its key (docs/durable-execution.md, "Replay"). */
+  NonDeterministicCall: 'non-deterministic-call',
 } as const;
 export type LocalErrorCode = (typeof LocalErrorCode)[keyof typeof LocalErrorCode];
 
@@ -156,4 +158,51 @@ export class UnavailableError extends LocalError {
   constructor(message: string, context: Record<string, unknown> = {}) {
     super(LocalErrorCode.Unavailable, message, context);
   }
+}
+
+/** A call as a NonDeterministicCallError names it: its tool and arguments (those of the call filed, when still kept). */
+export interface NamedCall {
+  tool: string;
+  arguments?: unknown;
+  /** The child task filed under the key (the recorded call's). */
+  taskId?: string;
+}
+
+/**
+ * A child call (ctx.callTool) of a later attempt that finds another call filed under its key: another tool or other
+ * arguments. A replay never hands a call another call's result (docs/durable-execution.md, "Replay refuses to
+ * guess"): the call fails instead, and the task with it unless the tool catches it (no retry: the next attempt would
+ * make the same calls). `key` is the call's key, `recorded` the call an earlier attempt filed, `call` this one.
+ */
+export class NonDeterministicCallError extends LocalError {
+  override readonly name = 'NonDeterministicCallError';
+  constructor(
+    readonly taskId: string,
+    readonly key: string,
+    readonly recorded: NamedCall,
+    readonly call: NamedCall,
+    /** Whether the tool named the key (`options.key`) rather than letting the call's tool and count name it. */
+    keyed = false,
+  ) {
+    super(
+      LocalErrorCode.NonDeterministicCall,
+      `Child call '${key}' of task ${taskId} is not the call an earlier attempt made under that key: it was ` +
+        `${describeCall(recorded)}, it is now ${describeCall(call)}. A replay does not hand a call another call's ` +
+        'result. ' +
+        (keyed
+          ? 'A key names one call: give each different call a key of its own.'
+          : `Calls without a key are named by their tool and count in the attempt ('${key}'): make them in the same ` +
+            'order in every attempt, or pass a key naming each one: callTool(name, args, { key }).'),
+      { taskId, key, recorded, call },
+    );
+  }
+}
+
+/** At most this much of a call's arguments goes into a message. */
+const ARGUMENTS_SHOWN = 200;
+
+function describeCall(call: NamedCall): string {
+  let args = call.arguments === undefined ? '' : ` ${JSON.stringify(call.arguments) ?? ''}`;
+  if (args.length > ARGUMENTS_SHOWN) args = `${args.slice(0, ARGUMENTS_SHOWN)}…`;
+  return `'${call.tool}'${args}${call.taskId !== undefined ? ` (task ${call.taskId})` : ''}`;
 }

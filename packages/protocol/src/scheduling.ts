@@ -90,9 +90,16 @@ export class FinalError extends Error {
 
 /**
  * Whether a thrown error ends the task without retry: our FinalError, BullMQ's UnrecoverableError (by name: a tool
- * bundle may carry its own copy of either class), and protocol errors (invalid arguments).
+ * bundle may carry its own copy of either class), protocol errors (invalid arguments) and a child call that does not
+ * match the one filed under its key.
  */
 export function isFinalError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  return error.name === 'FinalError' || error.name === 'UnrecoverableError' || error.name === 'ProtocolError';
+  return (
+    error.name === 'FinalError' ||
+    error.name === 'UnrecoverableError' ||
+    error.name === 'ProtocolError' ||
+    // A replay that refused to guess makes the same calls again in the next attempt (docs/durable-execution.md).
+    error.name === 'NonDeterministicCallError'
+  );
 }

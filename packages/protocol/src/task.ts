@@ -47,6 +47,10 @@ export interface TaskRecord {
   parent?: string;
   /** What the task's tool keeps durably (docs/durable-execution.md); absent until it keeps anything. */
   durable?: DurableFacts;
+  /** The failed task this one continues (`mcpt retry --resume`): it began with that task's completed steps. */
+  resumedFrom?: string;
+  /** The task that continues this failed one (`mcpt retry --resume`): a failed task is resumed once. */
+  resumedBy?: string;
 }
 
 /**

@@ -1,10 +1,9 @@
 // Idempotency keys of tools/call (docs/durable-execution.md, "Idempotency keys"): read once for both wires from the
 // `Idempotency-Key` HTTP header or, for clients that cannot set headers, from `params._meta` under
-// RunnerMeta.IdempotencyKey, and the digest of the call a key is filed for. Whether a key names a task already is
-// decided where the task is created, in the create script's step (TaskService.create): on any replica, at once.
-import { createHash } from 'node:crypto';
+// RunnerMeta.IdempotencyKey; the call is filed under it with protocol's callDigest. Whether a key names a task already
+// is decided where the task is created, in the create script's step (TaskService.create): on any replica, at once.
 import type { IncomingHttpHeaders } from 'node:http';
-import { canonicalJson, InvalidInputError, RunnerMeta } from '@mcp-tasks/protocol';
+import { InvalidInputError, RunnerMeta } from '@mcp-tasks/protocol';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
@@ -41,13 +40,6 @@ export function idempotencyKeyOf(
     );
   }
   return key;
-}
-
-/** The digest a key is filed with: a retry under the key must repeat the same tool and arguments (schema defaults applied). */
-export function callDigest(tool: string, args: unknown): string {
-  return createHash('sha256')
-    .update(canonicalJson([tool, args ?? {}]))
-    .digest('base64url');
 }
 
 /** A Structured Field string's content (`"a\"b"` -> `a"b`); a bare value as it is. */

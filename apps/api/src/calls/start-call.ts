@@ -2,9 +2,15 @@
 // and schema, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
 // between the wires — how the answer is given — is theirs; what a call does is here, once.
 import { audit, AuditEvent, SecurityEvent, type CreatedTask, type CreateTaskInput } from '@mcp-tasks/engine';
-import { LimitExceededError, TaskKind, TaskSupport, TaskSupportError, type CatalogEntry } from '@mcp-tasks/protocol';
+import {
+  callDigest,
+  LimitExceededError,
+  TaskKind,
+  TaskSupport,
+  TaskSupportError,
+  type CatalogEntry,
+} from '@mcp-tasks/protocol';
 import { ensureOpened } from './admission.ts';
-import { callDigest } from './idempotency.ts';
 import type { CallContext, CallRequest, Execution } from './request.ts';
 
 /** A call whose tool, way of running and arguments passed every check: nothing is written yet. */

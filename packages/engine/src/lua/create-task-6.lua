@@ -20,8 +20,12 @@
   key up among the principal's: a live task filed under it is answered instead ({2, its id}, or {3, its id} when it
   was filed for another call), and nothing is written; a new task is filed under the key. With a parent (a child task
   started by a running tool's ctx.callTool), the same step checks the parent (include/child-call.lua): a child the
-  call's key names already is answered ({2, its id}); a new one is filed in the parent's durable hash and its set of
-  children, so that the child exists exactly when the parent knows it.
+  call's key names already is answered ({2, its id}, or {4, its id} when it was filed for another call); a new one
+  is filed in the parent's durable hash and its set of children, so that the child exists exactly when the parent
+  knows it. With `resume` (an operator's `mcpt retry --resume`), the task begins with what a failed task kept: its
+  durable hash is copied (its checkpoint, its steps, the child calls that ended with a result) in the step that
+  creates the task, so that no attempt of it can start before, and the two records name each other; a task is
+  resumed once.
 
   The cap's set holds the owner's unfinished tasks scored by their expiry; the transition script removes a task
   when it becomes terminal, and entries past their expiry are dropped here once the set is full, so a task that
@@ -34,8 +38,8 @@
   KEYS[4] sorted set of expiries
   KEYS[5] the owner's task index (tasks/list); used when `listed`
   KEYS[6] the owner's unfinished tasks, scored by expiry; used with `maxLive`
-  KEYS[7...] the keys of `fair`, `job`, `open`, `context`, `idempotency` and `parent`, each at the index its table
-          names
+  KEYS[7...] the keys of `fair`, `job`, `open`, `context`, `idempotency`, `parent` and `resume`, each at the index
+          its table names
 
   ARGV[1] the arguments, JSON:
     taskId       the task id (also its job's id)
@@ -77,18 +81,29 @@
                                 children = that of its set of children}
                    field        the call's field in the parent's durable hash (`c:<key>`)
                    attempt      the parent's attempt starting the child (its moves' fence)
-                   maxEntries   the most fields the parent's durable hash may hold
+                   maxEntries   the most steps and child tasks the parent may keep
+                   digest       the digest of the call (its tool and the arguments the tool passed)
+                   facts        the call's facts, a JSON object (tool, digest, when, attempt)
+    resume       absent, or the failed task this one continues:
+                   keys         {record = the KEYS index of its record, durable = that of its durable hash, copy = that
+                                of this task's durable hash}
+                   taskId       its id
+                   drop         the ids of its child tasks whose calls are not carried over (they ended without a
+                                result): their fields are left out
 
   Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
   job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
   refused as it was opened (opened: -1 its session is gone, 1..4 the rate bucket that refused it), {2, taskId} when
   the idempotency key or the parent's call key names a task already (nothing written), {3, taskId} when the
-  idempotency key names a task of another call, {-2, reason, detail} when the parent cannot start a child.
+  idempotency key names a task of another call, {4, taskId} when the parent's call key names the child of another
+  call, {-2, reason, detail} when the parent cannot start a child, {-3, reason, detail} when the task to resume
+  cannot be: 'missing', 'not-failed' (detail: its status) or 'resumed' (detail: the task that resumed it).
 ]]
 --- @include "open-request"
 --- @include "expiry"
 --- @include "idempotency"
 --- @include "child-call"
+--- @include "resume"
 local args = cjson.decode(ARGV[1])
 local taskId, expiresAt, fair, job = args.taskId, args.expiresAt, args.fair, args.job
 if args.open then
@@ -108,7 +123,14 @@ local parent, parentExpiresAt = args.parent, nil
 if parent then
   local refusal
   refusal, parentExpiresAt = childCallRefusal(parent.keys.record, parent.keys.durable, parent.field, parent.attempt,
-    parent.maxEntries)
+    parent.maxEntries, parent.digest)
+  if refusal then
+    return refusal
+  end
+end
+local resume = args.resume
+if resume then
+  local refusal = resumeRefusal(resume.keys.record)
   if refusal then
     return refusal
   end
@@ -229,6 +251,10 @@ if idempotency then
     expiresAt, args.now, idempotency.maxKeys)
 end
 if parent then
-  fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, taskId, parentExpiresAt)
+  fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, parent.facts, taskId,
+    parentExpiresAt)
+end
+if resume then
+  carryOver(resume.keys, resume.taskId, resume.drop, taskId, expiresAt)
 end
 return {1, count, priority}

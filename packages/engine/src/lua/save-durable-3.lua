@@ -1,7 +1,9 @@
 --[[
   Stores what a running tool keeps durably (docs/durable-execution.md) in the task's own hash beside the record: its
   checkpoint (replaced each time) or a step's result (stored once: a step stored already keeps its first result,
-  which is answered). The write is fenced as the attempt's moves are (transition-6.lua): once a later attempt of the
+  which is answered), with its facts (`f:<field>`: when it started, how long it ran, the attempt, its size, and its
+  order among the task's steps and child calls, the hash's size then), which operators read without the results. The
+  write is fenced as the attempt's moves are (transition-6.lua): once a later attempt of the
   task's job has started, an earlier one can no longer write; nor can anyone once the task has ended. The record
   says, in the same step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only
   when there is something in it; a checkpoint also sets its time and size there, for operators, and counts as a sign
@@ -9,7 +11,8 @@
   unchanged for RECONCILE_AFTER_MS, leaves a task that checkpoints alone. The hash expires with the record.
 
   KEYS[1] the task record hash
-  KEYS[2] the task's durable hash (field `checkpoint`, step results `s:<name>`, child task ids `c:<key>`)
+  KEYS[2] the task's durable hash (field `checkpoint`, step results `s:<name>`, child task ids `c:<key>`, and the
+          facts of each step and child call, `f:s:<name>` and `f:c:<key>`)
   KEYS[3] the sorted set of live (non-terminal) tasks, scored by lastUpdatedAt (or the last sign of life)
 
   ARGV[1] the arguments, JSON:
@@ -20,11 +23,13 @@
     bytes       its size in bytes (for operators)
     now         epoch ms
     checkpoint  true for a checkpoint (replaces the last one), false for a step (stored once)
-    maxEntries  the most fields the durable hash may hold (checkpoint, steps and child tasks together)
+    maxEntries  the most steps and child tasks the task may keep together (two fields each: the value and its
+                facts), besides its checkpoint
+    facts       a step's facts, a JSON object (the script adds its order, `n`)
 
   Returns {"ok"} when stored; {"exists", value} when the step was stored already (its first result); {"missing"}
   when the record does not exist; {"ended", status} when the task has ended; {"stale", latestAttempt} when a later
-  attempt has started; {"full", count} when the hash holds maxEntries fields already.
+  attempt has started; {"full", count} when the task keeps maxEntries steps and child tasks already.
 ]]
 local args = cjson.decode(ARGV[1])
 local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl')
@@ -39,19 +44,25 @@ local latest = tonumber(f[2]) or 0
 if args.attempt < latest then
   return {'stale', tostring(latest)}
 end
+local count = 0
 if not args.checkpoint then
   local stored = redis.call('HGET', KEYS[2], args.field)
   if stored then
     return {'exists', stored}
   end
-end
-if redis.call('HEXISTS', KEYS[2], args.field) == 0 then
-  local count = redis.call('HLEN', KEYS[2])
-  if count >= args.maxEntries then
-    return {'full', tostring(count)}
+  -- Two fields per step and child task (its value and its facts), one checkpoint besides: the hash's size halved
+  -- counts them.
+  count = redis.call('HLEN', KEYS[2])
+  if math.floor(count / 2) >= args.maxEntries then
+    return {'full', tostring(math.floor(count / 2))}
   end
 end
-redis.call('HSET', KEYS[2], args.field, args.value)
+if args.facts then
+  redis.call('HSET', KEYS[2], args.field, args.value, 'f:' .. args.field,
+    '{"n":' .. count .. ',' .. string.sub(args.facts, 2))
+else
+  redis.call('HSET', KEYS[2], args.field, args.value)
+end
 redis.call('PEXPIREAT', KEYS[2], tonumber(f[3]) + tonumber(f[4]))
 if args.checkpoint then
   redis.call('HSET', KEYS[1], 'durable', '1', 'checkpointAt', args.now, 'checkpointBytes', args.bytes)

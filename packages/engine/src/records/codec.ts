@@ -29,6 +29,10 @@ export function encodeRecord(record: TaskRecord): Record<string, string> {
   if (record.external) fields['external'] = JSON.stringify(record.external);
   if (record.trace) fields['trace'] = JSON.stringify(record.trace);
   if (record.parent !== undefined) fields['parent'] = record.parent;
+  if (record.resumedFrom !== undefined) fields['resumedFrom'] = record.resumedFrom;
+  // A resumed task starts with durable state: the first attempt reads it (the record says so, as the scripts that
+  // store such state write it).
+  if (record.durable) Object.assign(fields, encodeDurable(record.durable));
   return fields;
 }
 
@@ -57,6 +61,8 @@ export function decodeRecord(
   if (hash['trace']) record.trace = JSON.parse(hash['trace']) as NonNullable<TaskRecord['trace']>;
   if (hash['parent']) record.parent = hash['parent'];
   if (hash['durable']) record.durable = decodeDurable(hash);
+  if (hash['resumedFrom']) record.resumedFrom = hash['resumedFrom'];
+  if (hash['resumedBy']) record.resumedBy = hash['resumedBy'];
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;
@@ -69,6 +75,15 @@ function decodeDurable(hash: Record<string, string>): DurableFacts {
     facts.checkpoint = { at: Number(hash['checkpointAt']), bytes: Number(hash['checkpointBytes'] ?? 0) };
   }
   return facts;
+}
+
+function encodeDurable(facts: DurableFacts): Record<string, string> {
+  const fields: Record<string, string> = { durable: '1', children: String(facts.children) };
+  if (facts.checkpoint) {
+    fields['checkpointAt'] = String(facts.checkpoint.at);
+    fields['checkpointBytes'] = String(facts.checkpoint.bytes);
+  }
+  return fields;
 }
 
 export function decodeExternal(raw: string | null | undefined): ExternalRef | undefined {

@@ -1,14 +1,28 @@
 // What a running tool keeps beside its task's record (docs/durable-execution.md): its checkpoint, its steps' results
-// and the ids of its child tasks, in one hash per task that expires with the record (save-durable-3.lua writes it,
-// create-task-6.lua files child tasks in it), and the set of its children that a cancel of the task cancels too.
+// and the ids of its child tasks, each step and child call with its facts (when, how long, which attempt, how large;
+// a call's tool and the digest of its arguments), in one hash per task that expires with the record (save-durable-3.lua
+// writes it, create-task-6.lua files child tasks in it and copies it for a resumed task), and the set of its children
+// that a cancel of the task cancels too.
 import { LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from '../redis.ts';
-import { type ParentCall, type ParentRefusal, RedisScripts } from '../scripts.ts';
+import { type ParentCall, type ParentRefusal, RedisScripts, type ResumeCall, type ResumeRefusal } from '../scripts.ts';
 import type { TaskKeys } from './keys.ts';
 
 const CHECKPOINT_FIELD = 'checkpoint';
 const STEP_PREFIX = 's:';
 const CHILD_PREFIX = 'c:';
+/** The facts of the step or child call whose field follows (`f:s:<name>`, `f:c:<key>`). */
+const FACTS_PREFIX = 'f:';
+/** Facts read per HSCAN round trip (a small hash answers whole in one). */
+const FACTS_SCAN_COUNT = 1000;
+
+/** A child call filed under its key: its task, and (filed since calls have facts) its tool and digest. */
+export interface FiledCall {
+  taskId: string;
+  tool?: string;
+  /** The digest of the call (protocol's callDigest of its tool and the arguments the tool passed). */
+  digest?: string;
+}
 
 /** What a task keeps durably, as an attempt reads it once before its tool runs: JSON texts by name. */
 export interface DurableSnapshot {
@@ -16,15 +30,40 @@ export interface DurableSnapshot {
   checkpoint: string | undefined;
   /** Step results (JSON) by step name. */
   steps: Map<string, string>;
-  /** Child task ids by call key. */
-  children: Map<string, string>;
+  /** Child calls by call key. */
+  children: Map<string, FiledCall>;
 }
 
 export const EMPTY_SNAPSHOT: DurableSnapshot = Object.freeze({
   checkpoint: undefined,
   steps: new Map<string, string>(),
-  children: new Map<string, string>(),
+  children: new Map<string, FiledCall>(),
 });
+
+/**
+ * One step or child call as its facts say (for operators: `mcpt inspect`, the dashboard). Bounded: a name of at most
+ * 256 characters and a few numbers each, at most DURABLE_MAX_STEPS of them per task.
+ */
+export interface DurableEntry {
+  kind: 'step' | 'call';
+  /** The step's name or the call's key. */
+  name: string;
+  /** Its order among the task's steps and calls as they were stored (the hash's size then). */
+  order: number;
+  /** When the step's function started, or the child task was created (epoch ms). */
+  at: number;
+  /** The attempt that stored it. */
+  attempt: number;
+  /** A step: how long its function ran (ms). */
+  ms?: number;
+  /** A step: the size of its result (bytes of JSON). */
+  bytes?: number;
+  /** A call: its tool and child task. */
+  tool?: string;
+  taskId?: string;
+  /** Carried over from the failed task that stored it (`mcpt retry --resume`). */
+  from?: string;
+}
 
 /** A write by one attempt: a checkpoint (replaced each time) or a step's result (stored once). */
 export interface DurableWrite {
@@ -33,8 +72,11 @@ export interface DurableWrite {
   kind: 'checkpoint' | 'step';
   name?: string;
   json: string;
-  /** The most fields the task's hash may hold (DURABLE_MAX_STEPS). */
+  /** The most steps and child tasks the task may keep (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /** A step: when its function started (epoch ms) and how long it ran (ms), for operators. */
+  startedAt?: number;
+  durationMs?: number;
 }
 
 /** A stored write; a step stored already (by a concurrent earlier attempt) answers its first result. */
@@ -63,7 +105,14 @@ export class DurableStore {
     for (const [field, value] of Object.entries(hash)) {
       if (field === CHECKPOINT_FIELD) snapshot.checkpoint = value;
       else if (field.startsWith(STEP_PREFIX)) snapshot.steps.set(field.slice(STEP_PREFIX.length), value);
-      else if (field.startsWith(CHILD_PREFIX)) snapshot.children.set(field.slice(CHILD_PREFIX.length), value);
+      else if (field.startsWith(CHILD_PREFIX)) {
+        const facts = parseFacts(hash[FACTS_PREFIX + field]);
+        snapshot.children.set(field.slice(CHILD_PREFIX.length), {
+          taskId: value,
+          ...(typeof facts?.['tool'] === 'string' ? { tool: facts['tool'] } : {}),
+          ...(typeof facts?.['digest'] === 'string' ? { digest: facts['digest'] } : {}),
+        });
+      }
     }
     return snapshot;
   }
@@ -86,6 +135,16 @@ export class DurableStore {
       now: Date.now(),
       checkpoint,
       maxEntries: write.maxEntries,
+      ...(checkpoint
+        ? {}
+        : {
+            facts: JSON.stringify({
+              at: write.startedAt ?? Date.now(),
+              ms: write.durationMs ?? 0,
+              attempt: write.attempt,
+              bytes: Buffer.byteLength(write.json, 'utf8'),
+            }),
+          }),
     });
     switch (reply.verdict) {
       case 'ok':
@@ -117,6 +176,36 @@ export class DurableStore {
     return `${CHILD_PREFIX}${key}`;
   }
 
+  /** The facts a child call is filed with (create-task-6.lua's `parent.facts`; the script adds its order and task). */
+  callFacts(call: { tool: string; digest: string; attempt: number; at: number }): string {
+    // The digest first: the script finds it by a pattern, before any text the tool's name could hold.
+    return JSON.stringify({ digest: call.digest, at: call.at, attempt: call.attempt, tool: call.tool });
+  }
+
+  /** What create-task-6.lua needs to copy the durable state of failed task `taskId` into new task `copyTo`. */
+  resumeKeys(taskId: string, copyTo: string): ResumeCall['keys'] {
+    return { record: this.keys.record(taskId), durable: this.keys.durable(taskId), copy: this.keys.durable(copyTo) };
+  }
+
+  /**
+   * The task's steps and child calls as their facts say, in the order they started (then stored). Reads the facts
+   * only (HSCAN): never the results. Steps and calls stored before facts were kept are left out.
+   */
+  async entries(taskId: string): Promise<DurableEntry[]> {
+    const key = this.keys.durable(taskId);
+    const entries: DurableEntry[] = [];
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(key, cursor, 'MATCH', `${FACTS_PREFIX}*`, 'COUNT', FACTS_SCAN_COUNT);
+      cursor = next;
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const entry = entryOf(String(flat[i]).slice(FACTS_PREFIX.length), String(flat[i + 1]));
+        if (entry) entries.push(entry);
+      }
+    } while (cursor !== '0');
+    return entries.sort((a, b) => a.at - b.at || a.order - b.order);
+  }
+
   /** The ids of the task's child tasks (those a cancel of the task cancels too). */
   children(taskId: string): Promise<string[]> {
     return this.redis.smembers(this.keys.children(taskId));
@@ -130,6 +219,44 @@ export class DurableStore {
     ]);
     return { steps: fields.filter((field) => field.startsWith(STEP_PREFIX)).length, children };
   }
+}
+
+function parseFacts(text: string | undefined): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const facts = JSON.parse(text) as unknown;
+    return facts !== null && typeof facts === 'object' ? (facts as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An entry from the field its facts are about (`s:<name>`, `c:<key>`) and the facts. */
+function entryOf(field: string, text: string): DurableEntry | undefined {
+  const facts = parseFacts(text);
+  if (!facts) return undefined;
+  const number = (name: string) => (typeof facts[name] === 'number' ? facts[name] : undefined);
+  const string = (name: string) => (typeof facts[name] === 'string' ? facts[name] : undefined);
+  const kind = field.startsWith(STEP_PREFIX) ? 'step' : field.startsWith(CHILD_PREFIX) ? 'call' : undefined;
+  if (kind === undefined) return undefined;
+  const entry: DurableEntry = {
+    kind,
+    name: field.slice(2),
+    order: number('n') ?? 0,
+    at: number('at') ?? 0,
+    attempt: number('attempt') ?? 0,
+  };
+  const optional = {
+    ms: number('ms'),
+    bytes: number('bytes'),
+    tool: string('tool'),
+    taskId: string('task'),
+    from: string('from'),
+  };
+  for (const [name, value] of Object.entries(optional)) {
+    if (value !== undefined) Object.assign(entry, { [name]: value });
+  }
+  return entry;
 }
 
 /**
@@ -166,9 +293,34 @@ export function durableRefusal(
     case 'full':
       return new LocalError(
         LocalErrorCode.DurableFull,
-        `Task ${taskId} keeps ${detail ?? 'too many'} checkpoints, step results and child tasks already, the most ` +
+        `Task ${taskId} keeps ${detail ?? 'too many'} step results and child tasks already, the most ` +
           `DURABLE_MAX_STEPS allows: it cannot ${verb}`,
         context,
+      );
+  }
+}
+
+/** Why a failed task cannot be resumed (include/resume.lua), as the LocalError an operator's command reports. */
+export function resumeRefusal(taskId: string, reason: ResumeRefusal, detail: string | undefined): LocalError {
+  switch (reason) {
+    case 'missing':
+      return new LocalError(
+        LocalErrorCode.TaskNotFound,
+        `Task ${taskId} not found (it never existed, expired or was purged)`,
+        { taskId },
+      );
+    case 'not-failed':
+      return new LocalError(
+        LocalErrorCode.NotAllowed,
+        `Task ${taskId} is ${detail ?? 'not failed'}; only failed tasks can be resumed`,
+        { taskId },
+      );
+    case 'resumed':
+      return new LocalError(
+        LocalErrorCode.NotAllowed,
+        `Task ${taskId} was resumed already, by task ${detail ?? '?'}: a failed task is continued once (resume ` +
+          'that one if it failed, or retry without --resume to start over)',
+        { taskId, resumedBy: detail },
       );
   }
 }

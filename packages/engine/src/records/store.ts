@@ -23,6 +23,7 @@ import {
   type FairOrderCall,
   type IdempotencyCall,
   type ParentCall,
+  type ResumeCall,
   RedisScripts,
   type ScriptedJob,
 } from '../scripts.ts';
@@ -41,7 +42,7 @@ import {
   type SummaryExtra,
   type TaskSummary,
 } from './codec.ts';
-import { DurableStore, durableRefusal } from './durable.ts';
+import { DurableStore, durableRefusal, resumeRefusal } from './durable.ts';
 import { TaskIndexes } from './indexes.ts';
 import { TaskKeys } from './keys.ts';
 
@@ -108,6 +109,8 @@ export interface NewTask {
   idempotency?: Omit<IdempotencyCall, 'keys'>;
   /** The task whose running tool starts this one (ctx.callTool): the child is filed with it, once per call key. */
   parent?: Omit<ParentCall, 'keys'> & { taskId: string };
+  /** The failed task this one continues (`mcpt retry --resume`): its durable state is copied in the same step. */
+  resume?: Omit<ResumeCall, 'keys'>;
 }
 
 /** What creating a task came to, once its request was opened. */
@@ -202,6 +205,7 @@ export class TaskStore {
       requestContext,
       idempotency,
       parent,
+      resume,
     } = task;
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -234,6 +238,7 @@ export class TaskStore {
         : {}),
       ...(idempotency ? { idempotency: { ...idempotency, keys: this.#idempotencyKeys(record.owner) } } : {}),
       ...(parent ? { parent: { ...parent, keys: this.durable.parentKeys(parent.taskId) } } : {}),
+      ...(resume ? { resume: { ...resume, keys: this.durable.resumeKeys(resume.taskId, record.taskId) } } : {}),
       fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
     });
     if (reply.opened !== 0) return { opened: reply.opened };
@@ -244,6 +249,8 @@ export class TaskStore {
         return { opened: 0, existing: { taskId: reply.taskId, sameCall: reply.sameCall } };
       case 'parent-refused':
         throw durableRefusal(parent?.taskId ?? '', reply.reason, reply.detail);
+      case 'resume-refused':
+        throw resumeRefusal(resume?.taskId ?? '', reply.reason, reply.detail);
       case 'created':
         for (const observer of this.#observers) observer.created?.(record);
         return fair ? { opened: 0, priority: reply.priority } : { opened: 0 };

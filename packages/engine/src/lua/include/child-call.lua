@@ -1,20 +1,25 @@
 --[[
   Included (`--- @include "child-call"`) by create-task-6.lua: a child task started by a running tool
   (ctx.callTool, docs/durable-execution.md), created in the same step that files its id in the parent's durable hash
-  under the call's key. A child call is a step: a later attempt of the parent finds the id there and creates nothing,
-  and no crash between the creation and the filing can start the child twice, since they are one step.
+  under the call's key, with the call's facts (`f:<field>`: its tool and the digest of its arguments, when and by
+  which attempt it was made, its order among the parent's steps and child calls). A child call is a step: a later
+  attempt of the parent finds the id there and creates nothing, and no crash between the creation and the filing can
+  start the child twice, since they are one step.
 
-  childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries) checks the parent before anything is
-  written. It answers nothing when the child may be created, with the parent's expiry (epoch ms); {2, childId} when
-  the call's key names a child already; or {-2, reason, detail} when the parent cannot start one: 'missing', 'ended'
-  (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number) or 'full' (its durable
-  hash holds maxEntries fields: detail, that count). Fenced as transition-6.lua fences a worker's moves.
+  childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, digest) checks the parent before anything
+  is written. It answers nothing when the child may be created, with the parent's expiry (epoch ms); {2, childId}
+  when the call's key names a child of the same call already; {4, childId} when it names the child of another call
+  (another tool or other arguments: a replay that would guess); or {-2, reason, detail} when the parent cannot start
+  one: 'missing', 'ended' (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number)
+  or 'full' (it keeps maxEntries steps and child tasks: detail, that count). Fenced as transition-6.lua fences a
+  worker's moves.
 
-  fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt) files the new child: its id
-  under the call's key, in the parent's set of children (what a cancel of the parent cancels), and on the parent's
-  record the count of its children and the mark that it keeps durable state. Both keys expire with the parent.
+  fileChild(parentRecord, parentDurable, parentChildren, field, facts, childId, parentExpiresAt) files the new child:
+  its id under the call's key with its facts (a JSON object, to which its order `n` and the child's id `task` are
+  added), in the parent's set of children (what a cancel of the parent cancels), and on the parent's record the count
+  of its children and the mark that it keeps durable state. Both keys expire with the parent.
 ]]
-local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries)
+local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, digest)
   local p = redis.call('HMGET', KEYS[parentRecord], 'status', 'attempt', 'createdAt', 'ttl')
   if not p[1] then
     return {-2, 'missing'}
@@ -28,17 +33,22 @@ local function childCallRefusal(parentRecord, parentDurable, field, attempt, max
   end
   local existing = redis.call('HGET', KEYS[parentDurable], field)
   if existing then
-    return {2, existing}
+    -- A child filed before calls had facts has no digest to compare: it is taken as the same call.
+    local filed = string.match(redis.call('HGET', KEYS[parentDurable], 'f:' .. field) or '', '"digest":"([^"]*)"')
+    return {(filed == nil or filed == digest) and 2 or 4, existing}
   end
-  local count = redis.call('HLEN', KEYS[parentDurable])
+  -- Two fields per step and child task (its value and its facts), one checkpoint besides.
+  local count = math.floor(redis.call('HLEN', KEYS[parentDurable]) / 2)
   if count >= maxEntries then
     return {-2, 'full', tostring(count)}
   end
   return nil, tonumber(p[3]) + tonumber(p[4])
 end
 
-local function fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt)
-  redis.call('HSET', KEYS[parentDurable], field, childId)
+local function fileChild(parentRecord, parentDurable, parentChildren, field, facts, childId, parentExpiresAt)
+  local order = redis.call('HLEN', KEYS[parentDurable])
+  redis.call('HSET', KEYS[parentDurable], field, childId, 'f:' .. field,
+    '{"n":' .. order .. ',"task":' .. cjson.encode(childId) .. ',' .. string.sub(facts, 2))
   redis.call('PEXPIREAT', KEYS[parentDurable], parentExpiresAt)
   redis.call('SADD', KEYS[parentChildren], childId)
   redis.call('PEXPIREAT', KEYS[parentChildren], parentExpiresAt)

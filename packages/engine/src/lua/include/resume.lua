@@ -1,0 +1,55 @@
+--[[
+  Included (`--- @include "resume"`) by create-task-6.lua: a task that continues a failed one (an operator's
+  `mcpt retry --resume`, docs/durable-execution.md, "Resuming a failed task"). It begins with what the failed task's
+  tool kept, copied in the step that creates it: no attempt of the new task can start before it has them.
+
+  resumeRefusal(record) answers nothing when the task of KEYS[record] may be resumed: it exists, it failed, and no
+  task resumes it yet (a failed task is continued once). Otherwise {-3, 'missing'}, {-3, 'not-failed', status} or
+  {-3, 'resumed', the task that resumed it}.
+
+  carryOver(keys, fromId, drop, taskId, expiresAt) names the new task on the failed one's record (`resumedBy`) and
+  copies the failed task's durable hash (COPY: the results never pass through the script) to the new task's, less
+  the child calls whose child is in `drop` (one that ended without a result runs again) with their facts. Each fact
+  carried names the task that stored it (`from`), unless it names one already (a resumed task resumed again). The
+  copy expires with the new task.
+]]
+local function resumeRefusal(record)
+  local r = redis.call('HMGET', KEYS[record], 'status', 'resumedBy')
+  if not r[1] then
+    return {-3, 'missing'}
+  end
+  if r[1] ~= 'failed' then
+    return {-3, 'not-failed', r[1]}
+  end
+  if r[2] then
+    return {-3, 'resumed', r[2]}
+  end
+  return nil
+end
+
+local function carryOver(keys, fromId, drop, taskId, expiresAt)
+  redis.call('HSET', KEYS[keys.record], 'resumedBy', taskId)
+  if redis.call('COPY', KEYS[keys.durable], KEYS[keys.copy]) == 0 then
+    return
+  end
+  local dropped = {}
+  for _, id in ipairs(drop) do
+    dropped[id] = true
+  end
+  local from = '{"from":' .. cjson.encode(fromId) .. ','
+  for _, field in ipairs(redis.call('HKEYS', KEYS[keys.copy])) do
+    local head = string.sub(field, 1, 2)
+    if head == 'c:' then
+      if dropped[redis.call('HGET', KEYS[keys.copy], field)] then
+        redis.call('HDEL', KEYS[keys.copy], field, 'f:' .. field)
+      end
+    elseif head == 'f:' then
+      -- false when its child call was dropped above.
+      local facts = redis.call('HGET', KEYS[keys.copy], field)
+      if facts and not string.find(facts, '"from":', 1, true) then
+        redis.call('HSET', KEYS[keys.copy], field, from .. string.sub(facts, 2))
+      end
+    end
+  end
+  redis.call('PEXPIREAT', KEYS[keys.copy], expiresAt)
+end
