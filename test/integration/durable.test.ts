@@ -3,11 +3,11 @@
 // children listed with their parent on both wires, what operators see, and last a worker SIGKILLed during a
 // checkpointed loop whose task another worker resumes after the last checkpoint (examples/long-import).
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
-import { KeySpace, TaskKeys, type DurableView } from '@mcp-tasks/engine';
+import { KeySpace, TaskKeys, type DurableView, type StepView } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
@@ -196,6 +196,97 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     const { message } = await expectRpcError(result(client, reused), -32603);
     expect(message).to.match(/Child call 'text-0' of task \S+ is not the call an earlier attempt made/);
     expect(message).to.include('A key names one call: give each different call a key of its own.');
+  });
+
+  /** Runs `mcpt` against the system's Redis: its exit code, stdout and stderr. */
+  async function mcpt(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+    let out = '';
+    let err = '';
+    const code = await runCli(args, {
+      out: (text) => (out += text),
+      err: (text) => (err += text),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    return { code, out, err };
+  }
+
+  /** A charge_then_ship task that failed at its closed gate after its charge step, child call and checkpoint. */
+  async function failedAfterCharge(client: McpTestClient, name: string) {
+    const ledger = join(scratch, `${name}.ledger`);
+    const gate = join(scratch, `${name}.gate`);
+    writeFileSync(gate, 'closed');
+    const taskId = String((await client.createTask('charge_then_ship', { ledger, gate }))['taskId']);
+    const failed = await settled(client, taskId);
+    expect(failed['status']).to.equal('failed');
+    expect(readFileSync(ledger, 'utf8')).to.equal('charged\n');
+    rmSync(gate);
+    return { taskId, ledger };
+  }
+
+  it("mcpt retry --resume continues a failed task from its completed steps: the charge step runs zero more times, the child call's result and the checkpoint carry over, and inspect links the two tasks both ways", async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const { taskId: failed, ledger } = await failedAfterCharge(client, 'resume');
+    const resumed = await mcpt('retry', failed, '--resume', '--yes', '--json');
+    expect(resumed.code, resumed.err).to.equal(0);
+    const answer = JSON.parse(resumed.out) as { retriedFrom: string; resumed: boolean; task: Task; note?: string };
+    expect(answer).to.include({ retriedFrom: failed, resumed: true });
+    expect(answer.note).to.equal(undefined);
+    const taskId = String(answer.task['taskId']);
+
+    expect((await settled(client, taskId))['status']).to.equal('completed');
+    expect((await result(client, taskId))['structuredContent']).to.deep.equal({
+      charge: { charged: 10 },
+      words: { words: 4 },
+      shipped: { shipped: true },
+      lastCheckpoint: { shipping: true },
+    });
+    expect(readFileSync(ledger, 'utf8')).to.equal('charged\n');
+    // The resumed task waited for the failed one's child instead of starting another.
+    expect((await listAll(client)).filter((task) => parentOf(task) === taskId)).to.have.length(0);
+
+    const inspected = JSON.parse((await mcpt('inspect', taskId, '--json')).out) as {
+      durable: DurableView;
+      steps: StepView[];
+    };
+    expect(inspected.durable.resumedFrom).to.equal(failed);
+    expect(inspected.steps.map((step) => [step.kind, step.name, step.resumedFrom])).to.deep.equal([
+      ['step', 'charge', failed],
+      ['call', 'count_words#1', failed],
+      ['step', 'ship', undefined],
+    ]);
+    const [charge, call, ship] = inspected.steps as [StepView, StepView, StepView];
+    expect(charge).to.include({ attempt: 1, bytes: Buffer.byteLength('{"charged":10}') });
+    expect(charge.durationMs).to.be.at.least(0);
+    expect(Date.parse(charge.startedAt)).to.be.at.most(Date.parse(call.startedAt));
+    expect(call).to.include({ tool: 'count_words', status: 'completed', attempt: 1 });
+    expect(call.bytes).to.be.above(0);
+    expect(ship).to.include({ attempt: 1, bytes: Buffer.byteLength('{"shipped":true}') });
+    const before = JSON.parse((await mcpt('inspect', failed, '--json')).out) as { durable: DurableView };
+    expect(before.durable.resumedBy).to.equal(taskId);
+    const text = (await mcpt('inspect', taskId)).out;
+    expect(text).to.match(new RegExp(`resumed from\\s+${failed}`));
+    expect(text).to.include('Steps and child calls:');
+    expect(text).to.match(new RegExp(`1\\s+step\\s+charge\\s+\\S+\\s+\\S+\\s+1 of ${failed.slice(0, 8)}…\\s+14`));
+
+    // A failed task is continued once.
+    const again = await mcpt('retry', failed, '--resume', '--yes');
+    expect(again.code).to.equal(1);
+    expect(again.err).to.include(`was resumed already, by task ${taskId}`);
+  });
+
+  it('plain mcpt retry starts over and says so: the completed charge step runs again in the new task', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const { taskId: failed, ledger } = await failedAfterCharge(client, 'retry');
+    const retried = await mcpt('retry', failed, '--yes');
+    expect(retried.code, retried.err).to.equal(0);
+    expect(retried.out).to.match(/^Retried task \S+ as new task (\S+) /);
+    expect(retried.out).to.include(
+      'The new task starts over: what the failed task kept (1 completed step, 1 child call and a checkpoint) does ' +
+        'not carry over, and its completed steps run again. Add --resume to continue from them instead.',
+    );
+    const taskId = String(/as new task (\S+) /.exec(retried.out)?.[1]);
+    expect((await settled(client, taskId))['status']).to.equal('completed');
+    expect(readFileSync(ledger, 'utf8')).to.equal('charged\ncharged\n');
   });
 
   it('X-GET-1: a child of a 2026-07-28 task carries its parent in tasks/get too', async () => {

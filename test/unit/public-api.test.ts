@@ -8,6 +8,7 @@ describe('the public API of mcp-task-runner', () => {
     expect(Object.keys(runner).sort()).to.deep.equal([
       'ChildTaskError',
       'FinalError',
+      'NonDeterministicCallError',
       'TaskSupport',
       'defineExternalTool',
       'defineQueueTool',
@@ -16,6 +17,24 @@ describe('the public API of mcp-task-runner', () => {
       'startApi',
       'startWorker',
     ]);
+  });
+
+  it('NonDeterministicCallError: its own name, a LocalError with its code, the key and both calls', () => {
+    const error = new runner.NonDeterministicCallError(
+      't-1',
+      'square#1',
+      { tool: 'square', arguments: { n: 1 } },
+      {
+        tool: 'square',
+        arguments: { n: 3 },
+      },
+    );
+    expect(error).to.be.instanceOf(Error);
+    expect(error.name).to.equal('NonDeterministicCallError');
+    expect(error.code).to.equal('non-deterministic-call');
+    expect(error).to.include({ taskId: 't-1', key: 'square#1' });
+    expect(error.message).to.match(/it was 'square' \{"n":1\}, it is now 'square' \{"n":3\}/);
+    expect(error.message).to.match(/make them in the same order in every attempt, or pass a key/);
   });
 
   it('takes the specification’s taskSupport strings', () => {

@@ -23,6 +23,7 @@ export {
   defineQueueTool,
   defineTool,
   FinalError,
+  NonDeterministicCallError,
   TaskSupport,
 } from '@mcp-tasks/protocol';
 export type {

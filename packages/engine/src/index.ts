@@ -104,6 +104,7 @@ export {
   operatorTask,
   TaskAdmin,
   type QueueDepth,
+  type StepView,
   type TaskFilter,
   type TaskInspection,
 } from './task-admin.ts';

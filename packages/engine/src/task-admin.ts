@@ -28,7 +28,7 @@ import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.
 import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
-import type { TaskService } from './task-service.ts';
+import type { CreateTaskInput, TaskService } from './task-service.ts';
 import type { SchedulingView, ToolSchedulingView } from './tool-limits.ts';
 
 export type { HistoryEntry } from './records/codec.ts';
@@ -116,7 +116,38 @@ export interface TaskInspection {
   inconsistency?: string;
   /** What the task's tool keeps durably and its place in a tree of tasks (docs/durable-execution.md). */
   durable?: DurableView;
+  /**
+   * Each step and child call of the task by name, in the order they started: when, for how long, stored by which
+   * attempt, how large (docs/durable-execution.md, "What operators see"). At most STEPS_SHOWN; absent when none.
+   */
+  steps?: StepView[];
+  /** How many steps and child calls were left out of `steps` (beyond STEPS_SHOWN). */
+  stepsLeftOut?: number;
 }
+
+/** One step or child call of a task as operators see it. */
+export interface StepView {
+  kind: 'step' | 'call';
+  /** The step's name, or the child call's key. */
+  name: string;
+  /** When the step's function started, or the child task was created. */
+  startedAt: string;
+  /** How long the step's function ran, or the child task took to end (absent while it runs). */
+  durationMs?: number;
+  /** The attempt that stored it. */
+  attempt: number;
+  /** Bytes of the step's result (JSON), or of the child's stored outcome once it ended. */
+  bytes?: number;
+  /** A call: its tool, its child task and that task's status (`gone` once it expired). */
+  tool?: string;
+  taskId?: string;
+  status?: TaskStatus | 'gone';
+  /** The failed task that stored it, when this task resumed that one (`mcpt retry --resume`). */
+  resumedFrom?: string;
+}
+
+/** The most steps and child calls an inspection lists (the dashboard's task page reads it every second). */
+export const STEPS_SHOWN = 500;
 
 /** A task's durable state as operators see it: its checkpoint, its stored steps, its parent and its children. */
 export interface DurableView {
@@ -128,6 +159,9 @@ export interface DurableView {
   parent?: string;
   /** The tasks this one started, with their tool and status (an expired one as `gone`). */
   children: { taskId: string; tool: string; status: TaskStatus | 'gone' }[];
+  /** The failed task this one continues, and the task that continues this one (`mcpt retry --resume`). */
+  resumedFrom?: string;
+  resumedBy?: string;
 }
 
 /**
@@ -300,7 +334,7 @@ export class TaskAdmin {
       };
     }
     const verdict = reconcile(record, state, job?.failedReason);
-    const durable = await this.#durableView(record);
+    const [durable, steps] = await Promise.all([this.#durableView(record), this.#steps(record)]);
     // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts). Only a working task
     // can: the catalog is not read for the others (the dashboard's task page asks every second).
     const live = this.tools && record.status === TaskStatus.Working ? await this.tools.catalog.read() : undefined;
@@ -310,13 +344,49 @@ export class TaskAdmin {
       ...(view ? { job: view } : {}),
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
       ...(durable ? { durable } : {}),
+      ...(steps && steps.shown.length > 0 ? { steps: steps.shown } : {}),
+      ...(steps && steps.leftOut > 0 ? { stepsLeftOut: steps.leftOut } : {}),
+    };
+  }
+
+  /** The task's steps and child calls, read (facts only) for a task whose record says it keeps durable state. */
+  async #steps(record: TaskRecord): Promise<{ shown: StepView[]; leftOut: number } | undefined> {
+    if (!record.durable) return undefined;
+    const entries = await this.store.durable.entries(record.taskId);
+    const shown = entries.slice(0, STEPS_SHOWN);
+    const calls = shown.filter((entry) => entry.taskId !== undefined);
+    const children = await this.store.endings(calls.map((entry) => entry.taskId as string));
+    const ending = new Map(calls.map((entry, i) => [entry.taskId, children[i]]));
+    return {
+      leftOut: entries.length - shown.length,
+      shown: shown.map((entry): StepView => {
+        const view: StepView = {
+          kind: entry.kind,
+          name: entry.name,
+          startedAt: new Date(entry.at).toISOString(),
+          attempt: entry.attempt,
+          ...(entry.ms !== undefined ? { durationMs: entry.ms } : {}),
+          ...(entry.bytes !== undefined ? { bytes: entry.bytes } : {}),
+          ...(entry.from !== undefined ? { resumedFrom: entry.from } : {}),
+        };
+        if (entry.kind !== 'call') return view;
+        const child = ending.get(entry.taskId);
+        return {
+          ...view,
+          ...(entry.tool !== undefined ? { tool: entry.tool } : {}),
+          ...(entry.taskId !== undefined ? { taskId: entry.taskId } : {}),
+          status: child?.status ?? 'gone',
+          ...(child?.endedAt !== undefined ? { durationMs: Math.max(0, child.endedAt - entry.at) } : {}),
+          ...(child?.bytes !== undefined ? { bytes: child.bytes } : {}),
+        };
+      }),
     };
   }
 
   /** The durable part of an inspection, read only for a task whose record says it has one (or a parent). */
   async #durableView(record: TaskRecord): Promise<DurableView | undefined> {
-    const { durable, parent } = record;
-    if (!durable && parent === undefined) return undefined;
+    const { durable, parent, resumedFrom, resumedBy } = record;
+    if (!durable && parent === undefined && resumedBy === undefined) return undefined;
     const counts = durable ? await this.store.durable.counts(record.taskId) : { steps: 0, children: [] };
     const children = await this.store.summaries(counts.children, ['tool']);
     return {
@@ -325,6 +395,8 @@ export class TaskAdmin {
         : {}),
       steps: counts.steps,
       ...(parent !== undefined ? { parent } : {}),
+      ...(resumedFrom !== undefined ? { resumedFrom } : {}),
+      ...(resumedBy !== undefined ? { resumedBy } : {}),
       // In the order they were started (a set has none); the expired ones last.
       children: counts.children
         .map((taskId, i) => ({ taskId, summary: children[i] }))
@@ -487,13 +559,17 @@ export class TaskAdmin {
    * Runs a failed task again as a new task: same tool, arguments, owner and session, the same ttl; the old task
    * stays as it is. `service` gives the TaskService that creates it (its timing decides the new task's ttl bounds
    * and pollInterval), `tool` the tool's catalog entry: whether it may run again after a worker crash, and the
-   * scheduling its calls get (attempts and backoff), as for the api's own calls.
+   * scheduling its calls get (attempts and backoff), as for the api's own calls. With `resume`, the new task
+   * continues the failed one (docs/durable-execution.md, "Resuming a failed task"): it begins with its checkpoint,
+   * its steps and its child calls that ended with a result, and the two tasks name each other (`resumedFrom`,
+   * `resumedBy`); a failed task is resumed once. Without, it starts over: its completed steps run again.
    */
   async retry(
     taskId: string,
     options: {
       service: (original: TaskRecord) => TaskService;
       tool: (name: string) => Pick<CatalogEntry, 'retrySafe' | 'scheduling'>;
+      resume?: boolean;
     },
   ): Promise<TaskRecord> {
     const record = await this.store.get(taskId);
@@ -510,7 +586,8 @@ export class TaskAdmin {
     }
     const details = await this.store.details(taskId);
     const tool = options.tool(record.tool);
-    return options.service(record).create({
+    const resume = options.resume === true ? await this.#resumeFrom(record) : undefined;
+    const create = options.service(record).create({
       kind: TaskKind.Task,
       owner: record.owner,
       sessionId: record.sessionId,
@@ -522,8 +599,39 @@ export class TaskAdmin {
         ? { queue: record.external.queue }
         : {}),
       requestedTtl: record.ttl,
-      statusMessage: `Retry of task ${taskId}, queued for a worker.`,
+      statusMessage: resume
+        ? `Resumes task ${taskId} from its completed steps, queued for a worker.`
+        : `Retry of task ${taskId}, queued for a worker.`,
+      ...(resume ? { resume } : {}),
     });
+    // The create script's refusal to resume (resumed already, gone meanwhile), in an operator's terms.
+    return create.catch((error: unknown) => {
+      const { NotAllowed, TaskNotFound } = LocalErrorCode;
+      if (resume && error instanceof LocalError && (error.code === NotAllowed || error.code === TaskNotFound)) {
+        throw new AdminError(error.code, error.message, error.context);
+      }
+      throw error;
+    });
+  }
+
+  /**
+   * What a task resuming `record` carries over: its durable state less the child calls whose child did not end with
+   * a result (failed with an error, cancelled, gone): those run again. The create script copies the rest in its step.
+   */
+  async #resumeFrom(record: TaskRecord): Promise<NonNullable<CreateTaskInput['resume']>> {
+    const children = record.durable ? await this.store.durable.children(record.taskId) : [];
+    const records = await this.store.records(children);
+    const finished = new Set(
+      records.filter((child) => child.outcome !== undefined && 'result' in child.outcome).map((child) => child.taskId),
+    );
+    return {
+      taskId: record.taskId,
+      drop: children.filter((id) => !finished.has(id)),
+      // The new record says it keeps durable state (its first attempt reads it), with the checkpoint's facts.
+      ...(record.durable
+        ? { durable: { children: 0, ...(record.durable.checkpoint ? { checkpoint: record.durable.checkpoint } : {}) } }
+        : {}),
+    };
   }
 
   /** Deletes terminal tasks whose last change is older than `finishedBefore` (epoch ms), oldest first. */

@@ -16,6 +16,7 @@ import {
   UnavailableError,
   TaskStatus,
   toolQueueName,
+  type DurableFacts,
   type ExternalRef,
   type Scheduling,
   type TaskKind,
@@ -84,7 +85,7 @@ export interface CreateTaskInput {
    * The failed task this one continues (`mcpt retry --resume`): it begins with that task's checkpoint, steps and the
    * child calls that ended with a result (all but `drop`, child task ids), copied in the step that creates it.
    */
-  resume?: { taskId: string; drop: string[] };
+  resume?: { taskId: string; drop: string[]; durable?: DurableFacts };
   /** The task expires by then at the latest (epoch ms): a child's parent's expiry. */
   expiresBy?: number;
 }
@@ -233,6 +234,8 @@ export class TaskService {
       ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
       ...(input.trace ? { trace: input.trace } : {}),
       ...(input.parent !== undefined ? { parent: input.parent.taskId } : {}),
+      ...(input.resume !== undefined ? { resumedFrom: input.resume.taskId } : {}),
+      ...(input.resume?.durable ? { durable: input.resume.durable } : {}),
     };
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;
@@ -511,7 +514,7 @@ function durableGroups(
           },
         }
       : {}),
-    ...(resume ? { resume } : {}),
+    ...(resume ? { resume: { taskId: resume.taskId, drop: resume.drop } } : {}),
   };
 }
 

@@ -1,6 +1,12 @@
 // `mcpt inspect <taskId>`: the record, its status history, its BullMQ job, and its result or error.
 import type { Command } from 'commander';
-import { operatorInspection, operatorTask, type DurableView, type TaskInspection } from '@mcp-tasks/engine';
+import {
+  operatorInspection,
+  operatorTask,
+  type DurableView,
+  type StepView,
+  type TaskInspection,
+} from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
 import { iso, keyValues, table } from '../format.ts';
@@ -11,8 +17,8 @@ export function registerInspect(program: Command, io: CliIo): void {
   program
     .command('inspect')
     .description(
-      'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint and ' +
-        'child tasks, result or error',
+      'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint, ' +
+        'steps and child calls in order (start, duration, attempt, size), result or error',
     )
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
@@ -35,6 +41,8 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     job: job ?? null,
     ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
     ...(inspection.durable ? { durable: inspection.durable } : {}),
+    ...(inspection.steps ? { steps: inspection.steps } : {}),
+    ...(inspection.stepsLeftOut !== undefined ? { stepsLeftOut: inspection.stepsLeftOut } : {}),
     ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
     ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
   };
@@ -82,6 +90,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
     ),
   ];
+  if (inspection.steps) parts.push('', ...stepsText(inspection.steps, inspection.stepsLeftOut));
   if (durable && durable.children.length > 0) {
     parts.push(
       '',
@@ -104,6 +113,8 @@ function inspectionText(inspection: TaskInspection, now: number): string {
 function durablePairs(durable: DurableView, now: number): [string, string][] {
   const pairs: [string, string][] = [];
   if (durable.parent !== undefined) pairs.push(['parent', durable.parent]);
+  if (durable.resumedFrom !== undefined) pairs.push(['resumed from', durable.resumedFrom]);
+  if (durable.resumedBy !== undefined) pairs.push(['resumed by', durable.resumedBy]);
   const { checkpoint } = durable;
   if (checkpoint) {
     const at = Date.parse(checkpoint.at);
@@ -112,4 +123,36 @@ function durablePairs(durable: DurableView, now: number): [string, string][] {
   if (durable.steps > 0) pairs.push(['steps', `${durable.steps} stored`]);
   if (durable.children.length > 0) pairs.push(['children', String(durable.children.length)]);
   return pairs;
+}
+
+/** Each step and child call in the order they started (docs/durable-execution.md, "What operators see"). */
+function stepsText(steps: readonly StepView[], leftOut: number | undefined): string[] {
+  const rows = steps.map((step, i) => [
+    String(i + 1),
+    step.kind === 'call' ? `call ${step.tool ?? '?'}` : 'step',
+    step.name,
+    step.startedAt,
+    step.durationMs !== undefined ? formatDuration(step.durationMs) : '-',
+    // Stored by an attempt of the task this one resumed (its id in full under `resumed from`, or in --json).
+    step.resumedFrom !== undefined ? `${step.attempt} of ${step.resumedFrom.slice(0, 8)}…` : String(step.attempt),
+    step.bytes !== undefined ? String(step.bytes) : '-',
+    step.kind === 'call' ? `${step.taskId ?? ''} ${step.status ?? ''}`.trim() : '',
+  ]);
+  return [
+    'Steps and child calls:',
+    table(
+      [
+        { title: '#', align: 'right' },
+        { title: 'kind' },
+        { title: 'name', max: 60 },
+        { title: 'started' },
+        { title: 'duration', align: 'right' },
+        { title: 'attempt' },
+        { title: 'bytes', align: 'right' },
+        { title: 'child task' },
+      ],
+      rows,
+    ),
+    ...(leftOut ? [`(${leftOut} more not shown)`] : []),
+  ];
 }

@@ -293,6 +293,29 @@ export class TaskStore {
   }
 
   /**
+   * How many tasks ended, in one round trip (undefined where the record is gone): the status, and for a terminal one
+   * when it ended and the size of its stored outcome (bytes of JSON), read without the outcome itself.
+   */
+  async endings(
+    taskIds: readonly string[],
+  ): Promise<({ status: TaskStatus; endedAt?: number; bytes?: number } | undefined)[]> {
+    if (taskIds.length === 0) return [];
+    const pipeline = this.#redis.pipeline();
+    for (const id of taskIds) {
+      pipeline.hmget(this.#tasks.record(id), 'status', 'lastUpdatedAt');
+      pipeline.hstrlen(this.#tasks.record(id), 'outcome');
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return taskIds.map((_, i) => {
+      const [status, lastUpdatedAt] = (replies[2 * i]?.[1] ?? []) as (string | null)[];
+      if (!isTaskStatus(status)) return undefined;
+      if (!isTerminal(status)) return { status };
+      const bytes = Number(replies[2 * i + 1]?.[1] ?? 0);
+      return { status, endedAt: Number(lastUpdatedAt), ...(bytes > 0 ? { bytes } : {}) };
+    });
+  }
+
+  /**
    * Summaries of many tasks in one round trip (undefined where the record is gone): status, kind, creation and ttl,
    * plus `extras`. Cheaper than records when most are filtered out or only counted.
    */
