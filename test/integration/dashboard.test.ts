@@ -4,6 +4,9 @@
 // 127.0.0.1 only.
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createEngine, type Engine } from '@mcp-tasks/engine';
 import { TaskKind } from '@mcp-tasks/protocol';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -20,7 +23,15 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
 
   before(async function () {
     skipWithoutChromium(this);
-    system = await startSystem({ env: { ADMIN_TOKEN: TOKEN, WORKER_SHUTDOWN_GRACE_MS: '500' } });
+    system = await startSystem({
+      env: {
+        ADMIN_TOKEN: TOKEN,
+        WORKER_SHUTDOWN_GRACE_MS: '500',
+        // The demo tools, and tools that keep steps and call children (docs/durable-execution.md).
+        MCPT_DEMO: '1',
+        MCPT_TOOLS: './test/fixtures/durable/tools.ts,./examples/fan-out/src/tools.ts',
+      },
+    });
     base = system.apiUrl.replace(/\/mcp$/, '');
     engine = createEngine({ redis: system.redis }, { REDIS_PREFIX: system.prefix, SESSION_IDLE_TTL_MS: 3_600_000 });
   });
@@ -304,6 +315,55 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(await page.textContent('#durable a')).to.equal(parent.taskId);
       expect(await page.isHidden('#children')).to.equal(true);
       expect(pageProblems).to.deep.equal([]);
+    });
+
+    it('task page: each step and child call in order, and a failed task resumed from its completed steps (the two pages link each other)', async () => {
+      const scratch = mkdtempSync(join(tmpdir(), 'mcpt-dashboard-'));
+      try {
+        const [ledger, gate] = [join(scratch, 'ledger'), join(scratch, 'gate')];
+        writeFileSync(gate, 'closed');
+        const client = await McpTestClient.connect(system.apiUrl);
+        const failed = String((await client.createTask('charge_then_ship', { ledger, gate }))['taskId']);
+        await page.goto(`${base}/admin/tasks/${failed}`);
+        await page.waitForSelector('#status[data-status="failed"]', { timeout: 10_000 });
+        await page.waitForSelector('#steps tbody tr');
+        const cells = (i: number) => page.locator('#steps tbody tr').nth(i).locator('td').allTextContents();
+        const rows = [await cells(0), await cells(1)];
+        expect(rows.map((cells) => cells.slice(0, 3))).to.deep.equal([
+          ['1', 'step', 'charge'],
+          ['2', 'call count_words', 'count_words#1'],
+        ]);
+        expect(rows[0]?.[6]).to.equal(String(Buffer.byteLength('{"charged":10}')));
+        expect(rows[1]?.[7]).to.match(/^\S+ completed$/);
+        expect(await page.isVisible('#resume')).to.equal(true);
+
+        rmSync(gate);
+        await page.click('#resume');
+        await page.waitForSelector('#retried');
+        expect(await page.textContent('#message')).to.match(/^Resumed as task /);
+        const resumed = String(await page.textContent('#retried'));
+        // Resumed once: the button is gone, and the page names the task that continues it.
+        await page.waitForSelector('#resume', { state: 'hidden' });
+        await page.waitForSelector('#durable a');
+        expect(await page.locator('#durable tr', { hasText: 'resumed by' }).textContent()).to.include(resumed);
+        const audited = system.apis[0]
+          ?.records()
+          .find((line) => line['event'] === 'operator.task_retried' && line['resumed']);
+        expect(audited).to.include({ taskId: failed, newTaskId: resumed, via: 'dashboard' });
+
+        await page.click('#retried');
+        await page.waitForURL(`${base}/admin/tasks/${resumed}`);
+        await page.waitForSelector('#status[data-status="completed"]', { timeout: 10_000 });
+        await page.waitForSelector('#steps tbody tr:nth-child(3)');
+        const after = await page.locator('#steps tbody tr').allTextContents();
+        expect(after[0]).to.include(`charge`).and.include(`1 of ${failed}`);
+        expect(after[2]).to.include('ship');
+        expect(await page.locator('#durable tr', { hasText: 'resumed from' }).textContent()).to.include(failed);
+        expect(readFileSync(ledger, 'utf8')).to.equal('charged\n');
+        expect(pageProblems).to.deep.equal([]);
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
     });
 
     it('actions refuse what cannot be done (409), unknown tasks (404) and non-JSON posts (415)', async () => {

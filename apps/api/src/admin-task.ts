@@ -1,5 +1,5 @@
 // What the dashboard's task page (admin-assets/task.html) reads and does beyond the task's inspection (admin.ts): its
-// pending input requests as JSON, and the operators' cancel and retry, each one audited.
+// pending input requests as JSON, and the operators' cancel, retry and resume (`mcpt retry --resume`), each audited.
 import express, { type Request, type Response, type Router } from 'express';
 import {
   AdminError,
@@ -18,7 +18,8 @@ export interface OperatorActions {
   admin: TaskAdmin;
   inputs: Pick<Engine['inputs'], 'pending'>;
   cancel(taskId: string): Promise<TaskRecord>;
-  retry(taskId: string): Promise<TaskRecord>;
+  /** Runs a failed task again as a new task; with `resume`, from its completed steps (docs/durable-execution.md). */
+  retry(taskId: string, resume?: boolean): Promise<TaskRecord>;
 }
 
 export function operatorActions(engine: Engine): OperatorActions {
@@ -26,13 +27,14 @@ export function operatorActions(engine: Engine): OperatorActions {
     admin: engine.admin,
     inputs: engine.inputs,
     cancel: (taskId) => engine.admin.cancel(engine.tasks, taskId),
-    retry: async (taskId) => {
+    retry: async (taskId, resume = false) => {
       // The tool's definition comes from the live catalog, as for the api's own calls.
       const catalog = await engine.catalog.read();
       const service = (original: TaskRecord): TaskService =>
         // A retried task keeps its ttl, whatever TASK_TTL_MAX_MS, and its pollInterval (as `mcpt retry`).
         engine.tasksWith({ maxTtlMs: Number.MAX_SAFE_INTEGER, pollIntervalMs: original.pollInterval });
       return engine.admin.retry(taskId, {
+        resume,
         service,
         tool: (tool) => {
           const entry = catalog.get(tool);
@@ -60,7 +62,7 @@ export function taskRoutes(base: string, actions: OperatorActions, auditLog: Log
       res.json({ pending: await actions.inputs.pending(inspection.record) });
     })().catch(next);
   });
-  const act = (action: 'cancel' | 'retry') => (req: Request, res: Response) => {
+  const act = (action: 'cancel' | 'retry' | 'resume') => (req: Request, res: Response) => {
     const taskId = String(req.params['taskId']);
     // A JSON body is asked for so that a cross-site form cannot post here with the browser's stored credentials:
     // such a request needs a CORS preflight, which this api never grants.
@@ -68,7 +70,7 @@ export function taskRoutes(base: string, actions: OperatorActions, auditLog: Log
       res.status(415).json({ error: 'Send Content-Type: application/json' });
       return;
     }
-    const run = action === 'cancel' ? actions.cancel(taskId) : actions.retry(taskId);
+    const run = action === 'cancel' ? actions.cancel(taskId) : actions.retry(taskId, action === 'resume');
     run.then(
       (record) => {
         audit(auditLog, action === 'cancel' ? AuditEvent.OperatorCancelled : AuditEvent.OperatorRetried, {
@@ -77,7 +79,8 @@ export function taskRoutes(base: string, actions: OperatorActions, auditLog: Log
           tool: record.tool,
           address: req.ip ?? '',
           via: 'dashboard',
-          ...(action === 'retry' ? { newTaskId: record.taskId } : {}),
+          ...(action !== 'cancel' ? { newTaskId: record.taskId } : {}),
+          ...(action === 'resume' ? { resumed: true } : {}),
         });
         res.json({ task: operatorTask(record) });
       },
@@ -97,5 +100,6 @@ export function taskRoutes(base: string, actions: OperatorActions, auditLog: Log
   };
   router.post(`${base}/api/tasks/:taskId/cancel`, act('cancel'));
   router.post(`${base}/api/tasks/:taskId/retry`, act('retry'));
+  router.post(`${base}/api/tasks/:taskId/resume`, act('resume'));
   return router;
 }

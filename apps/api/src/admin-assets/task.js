@@ -1,5 +1,6 @@
 // The page of one task (task.html, served at /admin/tasks/<taskId>): record, status timeline, progress, pending input
-// requests, job attempts and worker, checkpoint and child tasks, result or error, and the operators' cancel and retry.
+// requests, job attempts and worker, checkpoint, steps and child tasks, result or error, and the operators' cancel,
+// retry and resume.
 // It re-reads the task every second (no reload). The task id comes from the page's own address, never from markup the
 // server wrote; every value reaches the DOM through textContent, never as HTML. A module, so its names stay its own.
 const TASK_ID = taskIdOfPage();
@@ -54,6 +55,8 @@ function renderRecord(d) {
   $('status-message').textContent = t.statusMessage || '';
   $('cancel').hidden = TERMINAL.has(t.status);
   $('retry').hidden = !(t.status === 'failed' && t.kind === 'task');
+  // A failed task is resumed once (docs/durable-execution.md, "Resuming a failed task").
+  $('resume').hidden = $('retry').hidden || Boolean(d.durable && d.durable.resumedBy);
   pairs($('record'), [
     ['tool', t.tool],
     ['kind', t.kind === 'call' ? 'plain call' : 'task'],
@@ -163,6 +166,10 @@ function renderDurable(durable) {
   $('no-durable').hidden = Boolean(durable);
   if (!durable) return;
   if (durable.parent) row(table, ['parent task', ''], true).cells[1].append(taskLink(durable.parent));
+  if (durable.resumedFrom) {
+    row(table, ['resumed from', ''], true).cells[1].append(taskLink(durable.resumedFrom));
+  }
+  if (durable.resumedBy) row(table, ['resumed by', ''], true).cells[1].append(taskLink(durable.resumedBy));
   if (durable.checkpoint) {
     const at = durable.checkpoint.at;
     const ago = duration(Date.now() - Date.parse(at));
@@ -178,6 +185,36 @@ function renderDurable(durable) {
   }
 }
 
+/** Each step and child call in the order they started: when, how long, stored by which attempt, how large. */
+function renderSteps(steps, leftOut) {
+  const body = $('steps').tBodies[0];
+  body.replaceChildren();
+  $('steps').hidden = !(steps && steps.length);
+  $('steps-left-out').hidden = !leftOut;
+  $('steps-left-out').textContent = leftOut ? leftOut + ' more not shown' : '';
+  (steps || []).forEach((step, i) => {
+    const tr = row(body, [
+      i + 1,
+      step.kind === 'call' ? 'call ' + (step.tool || '?') : 'step',
+      step.name,
+      step.startedAt,
+      step.durationMs === undefined ? '' : duration(step.durationMs),
+      step.attempt + (step.resumedFrom ? ' of ' : ''),
+      step.bytes === undefined ? '' : step.bytes,
+      '',
+    ]);
+    tr.dataset.kind = step.kind;
+    if (step.resumedFrom) tr.cells[5].append(taskLink(step.resumedFrom));
+    if (step.taskId) {
+      const status = document.createElement('span');
+      status.className = 'status';
+      status.dataset.status = step.status;
+      status.textContent = step.status;
+      tr.cells[7].append(taskLink(step.taskId), ' ', status);
+    }
+  });
+}
+
 function render(d, pending) {
   renderRecord(d);
   renderTimeline(d.task, d.history);
@@ -185,6 +222,7 @@ function render(d, pending) {
   renderInputs(pending);
   renderJob(d.job, d.inconsistency);
   renderDurable(d.durable);
+  renderSteps(d.steps, d.stepsLeftOut);
   $('arguments').textContent = JSON.stringify(d.arguments, null, 2);
   const outcome = d.record.outcome;
   $('outcome-title').textContent = outcome && outcome.error ? 'Error' : 'Result';
@@ -214,13 +252,14 @@ async function act(action) {
     });
     const body = await response.json();
     if (!response.ok) throw new Error(body.error || 'HTTP ' + response.status);
-    if (action === 'retry') {
+    if (action !== 'cancel') {
       const link = document.createElement('a');
       // A sibling of this page: /admin/tasks/<new id>.
       link.href = './' + encodeURIComponent(body.task.taskId);
       link.id = 'retried';
       link.textContent = body.task.taskId;
-      $('message').replaceChildren(document.createTextNode('Retried as task '), link);
+      const said = action === 'resume' ? 'Resumed as task ' : 'Retried as task ';
+      $('message').replaceChildren(document.createTextNode(said), link);
     } else {
       $('message').textContent = 'Cancelled.';
     }
@@ -232,5 +271,6 @@ async function act(action) {
 
 $('cancel').addEventListener('click', () => void act('cancel'));
 $('retry').addEventListener('click', () => void act('retry'));
+$('resume').addEventListener('click', () => void act('resume'));
 void refresh();
 setInterval(() => void refresh(), 1000);
