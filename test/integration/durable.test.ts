@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
-import { KeySpace, TaskKeys, type DurableView, type StepView } from '@mcp-tasks/engine';
-import { RunnerMeta } from '@mcp-tasks/protocol';
+import { createEngine, KeySpace, TaskKeys, type DurableView, type StepView } from '@mcp-tasks/engine';
+import { NonDeterministicCallError, RunnerMeta, TaskKind } from '@mcp-tasks/protocol';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
 import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
@@ -196,6 +196,49 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     const { message } = await expectRpcError(result(client, reused), -32603);
     expect(message).to.match(/Child call 'text-0' of task \S+ is not the call an earlier attempt made/);
     expect(message).to.include('A key names one call: give each different call a key of its own.');
+  });
+
+  it('replay refuses to guess in the create step too: a call key filed meanwhile (by an attempt still running) for another call is refused, the same call gets the same child', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const engine = createEngine(
+      { redis: system.redis },
+      { REDIS_PREFIX: system.prefix, SESSION_IDLE_TTL_MS: 3_600_000 },
+    );
+    const held = String((await client.createTask('hold', {}))['taskId']);
+    try {
+      const parent = await eventually(async () => {
+        const record = await engine.store.get(held);
+        return String(record?.statusMessage).startsWith('Running on') ? record : undefined;
+      });
+      if (!parent) throw new Error('no parent');
+      // As ctx.callTool files a call: the parent's attempt 1, under key `k`, without the snapshot knowing it.
+      const call = (text: string) =>
+        engine.tasks.create({
+          kind: TaskKind.Task,
+          owner: parent.owner,
+          sessionId: parent.sessionId,
+          tool: 'count_words',
+          arguments: { text, ms: 0 },
+          retrySafe: true,
+          parent: { taskId: held, key: 'k', attempt: 1, maxEntries: 10, keyed: true },
+        });
+      const first = await call('one two');
+      expect((await call('one two')).taskId).to.equal(first.taskId);
+      const refused = await call('three').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).to.be.instanceOf(NonDeterministicCallError);
+      expect(refused).to.deep.include({ name: 'NonDeterministicCallError', taskId: held, key: 'k' });
+      expect((refused as NonDeterministicCallError).recorded).to.deep.include({
+        tool: 'count_words',
+        taskId: first.taskId,
+      });
+      expect(String((refused as Error).message)).to.include(`it was 'count_words' {"text":"one two","ms":0}`);
+    } finally {
+      await client.call('tasks/cancel', { taskId: held });
+      await engine.close();
+    }
   });
 
   /** Runs `mcpt` against the system's Redis: its exit code, stdout and stderr. */

@@ -3,6 +3,9 @@
 // carries it to the worker, whose queue wait, tool run, input wait and final transition join the same trace, all
 // received by a local OTLP/HTTP endpoint, on both eras. Without OTEL_EXPORTER_OTLP_ENDPOINT nothing is carried or sent.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -23,7 +26,13 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
   before(async () => {
     receiver = await startOtlpReceiver();
     system = await startSystem({
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        // The demo tools, and tools with steps and child calls (docs/durable-execution.md).
+        MCPT_DEMO: '1',
+        MCPT_TOOLS: './test/fixtures/durable/tools.ts,./examples/fan-out/src/tools.ts',
+      },
     });
   });
   after(async () => {
@@ -178,6 +187,43 @@ describe('tracing: one trace per task across api and worker (OTLP/HTTP)', functi
       await queue.close();
       redis.disconnect();
     }
+  });
+
+  it("each step and child call is a span of the attempt, by name, in order; the child task's run is under its call's span", async () => {
+    const traceId = hex(16);
+    const client = await McpTestClient.connect(system.apiUrl, '2025-11-25');
+    client.headers = { traceparent: `00-${traceId}-${hex(8)}-01` };
+    const scratch = mkdtempSync(join(tmpdir(), 'mcpt-tracing-'));
+    try {
+      const args = { ledger: join(scratch, 'ledger'), gate: join(scratch, 'gate') };
+      const taskId = String((await client.createTask('charge_then_ship', args))['taskId']);
+      await client.call('tasks/result', { taskId });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    const names = ['execute_tool charge_then_ship', 'call_tool', 'execute_tool count_words', 'settle completed'];
+    const spans = await eventually(() => {
+      const found = spansOf(traceId);
+      return names.every((name) => found.some((span) => span.name === name)) &&
+        found.filter((span) => span.name === 'step').length === 2
+        ? found
+        : undefined;
+    }, 30_000);
+    const run = one(spans, 'execute_tool charge_then_ship');
+    const steps = spans.filter((span) => span.name === 'step').sort((a, b) => Number(a.startNs - b.startNs));
+    const call = one(spans, 'call_tool');
+    const ordered = [...steps, call].sort((a, b) => Number(a.startNs - b.startNs));
+    expect(ordered.map((span) => span.attributes['mcp.step.name'] ?? span.attributes['mcp.call.key'])).to.deep.equal([
+      'charge',
+      'count_words#1',
+      'ship',
+    ]);
+    for (const span of ordered) expect(span.parentSpanId).to.equal(run.spanId);
+    expect(steps[0]?.attributes).to.include({ 'mcp.step.replayed': false, 'mcp.step.bytes': 14 });
+    expect(call.attributes).to.include({ 'gen_ai.tool.name': 'count_words', 'mcp.call.replayed': false });
+    const childRun = one(spans, 'execute_tool count_words');
+    expect(childRun.attributes['mcp.task.id']).to.equal(call.attributes['mcp.child_task.id']);
+    expect(childRun.parentSpanId).to.equal(call.spanId);
   });
 
   it('2026-07-28: the _meta traceparent/tracestate of a stateless tools/call (tasks extension) and the traceparent header of its tasks/get join one trace', async () => {
