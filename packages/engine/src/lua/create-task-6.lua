@@ -119,11 +119,11 @@ if idempotency then
     return {digest == idempotency.digest and 2 or 3, filed}
   end
 end
-local parent, parentExpiresAt = args.parent, nil
+local parent, parentExpiresAt, parentOrder = args.parent, nil, nil
 if parent then
   local refusal
-  refusal, parentExpiresAt = childCallRefusal(parent.keys.record, parent.keys.durable, parent.field, parent.attempt,
-    parent.maxEntries, parent.digest)
+  refusal, parentExpiresAt, parentOrder = childCallRefusal(parent.keys.record, parent.keys.durable, parent.field,
+    parent.attempt, parent.maxEntries, parent.digest)
   if refusal then
     return refusal
   end
@@ -251,8 +251,8 @@ if idempotency then
     expiresAt, args.now, idempotency.maxKeys)
 end
 if parent then
-  fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, parent.facts, taskId,
-    parentExpiresAt)
+  fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, parent.facts, parentOrder,
+    taskId, parentExpiresAt)
 end
 if resume then
   carryOver(resume.keys, resume.taskId, resume.drop, taskId, expiresAt)

@@ -7,16 +7,17 @@
   start the child twice, since they are one step.
 
   childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, digest) checks the parent before anything
-  is written. It answers nothing when the child may be created, with the parent's expiry (epoch ms); {2, childId}
+  is written. It answers nothing when the child may be created, with the parent's expiry (epoch ms) and the size of
+  its durable hash (the call's order); {2, childId}
   when the call's key names a child of the same call already; {4, childId} when it names the child of another call
   (another tool or other arguments: a replay that would guess); or {-2, reason, detail} when the parent cannot start
   one: 'missing', 'ended' (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number)
   or 'full' (it keeps maxEntries steps and child tasks: detail, that count). Fenced as transition-6.lua fences a
   worker's moves.
 
-  fileChild(parentRecord, parentDurable, parentChildren, field, facts, childId, parentExpiresAt) files the new child:
-  its id under the call's key with its facts (a JSON object, to which its order `n` and the child's id `task` are
-  added), in the parent's set of children (what a cancel of the parent cancels), and on the parent's record the count
+  fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt) files the new
+  child: its id under the call's key with its facts (a JSON object, to which its `order` as `n` and the child's id
+  `task` are added), in the parent's set of children (what a cancel of the parent cancels), and on the parent's record the count
   of its children and the mark that it keeps durable state. Both keys expire with the parent.
 ]]
 local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, digest)
@@ -38,15 +39,14 @@ local function childCallRefusal(parentRecord, parentDurable, field, attempt, max
     return {(filed == nil or filed == digest) and 2 or 4, existing}
   end
   -- Two fields per step and child task (its value and its facts), one checkpoint besides.
-  local count = math.floor(redis.call('HLEN', KEYS[parentDurable]) / 2)
-  if count >= maxEntries then
-    return {-2, 'full', tostring(count)}
+  local fields = redis.call('HLEN', KEYS[parentDurable])
+  if math.floor(fields / 2) >= maxEntries then
+    return {-2, 'full', tostring(math.floor(fields / 2))}
   end
-  return nil, tonumber(p[3]) + tonumber(p[4])
+  return nil, tonumber(p[3]) + tonumber(p[4]), fields
 end
 
-local function fileChild(parentRecord, parentDurable, parentChildren, field, facts, childId, parentExpiresAt)
-  local order = redis.call('HLEN', KEYS[parentDurable])
+local function fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt)
   redis.call('HSET', KEYS[parentDurable], field, childId, 'f:' .. field,
     '{"n":' .. order .. ',"task":' .. cjson.encode(childId) .. ',' .. string.sub(facts, 2))
   redis.call('PEXPIREAT', KEYS[parentDurable], parentExpiresAt)
