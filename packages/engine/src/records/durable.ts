@@ -241,7 +241,7 @@ function entryOf(field: string, text: string): DurableEntry | undefined {
   if (kind === undefined) return undefined;
   const entry: DurableEntry = {
     kind,
-    name: field.slice(2),
+    name: field.slice(STEP_PREFIX.length), // a child's prefix is as long
     order: number('n') ?? 0,
     at: number('at') ?? 0,
     attempt: number('attempt') ?? 0,
