@@ -57,6 +57,7 @@ export function decodeRecord(
   if (hash['trace']) record.trace = JSON.parse(hash['trace']) as NonNullable<TaskRecord['trace']>;
   if (hash['parent']) record.parent = hash['parent'];
   if (hash['durable']) record.durable = decodeDurable(hash);
+  if (hash['handBacks']) record.handBacks = Number(hash['handBacks']);
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;
@@ -141,6 +142,41 @@ export function decodeHistory(raw: string | undefined): HistoryEntry[] {
         typeof statusMessage === 'string' && statusMessage !== ''
           ? { at: Number(at), status, statusMessage }
           : { at: Number(at), status },
+      ];
+    });
+  } catch {
+    return [];
+  }
+}
+
+/** One attempt of the task's job, as the record's list of attempts keeps it (transition-6.lua `run`), for operators. */
+export interface AttemptEntry {
+  /** The job's start count (BullMQ's attemptsStarted): the number logs (`jobAttempt`) and traces carry. */
+  attempt: number;
+  worker: string;
+  /** Epoch ms. */
+  startedAt: number;
+  /** Epoch ms; absent while it runs. */
+  endedAt?: number;
+  /** How it ended (AttemptEnding, or the terminal status that ended it); absent while it runs. */
+  ending?: string;
+}
+
+export function decodeAttempts(raw: string | undefined): AttemptEntry[] {
+  if (!raw) return [];
+  try {
+    const entries = JSON.parse(raw) as unknown;
+    if (!Array.isArray(entries)) return [];
+    return entries.flatMap((entry) => {
+      if (!Array.isArray(entry)) return [];
+      const [attempt, worker, startedAt, endedAt, ending] = entry as [unknown, unknown, unknown, unknown, unknown];
+      return [
+        {
+          attempt: Number(attempt),
+          worker: String(worker),
+          startedAt: Number(startedAt),
+          ...(typeof ending === 'string' && ending !== '' ? { endedAt: Number(endedAt), ending } : {}),
+        },
       ];
     });
   } catch {
