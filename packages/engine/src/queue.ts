@@ -188,7 +188,7 @@ export function scriptedJob(
 
 /**
  * What the release of jobs held by gone workers (lost-jobs.ts) reads and writes of a BullMQ queue, in the layout of
- * BULLMQ_JOB_LAYOUT_VERSION (checked against a real Worker by test/integration/job-layout.test.ts): the active list,
+ * BULLMQ_JOB_LAYOUT_VERSION (checked against real Workers by test/integration/lost-jobs.test.ts): the active list,
  * each job's lock (`<job key>:lock`, holding the token of the worker's attempt) and the fields of the job hash that
  * name its holder, its start count and its start, and the two keys of BullMQ's stalled-job check (the set of jobs the
  * next check examines, and the key that keeps a check from running again within its interval).
