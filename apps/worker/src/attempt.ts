@@ -72,7 +72,7 @@ export interface FencedAttempt extends Attempt {
 }
 
 /**
- * The attempt as the record's list of attempts keeps it (TaskStore's `run`): its number, its worker, its start (when
+ * The attempt as the history entry of its moves records it (TaskStore's `run`): its number, its worker, its start (when
  * BullMQ gave the job to this worker) and, once known, how it ended.
  */
 export function attemptRun(attempt: FencedAttempt, worker: string, ending?: AttemptEnding): AttemptRun {

@@ -130,7 +130,7 @@ async function moveBack({ job, token }: Attempt, at: number): Promise<never> {
 }
 
 /**
- * The attempt for the record's list of attempts (TaskStore's `run`); none for an external tool's poll, which is no
+ * The attempt for the history entry of a move (TaskStore's `run`); none for an external tool's poll, which is no
  * attempt of its own (unfenced). A settlement's run needs no ending: the terminal status ends it.
  */
 function runOf(deps: AttemptDeps, attempt: Attempt, ending?: AttemptEnding): AttemptRun | undefined {

@@ -176,7 +176,7 @@ export class InputBroker {
     task: TaskRecord,
     attempt: number,
     statusMessage: string,
-    /** The attempt's worker and start, for the record's list of attempts. */
+    /** The attempt's worker and start, for its history entry. */
     run?: { worker: string; startedAt?: number },
   ): Promise<TransitionResult> {
     return this.store.beginAttempt(

@@ -254,7 +254,7 @@ export interface TransitionCall {
   begin: { withdraw: readonly { requestId: string; notice: string }[] } | undefined;
   /** What the caller read; the move is refused when the record changed since. */
   unchangedSince: { lastUpdatedAt: number; external: boolean } | undefined;
-  /** The attempt the move is part of, for the record's list of attempts. */
+  /** The attempt the move is part of: its history entry carries it. */
   run?: { attempt: number; worker: string; startedAt?: number; ending?: string } | undefined;
 }
 

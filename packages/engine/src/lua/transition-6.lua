@@ -40,13 +40,10 @@
                     requestId, notice = the notifications/cancelled message (JSON) to append to the session's stream}
     unchangedSince  absent (not checked), or what the caller read: {lastUpdatedAt, external = whether an external
                     reference was set}
-    run             absent, or the attempt this move is part of, for the record's list of attempts (`attempts`: JSON
-                    [[attempt, worker, startedAt, endedAt, ending], ...], endedAt 0 and ending '' while it runs; the
-                    first and the last 19 kept): {attempt, worker = its worker's name, startedAt = epoch ms,
-                    ending = absent while it runs, else how it ended: completed, failed, lost, handed-back}. An
-                    attempt not listed yet is added; earlier ones still running are ended as lost (a later one
-                    started, so their worker stopped without ending them). A handed-back attempt counts in the
-                    record's `handBacks`. A terminal move ends every attempt still running with the new status.
+    run             absent, or the attempt this move is part of: {attempt, worker = its worker's name, startedAt =
+                    epoch ms, ending = absent while it runs, else how it ended: completed, failed, lost, handed-back};
+                    the move's history entry carries it as a fourth element {a, w, s, e}, from which readers list the
+                    task's attempts (records/codec.ts). A handed-back attempt counts in the record's `handBacks`.
 
   Returns {"ok", status, lastUpdatedAt} when the status changed (with `begin`, {"ok", status, lastUpdatedAt, durable}:
   durable "1" when the record says the task keeps durable state, save-durable-3.lua); {"unchanged", status, lastUpdatedAt} when an
@@ -72,7 +69,7 @@ end
 
 -- One read of every field the move needs.
 local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'lastUpdatedAt', 'external', 'kind', 'createdAt', 'ttl',
-  'pollInterval', 'history', 'waiters', 'durable', 'attempts')
+  'pollInterval', 'history', 'waiters', 'durable')
 local current = f[1]
 if not current then
   return {'missing'}
@@ -162,6 +159,14 @@ end
 -- Appended as text; decoded only to drop an entry once it is full. Counting "],[" may count one inside a message
 -- too, which only makes the exact path below run earlier.
 local entry = {now, to, message or ''}
+local run = args.run
+if run then
+  -- Which attempt of the task's job made the move, on which worker, since when, and how it ended if it did.
+  entry[4] = {a = run.attempt, w = run.worker, s = run.startedAt or now, e = run.ending}
+  if run.ending == 'handed-back' then
+    redis.call('HINCRBY', KEYS[1], 'handBacks', 1)
+  end
+end
 local history = f[9] or '[]'
 local _, separators = string.gsub(history, '%],%[', '')
 if history == '[]' then
@@ -185,44 +190,6 @@ end
 if args.outcome then
   table.insert(set, 'outcome')
   table.insert(set, args.outcome)
-end
--- The attempts of the task's job, for operators: who ran each, from when, and how it ended (see `run` above).
-local run = args.run
-if run or (args.terminal and f[12]) then
-  local attempts = f[12] and cjson.decode(f[12]) or {}
-  local listed
-  for _, entry in ipairs(attempts) do
-    if run and entry[1] == run.attempt then
-      listed = entry
-    elseif entry[5] == '' and run and entry[1] < run.attempt then
-      entry[4] = now
-      entry[5] = 'lost'
-    elseif entry[5] == '' and args.terminal then
-      entry[4] = now
-      entry[5] = to
-    end
-  end
-  if run then
-    if not listed then
-      listed = {run.attempt, run.worker, run.startedAt or now, 0, ''}
-      table.insert(attempts, listed)
-    end
-    if run.ending then
-      listed[4] = now
-      listed[5] = run.ending
-    elseif args.terminal and listed[5] == '' then
-      listed[4] = now
-      listed[5] = to
-    end
-    if run.ending == 'handed-back' then
-      redis.call('HINCRBY', KEYS[1], 'handBacks', 1)
-    end
-  end
-  while #attempts > 20 do
-    table.remove(attempts, 2)
-  end
-  table.insert(set, 'attempts')
-  table.insert(set, cjson.encode(attempts))
 end
 
 redis.call('HSET', KEYS[1], unpack(set))

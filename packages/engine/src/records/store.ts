@@ -27,7 +27,7 @@ import {
   type ScriptedJob,
 } from '../scripts.ts';
 import {
-  decodeAttempts,
+  attemptsOf,
   decodeExternal,
   decodeHistory,
   decodeRecord,
@@ -76,11 +76,11 @@ export interface TransitionChange {
   attempt?: number;
   /** The record as the caller read it: the move is refused when the record changed since (compare-and-set). */
   unchangedSince?: Pick<TaskRecord, 'lastUpdatedAt' | 'external'>;
-  /** The attempt the move is part of (a worker's start, note or settlement): kept in the record's list of attempts. */
+  /** The attempt the move is part of (a worker's start, note or settlement): its history entry carries it. */
   run?: AttemptRun;
 }
 
-/** How an attempt ended, as the record's list of attempts says it (besides a terminal status that ended it). */
+/** How an attempt ended, as its history entry says it (besides a terminal status that ended it). */
 export const AttemptEnding = {
   Completed: 'completed',
   Failed: 'failed',
@@ -91,7 +91,7 @@ export const AttemptEnding = {
 } as const;
 export type AttemptEnding = (typeof AttemptEnding)[keyof typeof AttemptEnding];
 
-/** An attempt of the task's job as a move records it (transition-6.lua `run`). */
+/** An attempt of the task's job as a move records it in its history entry (transition-6.lua `run`). */
 export interface AttemptRun {
   /** The job's start count (BullMQ's attemptsStarted), the number that fences the attempt's moves. */
   attempt: number;
@@ -185,7 +185,7 @@ export interface StoredTask {
   record: TaskRecord;
   arguments: unknown;
   history: HistoryEntry[];
-  /** The attempts of the task's job: who ran each, from when, how it ended (oldest first; the first and last 19). */
+  /** The attempts of the task's job, from its history: who ran each, from when, how it ended (oldest first). */
   attempts: AttemptEntry[];
 }
 
@@ -301,7 +301,7 @@ export class TaskStore {
       record,
       arguments: JSON.parse(hash['arguments'] ?? '{}') as unknown,
       history: decodeHistory(hash['history']),
-      attempts: decodeAttempts(hash['attempts']),
+      attempts: attemptsOf(hash['history']),
     };
   }
 
