@@ -240,10 +240,15 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(job).to.include('stateactive (running)');
       expect(job.find((line) => line.startsWith('attempts'))).to.match(/^attempts1 started, 0 made, at most \d+$/);
       expect(job.find((line) => line.startsWith('worker'))).to.match(/^worker.+/);
+      // The attempts: the one under way, on its worker, then ended by the cancel.
+      await page.waitForSelector('#attempts tbody td[data-ending="running"]');
       await page.click('#cancel');
       await page.waitForSelector('#status[data-status="cancelled"]');
       expect(await page.textContent('#message')).to.equal('Cancelled.');
       expect((await client.call('tasks/get', { taskId: primes['taskId'] }))['status']).to.equal('cancelled');
+      await page.waitForSelector('#attempts tbody td[data-ending="cancelled"]');
+      const [attempt] = await page.locator('#attempts tbody tr').allTextContents();
+      expect(attempt).to.match(/^1worker-\S+-\d+\d{4}-.+Z.+cancelled$/);
 
       const asking = await client.createTask('ask_user', { question: 'Which colour?' });
       await page.goto(`${base}/admin/tasks/${String(asking['taskId'])}`);

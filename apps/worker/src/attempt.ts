@@ -1,7 +1,15 @@
 // What the steps of one attempt of a tool job share: the processor's dependencies, and the attempt itself once its
 // task has been read.
 import type { Job } from 'bullmq';
-import type { Logger, OwnerCaps, SchedulingCounter, TaskStore, ToolJobData } from '@mcp-tasks/engine';
+import type {
+  AttemptEnding,
+  AttemptRun,
+  Logger,
+  OwnerCaps,
+  SchedulingCounter,
+  TaskStore,
+  ToolJobData,
+} from '@mcp-tasks/engine';
 import type { Scheduling, TaskRecord, ToolRegistry } from '@mcp-tasks/protocol';
 import type { ChildCallDeps } from './child-calls.ts';
 import type { DelayedCalls } from './delayed-calls.ts';
@@ -61,4 +69,17 @@ export interface Attempt {
 /** An attempt of a tool this worker runs itself: all its moves carry its number. */
 export interface FencedAttempt extends Attempt {
   readonly fence: number;
+}
+
+/**
+ * The attempt as the history entry of its moves records it (TaskStore's `run`): its number, its worker, its start (when
+ * BullMQ gave the job to this worker) and, once known, how it ended.
+ */
+export function attemptRun(attempt: FencedAttempt, worker: string, ending?: AttemptEnding): AttemptRun {
+  return {
+    attempt: attempt.fence,
+    worker,
+    startedAt: attempt.job.processedOn ?? Date.now(),
+    ...(ending !== undefined ? { ending } : {}),
+  };
 }

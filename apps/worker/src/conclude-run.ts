@@ -2,9 +2,9 @@
 // the delayed set (BullMQ's DelayedError), its next run after the backoff (RetryLater), or nothing; and with it the
 // attempt's log line, its trace attributes and the scheduling counters.
 import { DelayedError, type Job } from 'bullmq';
-import type { Logger, ToolJobData } from '@mcp-tasks/engine';
+import { AttemptEnding, handedBackMessage, type AttemptRun, type Logger, type ToolJobData } from '@mcp-tasks/engine';
 import { ErrorCode, settleWithError, settleWithResult, TaskStatus, type Settlement } from '@mcp-tasks/protocol';
-import type { Attempt, AttemptDeps } from './attempt.ts';
+import { attemptRun, type Attempt, type AttemptDeps } from './attempt.ts';
 import { inChildSpan, type JobTrace } from './job-trace.ts';
 import type { AttemptRefusal, RunOutcome, Skip } from './run-outcome.ts';
 import { AbortReason } from './running-tasks.ts';
@@ -38,6 +38,7 @@ export async function concludeRun(deps: AttemptDeps, attempt: Attempt, outcome: 
     case 'handedBack':
       // Without spending an attempt: another worker picks the job up.
       log.info('handing the task back on shutdown');
+      await noteHandBack(deps, attempt);
       return moveBack(attempt, Date.now());
     case 'lockLost':
       // No settlement: the job's next attempt (stalled-job recovery) runs the tool again and settles the task.
@@ -96,8 +97,10 @@ function countTimeout(deps: AttemptDeps, attempt: Attempt, error: unknown): void
 
 async function retryLater(deps: AttemptDeps, attempt: Attempt, retry: Outcome<'retryLater'>): Promise<void> {
   // The task stays working and says why and when the next run starts; BullMQ delays the job (backoffStrategy).
+  const run = runOf(deps, attempt, AttemptEnding.Failed);
   const noted = await deps.store.note(attempt.record, TaskStatus.Working, retry.statusMessage, {
     attempt: attempt.fence,
+    ...(run ? { run } : {}),
   });
   if (!noted.ok) return;
   deps.count?.(attempt.job.data.tool, 'retries');
@@ -126,9 +129,32 @@ async function moveBack({ job, token }: Attempt, at: number): Promise<never> {
   throw new DelayedError();
 }
 
+/**
+ * The attempt for the history entry of a move (TaskStore's `run`); none for an external tool's poll, which is no
+ * attempt of its own (unfenced). A settlement's run needs no ending: the terminal status ends it.
+ */
+function runOf(deps: AttemptDeps, attempt: Attempt, ending?: AttemptEnding): AttemptRun | undefined {
+  const { fence } = attempt;
+  return fence === undefined ? undefined : attemptRun({ ...attempt, fence }, deps.workerName, ending);
+}
+
+/**
+ * The task says that its attempt was handed back and waits for another worker, the record counts the hand-back (the
+ * next run's ctx.attempt includes it); best effort: the job goes back to the queue whatever comes of it.
+ */
+async function noteHandBack(deps: AttemptDeps, attempt: Attempt): Promise<void> {
+  const run = runOf(deps, attempt, AttemptEnding.HandedBack);
+  if (!run) return;
+  const message = handedBackMessage(run.attempt, deps.workerName);
+  await deps.store
+    .endAttempt(attempt.record, { ...run, ending: AttemptEnding.HandedBack }, message)
+    .catch((error: unknown) => attempt.log.warn('hand-back not noted on the task', { error: String(error) }));
+}
+
 async function settle(deps: AttemptDeps, attempt: Attempt, settlement: Settlement, endsChildren?: true): Promise<void> {
   const { record: task, traced, log } = attempt;
-  const options = attempt.fence === undefined ? {} : { attempt: attempt.fence };
+  const run = runOf(deps, attempt);
+  const options = attempt.fence === undefined ? {} : { attempt: attempt.fence, ...(run ? { run } : {}) };
   let moved;
   if (!traced) moved = await deps.store.settle(task, settlement, options);
   else {

@@ -27,6 +27,11 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     WORKER_LOCK_DURATION_MS: intFromEnv(30_000, { min: 1000 }),
     WORKER_STALLED_INTERVAL_MS: intFromEnv(30_000, { min: 1000 }),
     WORKER_MAX_STALLED_COUNT: intFromEnv(2, { min: 0, max: 100 }),
+    /**
+     * How often the workers of a queue look for jobs whose worker is gone (no Redis connection left), which go to
+     * another worker after a second look half an interval later (docs/reliability.md, "A worker dies"); 0: never.
+     */
+    WORKER_LIVENESS_CHECK_MS: intFromEnv(5000, { min: 0, max: 600_000 }),
     CANCEL_CHECK_INTERVAL_MS: intFromEnv(2000, { min: 50 }),
     RUNNING_NOTE_AFTER_MS: intFromEnv(200, { min: 0, max: 60_000 }),
     MAINTENANCE_INTERVAL_MS: intFromEnv(5000, { min: 50 }),

@@ -3,7 +3,7 @@
 import type { Job } from 'bullmq';
 import type { ToolJobData } from '@mcp-tasks/engine';
 import { describeIssues, TaskStatus, type Scheduling, type ToolDefinition } from '@mcp-tasks/protocol';
-import type { Attempt, AttemptDeps, FencedAttempt } from './attempt.ts';
+import { attemptRun, type Attempt, type AttemptDeps, type FencedAttempt } from './attempt.ts';
 import { childCaller } from './child-calls.ts';
 import { DurableRun } from './durable-run.ts';
 import { attachResumePoint, resumableUpstreamTask } from './resume-point.ts';
@@ -41,7 +41,12 @@ export async function runTool(
   if (attempt.fence > 1) {
     // From here on an earlier attempt (a worker that died, or lost the job's lock and runs on) can no longer move
     // the task, and the input requests it left waiting are withdrawn (T-INPUT-4).
-    const begun = await deps.inputs.beginAttempt(attempt.record, attempt.fence, deps.runningNote);
+    const begun = await deps.inputs.beginAttempt(
+      attempt.record,
+      attempt.fence,
+      deps.runningNote,
+      attemptRun(attempt, deps.workerName),
+    );
     if (!begun.ok) return { kind: 'skipped', skip: { reason: 'refused', refusal: begun } };
     kept = begun.durable === true;
   }
@@ -118,9 +123,12 @@ async function execute(
     fence <= 1
       ? deps.runningNotes.add(() => {
           // Only while the task is plainly working: a tool waiting for its client keeps that status message.
-          deps.store.note(record, TaskStatus.Working, deps.runningNote, { attempt: fence }).catch((error: unknown) => {
-            log.warn('could not note the task as running', { error: String(error) });
-          });
+          const run = attemptRun(attempt, deps.workerName);
+          deps.store
+            .note(record, TaskStatus.Working, deps.runningNote, { attempt: fence, run })
+            .catch((error: unknown) => {
+              log.warn('could not note the task as running', { error: String(error) });
+            });
         })
       : undefined;
   const timer =

@@ -122,8 +122,9 @@ export function createToolContext(
   };
   return {
     taskId: task.taskId,
-    // Failed runs and crashes count; a job held back by a per-requestor cap or handed back on shutdown did not run.
-    attempt: job.attemptsMade + job.stalledCounter + 1,
+    // Every earlier run counts: failed ones, crashes and lost locks (stalls), and hand-backs on shutdown (the record
+    // counts those: BullMQ does not). A job held back by a per-requestor cap did not run.
+    attempt: job.attemptsMade + job.stalledCounter + (task.handBacks ?? 0) + 1,
     signal,
     log,
     progress: relayProgress(deps, task, job),

@@ -69,8 +69,25 @@ export {
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
 export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
-export { type AttemptStart, DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
-export { traceLostAttempts } from './lost-attempts.ts';
+export {
+  AttemptEnding,
+  type AttemptRun,
+  type AttemptStart,
+  DEFAULT_SESSION_STREAM,
+  type TaskPage,
+  TaskStore,
+} from './records/store.ts';
+export { type AttemptEntry } from './records/codec.ts';
+export { handedBackMessage, lostAttemptMessage, traceLostAttempts } from './lost-attempts.ts';
+export {
+  connectedInstances,
+  isClientCommandRefused,
+  type LostJob,
+  LostJobs,
+  workerConnectionName,
+  workerInstance,
+  workerOf,
+} from './lost-jobs.ts';
 export {
   isSecretVariable,
   isSessionOwnerLabel,

@@ -172,9 +172,19 @@ export class InputBroker {
    * the client are withdrawn, the client is told with notifications/cancelled, and an answer to one of them is
    * refused as for an unknown request (T-INPUT-4).
    */
-  beginAttempt(task: TaskRecord, attempt: number, statusMessage: string): Promise<TransitionResult> {
-    return this.store.beginAttempt(task, attempt, statusMessage, (requestId) =>
-      cancelledNotice(requestId, 'The task was restarted: this request no longer applies.'),
+  beginAttempt(
+    task: TaskRecord,
+    attempt: number,
+    statusMessage: string,
+    /** The attempt's worker and start, for its history entry. */
+    run?: { worker: string; startedAt?: number },
+  ): Promise<TransitionResult> {
+    return this.store.beginAttempt(
+      task,
+      attempt,
+      statusMessage,
+      (requestId) => cancelledNotice(requestId, 'The task was restarted: this request no longer applies.'),
+      run,
     );
   }
 

@@ -233,7 +233,8 @@ export interface TransitionCall {
     withdrawn: readonly string[];
   };
   taskId: string;
-  to: TaskStatus;
+  /** undefined: the status stays what it is (a note). */
+  to: TaskStatus | undefined;
   from: readonly TaskStatus[];
   now: number;
   /** undefined (or empty) removes it. */
@@ -253,6 +254,8 @@ export interface TransitionCall {
   begin: { withdraw: readonly { requestId: string; notice: string }[] } | undefined;
   /** What the caller read; the move is refused when the record changed since. */
   unchangedSince: { lastUpdatedAt: number; external: boolean } | undefined;
+  /** The attempt the move is part of: its history entry carries it. */
+  run?: { attempt: number; worker: string; startedAt?: number; ending?: string } | undefined;
 }
 
 export type TransitionReply =
@@ -477,6 +480,7 @@ export class RedisScripts {
         })),
       },
       unchangedSince,
+      run: call.run,
     })) as [string, string?, string?, ...string[]];
     switch (verdict) {
       case 'ok':
@@ -560,6 +564,26 @@ export class RedisScripts {
       taken.push({ attempt: Number(flat[i]), at: Number(flat[i + 1]), worker: String(flat[i + 2]) });
     }
     return taken;
+  }
+
+  /**
+   * release-lost-3.lua: files the jobs of `jobs` (whose holder had no connection at this look) as suspects, and
+   * releases those filed at or before `confirmAfter` whose lock still holds the same token; answers the ids released.
+   */
+  async releaseLost(call: {
+    keys: { suspects: string; stalled: string; stalledCheck: string };
+    now: number;
+    confirmAfter: number;
+    keepMs: number;
+    jobs: readonly { id: string; token: string; lockKey: string }[];
+  }): Promise<string[]> {
+    const keys = new ScriptKeys([call.keys.suspects, call.keys.stalled, call.keys.stalledCheck]);
+    return (await this.#run('releaseLost', keys, {
+      now: call.now,
+      confirmAfter: call.confirmAfter,
+      keepMs: call.keepMs,
+      jobs: call.jobs.map(({ id, token, lockKey }) => ({ id, token, key: keys.add(lockKey) })),
+    })) as string[];
   }
 
   /** answer-input-1.lua: 1 accepted, 0 no such request for this session or owner, 2 answered already. */

@@ -24,7 +24,8 @@ import type { ExternalQueues } from './external-queues.ts';
 import type { GatewayState, UpstreamStatus } from './gateway.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
-import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.ts';
+import { isExpired, type AttemptEntry, type HistoryEntry, type TaskSummary } from './records/codec.ts';
+import { workerOf } from './lost-jobs.ts';
 import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
@@ -110,6 +111,11 @@ export interface TaskInspection {
   record: TaskRecord;
   arguments: unknown;
   history: HistoryEntry[];
+  /**
+   * The attempts of the task's job, oldest first: the worker that ran each, its start and, once over, its end and how
+   * it ended (completed, failed, lost with its worker, handed back on shutdown, or the terminal status that ended it).
+   */
+  attempts: AttemptEntry[];
   /** Undefined once the job is gone: finished jobs are removed, the record keeps the outcome. */
   job?: JobView;
   /** Set when the record and the job disagree so that the reconciler will fail the task. */
@@ -293,7 +299,8 @@ export class TaskAdmin {
         stalledCounter: job.stalledCounter,
         addedAt: job.timestamp,
         progress: job.progress,
-        ...(job.processedBy ? { processedBy: job.processedBy } : {}),
+        // The holder's instance (lost-jobs.ts), shown by its worker's name as "Running on <worker>." says it.
+        ...(job.processedBy ? { processedBy: workerOf(job.processedBy) } : {}),
         ...(job.processedOn ? { processedOn: job.processedOn } : {}),
         ...(job.finishedOn ? { finishedOn: job.finishedOn } : {}),
         ...(job.failedReason ? { failedReason: job.failedReason } : {}),
@@ -586,7 +593,7 @@ function timeBound(epochMs: number): string {
 
 function workerName(clientName: string): string {
   const marker = clientName.indexOf(':w:');
-  return marker === -1 ? clientName : clientName.slice(marker + 3);
+  return workerOf(marker === -1 ? clientName : clientName.slice(marker + 3));
 }
 
 /** Whether a task of `owner` matches the filter's owner: the owner itself, or its label. */

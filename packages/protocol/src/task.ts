@@ -47,6 +47,8 @@ export interface TaskRecord {
   parent?: string;
   /** What the task's tool keeps durably (docs/durable-execution.md); absent until it keeps anything. */
   durable?: DurableFacts;
+  /** How many times a worker shutting down handed the task's job back mid-run (counted in the tool's ctx.attempt). */
+  handBacks?: number;
 }
 
 /**

@@ -16,7 +16,11 @@ export interface ToolLogger {
 
 export interface ToolContext {
   taskId: string;
-  /** 1 on the first run; one more after each failed run (retry) and each crash of a worker running it. */
+  /**
+   * 1 on the first run; one more after each earlier run, however it ended: a failed run that is retried, a crash or a
+   * lost lock of the worker running it, a hand-back when that worker shut down. Above 1, this run resumes earlier work
+   * (whose side effects may have happened: see `lastCheckpoint` and `step`).
+   */
   attempt: number;
   /** Fires when the task is cancelled or the worker shuts down: stop promptly. */
   signal: AbortSignal;

@@ -1,5 +1,6 @@
 // The page of one task (task.html, served at /admin/tasks/<taskId>): record, status timeline, progress, pending input
-// requests, job attempts and worker, checkpoint and child tasks, result or error, and the operators' cancel and retry.
+// requests, attempts (worker, start, how each ended), job, checkpoint and child tasks, result or error, and the
+// operators' cancel and retry.
 // It re-reads the task every second (no reload). The task id comes from the page's own address, never from markup the
 // server wrote; every value reaches the DOM through textContent, never as HTML. A module, so its names stay its own.
 const TASK_ID = taskIdOfPage();
@@ -145,6 +146,21 @@ function renderJob(j, inconsistency) {
   $('no-job').hidden = Boolean(j);
 }
 
+/** The attempts of the task's job: who ran each, from when, for how long, how it ended (lost, handed back, ...). */
+function renderAttempts(attempts) {
+  const body = $('attempts').tBodies[0];
+  body.replaceChildren();
+  for (const a of attempts || []) {
+    const ended = a.endedAt === undefined ? Date.now() : a.endedAt;
+    const tr = row(body, [a.attempt, a.worker, new Date(a.startedAt).toISOString(), duration(ended - a.startedAt)]);
+    const cell = document.createElement('td');
+    cell.textContent = a.ending || 'running';
+    cell.dataset.ending = a.ending || 'running';
+    tr.append(cell);
+  }
+  $('no-attempts').hidden = Boolean(attempts && attempts.length);
+}
+
 /** A link to the page of another task: a sibling of this page, /admin/tasks/<id>. */
 function taskLink(taskId) {
   const link = document.createElement('a');
@@ -183,6 +199,7 @@ function render(d, pending) {
   renderTimeline(d.task, d.history);
   renderProgress(d.job && d.job.progress);
   renderInputs(pending);
+  renderAttempts(d.attempts);
   renderJob(d.job, d.inconsistency);
   renderDurable(d.durable);
   $('arguments').textContent = JSON.stringify(d.arguments, null, 2);

@@ -32,6 +32,11 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     task: operatorTask(record),
     arguments: inspection.arguments,
     history: inspection.history.map((entry) => ({ ...entry, at: iso(entry.at) })),
+    attempts: inspection.attempts.map((entry) => ({
+      ...entry,
+      startedAt: iso(entry.startedAt),
+      ...(entry.endedAt !== undefined ? { endedAt: iso(entry.endedAt) } : {}),
+    })),
     job: job ?? null,
     ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
     ...(inspection.durable ? { durable: inspection.durable } : {}),
@@ -82,6 +87,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
     ),
   ];
+  if (inspection.attempts.length > 0) parts.push('', 'Attempts:', attemptsTable(inspection, now));
   if (durable && durable.children.length > 0) {
     parts.push(
       '',
@@ -98,6 +104,20 @@ function inspectionText(inspection: TaskInspection, now: number): string {
     parts.push(JSON.stringify('result' in outcome ? outcome.result : outcome.error, null, 2));
   }
   return parts.join('\n');
+}
+
+/** The attempts of the task's job: worker, start, duration and how each ended (running: the one under way). */
+function attemptsTable({ attempts }: TaskInspection, now: number): string {
+  return table(
+    [{ title: 'attempt' }, { title: 'worker' }, { title: 'started' }, { title: 'for' }, { title: 'ended' }],
+    attempts.map((entry) => [
+      String(entry.attempt),
+      entry.worker,
+      iso(entry.startedAt),
+      formatDuration((entry.endedAt ?? now) - entry.startedAt),
+      entry.ending ?? 'running',
+    ]),
+  );
 }
 
 /** What the task's tool keeps durably (docs/durable-execution.md): its checkpoint, its steps, its parent. */
