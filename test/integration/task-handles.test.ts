@@ -401,3 +401,45 @@ describe('task handles: clients without Tasks follow long calls through handle t
     });
   });
 });
+
+describe('TASK_HANDLES=off: clients without Tasks get what they got before (issue 40)', function () {
+  this.timeout(60_000);
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({
+      env: { MCPT_TOOLS: FIXTURES, TASK_HANDLES: 'off', HANDLE_AFTER_MS: String(HANDLE_AFTER_MS) },
+    });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  it('T-TOOL-4: no handle tools, a long plain call waits for its result, a required tool is -32601', async () => {
+    const client = new McpTestClient(system.apiUrl);
+    await client.initialize('2025-11-25', {});
+    try {
+      const { tools } = await eventually(async () => {
+        const listing = (await client.call('tools/list')) as { tools: { name: string; execution?: unknown }[] };
+        return listing.tools.some((tool) => tool.name === 'quiet') ? listing : undefined;
+      });
+      expect(tools.map((tool) => tool.name)).to.not.include('task_status');
+      expect(tools.find((tool) => tool.name === 'quiet_required')?.execution).to.deep.equal({
+        taskSupport: 'required',
+      });
+      const result = (await client.call(
+        'tools/call',
+        { name: 'quiet', arguments: { seconds: 1.5 } },
+        JSON_ONLY,
+      )) as ToolResult;
+      expect(result.content).to.deep.equal([{ type: 'text', text: 'Slept 1.5s' }]);
+      await expectRpcError(client.call('tools/call', { name: 'quiet_required', arguments: { seconds: 0 } }), -32601);
+      const modern = await modernPost(system.apiUrl, 'tools/list');
+      expect((modern.body.result?.['tools'] as { name: string }[]).map((tool) => tool.name)).to.not.include(
+        'task_status',
+      );
+    } finally {
+      await client.terminate();
+    }
+  });
+});
