@@ -35,7 +35,7 @@ import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices, SecurityServices } from './context.ts';
 import { metricsGate, operationsRouter } from './ops.ts';
-import { TaskHandles } from './calls/handles.ts';
+import { TaskHandles } from './calls/handle-policy.ts';
 import { PlainCalls } from './calls/plain-calls.ts';
 import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';

@@ -23,7 +23,7 @@ import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { RequestStateSigner } from './modern/request-state.ts';
-import type { TaskHandles } from './calls/handles.ts';
+import type { TaskHandles } from './calls/handle-policy.ts';
 import type { PlainCalls } from './calls/plain-calls.ts';
 import type { StreamReply } from './stream-reply.ts';
 import type { ApiTools } from './tool-catalog.ts';

@@ -1,17 +1,13 @@
-// Task handles, whichever wire asks (docs/clients.md): which clients get them, when a plain call is handed out, and
-// the handle tools (status, result, cancel, answer). A handle is the id of the plain call's own record, made a task
+// The handle tools (status, result, cancel, answer), whichever wire asks (docs/clients.md; who gets task handles and
+// when a call is handed out: handle-policy.ts). A handle is the id of the plain call's own record, made a task
 // when it is handed out (PlainCalls.handOut), so the handle tools are the task use cases of tasks.ts and inputs.ts
 // (the same owner checks, the same not-found for unknown, expired and foreign ids) answered as tool results. The api
 // answers them itself: no job runs for them.
 import { audit, AuditEvent } from '@mcp-tasks/engine';
 import {
   HandleTool,
-  HandleToolNames,
   isTerminal,
-  supportsTasks,
   TaskStatus,
-  TaskSupport,
-  type CatalogEntry,
   type HandleToolArguments,
   type HandleView,
   type TaskRecord,
@@ -20,51 +16,6 @@ import { ensureOpened } from './admission.ts';
 import { answerTaskInputs, outstandingInputs } from './inputs.ts';
 import type { CallContext, CallRequest } from './request.ts';
 import { cancelTask, findTask } from './tasks.ts';
-
-export interface HandleSettings {
-  /** TASK_HANDLES. */
-  enabled: boolean;
-  /** HANDLE_AFTER_MS: a call still running this long after its request began is handed out. */
-  afterMs: number;
-  /** TASK_HANDLE_TOOL_PREFIX. */
-  prefix: string;
-}
-
-/** Who gets task handles and when a call is handed out; the handle tools' names. */
-export class TaskHandles {
-  readonly names: HandleToolNames;
-
-  constructor(readonly settings: HandleSettings) {
-    this.names = new HandleToolNames(settings.prefix);
-  }
-
-  get enabled(): boolean {
-    return this.settings.enabled;
-  }
-
-  /**
-   * Whether a 2025-11-25 session gets handles: its client did not declare `capabilities.tasks` at initialize (T-CAP-1),
-   * or its revision has no Tasks at all. A session that negotiated Tasks sees none of it.
-   */
-  offeredToSession(session: { protocolVersion: string; clientCapabilities: Record<string, unknown> }): boolean {
-    if (!this.enabled) return false;
-    return !supportsTasks(session.protocolVersion) || !('tasks' in session.clientCapabilities);
-  }
-
-  /**
-   * When a plain call of `tool` whose request began at `since` (epoch ms) is handed out, or undefined when it never
-   * is: handles are not offered to its client, or its tool forbids tasks (it runs to its end on the open request).
-   */
-  deadline(offered: boolean, tool: Pick<CatalogEntry, 'taskSupport'> | undefined, since: number): number | undefined {
-    if (!offered || tool === undefined || tool.taskSupport === TaskSupport.Forbidden) return undefined;
-    return since + this.settings.afterMs;
-  }
-
-  /** Which handle tool a tools/call names, when the caller is offered them. */
-  toolOf(offered: boolean, name: string): HandleTool | undefined {
-    return offered ? this.names.toolOf(name) : undefined;
-  }
-}
 
 /**
  * What a handle tool answers: the task as it is now (status, cancel, answer, and a result not ready yet), or the
