@@ -117,13 +117,12 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
 
 /**
  * A handle tool (calls/handles.ts), answered here without a job. task_result waits a little for the task, as
- * tasks/result does: without SSE that wait holds one of the session's slots (stream-limit.ts).
+ * tasks/result does: that wait holds one of the session's slots (stream-limit.ts), as a waiting request does.
  */
 async function callHandleTool(context: RequestContext, request: CallRequest, tool: HandleTool): Promise<HandlerReply> {
   const { names } = context.services.handles;
   const call = parseHandleArguments(tool, request.tool, request.arguments);
   const run = () => runHandleTool(callContextOf(context), call, request, context.signal);
-  const outcome: HandleOutcome =
-    tool === HandleTool.Result && !context.canStream ? await holdingSlot(context, run) : await run();
+  const outcome: HandleOutcome = tool === HandleTool.Result ? await holdingSlot(context, run) : await run();
   return 'ended' in outcome ? resultOf(outcome.ended) : handleStatusResult(outcome.status, names);
 }
