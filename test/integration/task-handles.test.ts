@@ -14,6 +14,7 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { MODERN, modernPost, modernResult, WITH_TASKS } from '../support/modern-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
+import { SseConnection } from '../support/sse-client.ts';
 import { track } from '../support/resources.ts';
 
 const FIXTURES = './test/fixtures/handles/tools.ts';
@@ -324,6 +325,12 @@ describe('task handles: clients without Tasks follow long calls through handle t
       );
       const viaTasksGet = await expectRpcError(stranger.call('tasks/get', { taskId }), -32602);
       expect(foreign.message).to.equal(unknown.message).and.equal(viaTasksGet.message);
+      // T-TOOL-2: the handle tools are listed forbidden as tasks, and are refused as one.
+      await expectRpcError(
+        owner.call('tools/call', { name: 'task_status', arguments: { taskId }, task: {} }),
+        -32601,
+        /cannot be called as a task/,
+      );
       await owner.call('tools/call', { name: 'task_cancel', arguments: { taskId } });
     });
 
@@ -350,6 +357,40 @@ describe('task handles: clients without Tasks follow long calls through handle t
       const { tasks } = (await client.call('tasks/list')) as { tasks: { taskId: string }[] };
       expect(tasks.map((task) => task.taskId)).to.include(taskId);
       await client.call('tools/call', { name: 'task_cancel', arguments: { taskId } });
+    });
+
+    it('an answer stream resumed with Last-Event-ID hands the call out at the same deadline, counted from the call', async () => {
+      const client = await connectRaw();
+      const headers = {
+        'content-type': 'application/json',
+        'mcp-session-id': String(client.sessionId),
+        'mcp-protocol-version': client.protocolVersion,
+      };
+      const started = Date.now();
+      const first = await SseConnection.open(client.url, {
+        method: 'POST',
+        headers: { ...headers, accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'resumed-call',
+          method: 'tools/call',
+          params: { name: 'ticking', arguments: { seconds: TOOL_SECONDS }, _meta: { progressToken: 'tick' } },
+        }),
+      });
+      const progress = await first.next(
+        (event) => event.message['method'] === 'notifications/progress' && event.id !== undefined,
+      );
+      await first.close();
+      const resumed = await SseConnection.open(client.url, {
+        method: 'GET',
+        headers: { ...headers, accept: 'text/event-stream', 'last-event-id': String(progress.id) },
+      });
+      const answer = await resumed.next((event) => event.message['id'] === 'resumed-call', 5000);
+      await resumed.close();
+      expect(Date.now() - started, 'handed out before the tool ended').to.be.below(TOOL_SECONDS * 1000);
+      const result = answer.message['result'] as ToolResult;
+      expect(structured(result)).to.include({ tool: 'ticking', status: 'working' });
+      await client.call('tools/call', { name: 'task_cancel', arguments: { taskId: structured(result)['taskId'] } });
     });
 
     it('T-INPUT-1: input_required through the handle tools: task_status says what is asked, task_answer answers it', async () => {

@@ -11,6 +11,7 @@ import {
   MODEL_IMMEDIATE_RESPONSE_META_KEY,
   resultOf,
   supportsTasks,
+  TaskSupportError,
   toWireTask,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
@@ -121,6 +122,8 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
  */
 async function callHandleTool(context: RequestContext, request: CallRequest, tool: HandleTool): Promise<HandlerReply> {
   const { names } = context.services.handles;
+  // Listed with taskSupport 'forbidden' (T-TOOL-2): never a task themselves.
+  if (request.execution === 'task') throw new TaskSupportError(request.tool, 'forbidden');
   const call = parseHandleArguments(tool, request.tool, request.arguments);
   const run = () => runHandleTool(callContextOf(context), call, request, context.signal);
   const outcome: HandleOutcome = tool === HandleTool.Result ? await holdingSlot(context, run) : await run();
