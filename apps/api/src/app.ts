@@ -35,6 +35,7 @@ import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices, SecurityServices } from './context.ts';
 import { metricsGate, operationsRouter } from './ops.ts';
+import { TaskHandles } from './calls/handle-policy.ts';
 import { PlainCalls } from './calls/plain-calls.ts';
 import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
@@ -164,6 +165,11 @@ async function apiServices(
       tasks: engine.tasks,
       events: engine.events,
       streamAfterMs: config.RESULT_STREAM_AFTER_MS,
+    }),
+    handles: new TaskHandles({
+      enabled: config.TASK_HANDLES,
+      afterMs: config.HANDLE_AFTER_MS,
+      prefix: config.TASK_HANDLE_TOOL_PREFIX,
     }),
     tools: new ApiTools(catalogView, config.CATALOG_EMPTY_WAIT_MS),
     requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {

@@ -129,6 +129,25 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     REQUEST_STATE_KEY_ROTATION_MS: intFromEnv(DAY, { min: 1000 }),
     REQUEST_STATE_KEY_OVERLAP_MS: intFromEnv(15 * 60_000, { max: DAY }),
     REQUEST_STATE_KEY_RECHECK_MS: intFromEnv(5000, { max: 60_000 }),
+    /**
+     * Task handles (docs/clients.md): a call of a client that did not negotiate Tasks still running after
+     * HANDLE_AFTER_MS is answered with a handle, and such clients get the handle tools (named with the prefix).
+     */
+    TASK_HANDLES: z
+      .enum(['on', 'off'], { message: "use 'on' or 'off'" })
+      .default('on')
+      .transform((value) => value === 'on'),
+    HANDLE_AFTER_MS: intFromEnv(10_000, { max: 600_000 }),
+    TASK_HANDLE_TOOL_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{0,32}$/, 'use at most 32 letters, digits, _, - or . (a tool name prefix)')
+      .default('task_'),
+    /**
+     * While a call waits for its tool on an open request whose client sent a progress token, a progress notification
+     * this often when the tool reported none, so that a client resetting its timeout on progress never times out
+     * (0: none).
+     */
+    PROGRESS_KEEPALIVE_MS: intFromEnv(10_000, { max: 600_000 }),
     /** How often an SSE stream with nothing to send gets a `:` comment line (C26-SSE-2). */
     SSE_KEEPALIVE_MS: intFromEnv(15_000, { min: 100, max: SSE_KEEPALIVE_MAX_MS }),
     LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),

@@ -549,6 +549,21 @@ export class RedisScripts {
     return status === undefined ? { verdict } : { verdict, status };
   }
 
+  /** hand-out-2.lua: makes a live plain call of `owner` a task (a task handle); answers what became of it. */
+  async handOut(call: {
+    keys: { record: string; ownerIndex: string };
+    owner: string;
+    member: string;
+    expiresAt: number;
+  }): Promise<{ verdict: 'handed' | 'ended' | 'missing'; status?: string }> {
+    const [verdict, status] = (await this.#run('handOut', new ScriptKeys([call.keys.record, call.keys.ownerIndex]), {
+      owner: call.owner,
+      member: call.member,
+      expiresAt: call.expiresAt,
+    })) as ['handed' | 'ended' | 'missing', string?];
+    return status === undefined ? { verdict } : { verdict, status };
+  }
+
   /** note-attempt-1.lua: notes an attempt's start or end, or takes every attempt left; answers those taken. */
   async noteAttempt(call: {
     keys: { record: string };

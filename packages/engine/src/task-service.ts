@@ -381,6 +381,21 @@ export class TaskService {
   }
 
   /**
+   * The last progress the task's tool reported (`{progress, total?, message?}`, as its job keeps it for operators), or
+   * undefined when it reported none or its job is gone: what a task handle's status shows (docs/clients.md).
+   */
+  async progressOf(record: Pick<TaskRecord, 'taskId' | 'tool' | 'external'>): Promise<unknown> {
+    const queue = this.#externalQueue(jobQueueOf(record));
+    const raw = await this.publisher.hget(queue.toKey(record.taskId), 'progress');
+    if (raw === null) return undefined;
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Moves the task to `cancelled` before answering (T-CANCEL-2), then stops the work: a job still queued is
    * removed, a running one is aborted through the control channel.
    */

@@ -586,6 +586,23 @@ export class TaskStore {
     await this.indexes.deleteTask({ taskId, owner, member }, entries);
   }
 
+  /**
+   * Makes a live plain call a task (a task handle, docs/clients.md): from now on it is read, listed and kept as a task
+   * until its expiry. `handed` also for a record an earlier hand-out made a task; `ended` when the call ended first
+   * (nothing changed: its result is the answer); `missing` when it is gone, or not `owner`'s.
+   */
+  async handOut(
+    record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'ttl'>,
+  ): Promise<{ verdict: 'handed' | 'ended' | 'missing'; status?: TaskStatus }> {
+    const { verdict, status } = await this.#scripts.handOut({
+      keys: { record: this.#tasks.record(record.taskId), ownerIndex: this.#tasks.ownerIndex(record.owner) },
+      owner: record.owner,
+      member: indexMember(record.createdAt, record.taskId),
+      expiresAt: record.createdAt + record.ttl,
+    });
+    return isTaskStatus(status) ? { verdict, status } : { verdict };
+  }
+
   /** Records on a live task where its external work runs (atomic with the status check; never creates a record). */
   async markExternal(task: Pick<TaskRecord, 'taskId'>, ref: ExternalRef): Promise<MarkResult> {
     const { verdict, status } = await this.#scripts.markExternal({
