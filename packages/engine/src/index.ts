@@ -69,6 +69,14 @@ export {
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
 export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
+export {
+  type ParkedTask,
+  type PendingWait,
+  readStoredWait,
+  stepTriesKey,
+  type StoredWait,
+  type WaitOutcome,
+} from './records/waits.ts';
 export { type AttemptStart, DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
 export { traceLostAttempts } from './lost-attempts.ts';
 export {
@@ -108,6 +116,14 @@ export {
   type TaskInspection,
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export {
+  EVENT_NAME,
+  SignalEnvSchema,
+  type SignalEnv,
+  type SignalOutcome,
+  type SignalRequest,
+  TaskSignals,
+} from './task-signals.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,

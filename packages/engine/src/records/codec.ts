@@ -8,6 +8,7 @@ import {
   type Outcome,
   type TaskRecord,
   type TaskStatus,
+  type TaskWait,
 } from '@mcp-tasks/protocol';
 
 export function encodeRecord(record: TaskRecord): Record<string, string> {
@@ -57,6 +58,7 @@ export function decodeRecord(
   if (hash['trace']) record.trace = JSON.parse(hash['trace']) as NonNullable<TaskRecord['trace']>;
   if (hash['parent']) record.parent = hash['parent'];
   if (hash['durable']) record.durable = decodeDurable(hash);
+  if (hash['wait']) record.wait = JSON.parse(hash['wait']) as TaskWait;
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;
