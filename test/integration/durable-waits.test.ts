@@ -1,0 +1,257 @@
+// Durable waits (docs/durable-execution.md, "Waits") with real worker processes, real Redis and real HTTP: a sleep
+// frees its worker slot (a second task of a tool of concurrency 1 completes meanwhile) and survives kill -9 of every
+// worker; events delivered by `mcpt signal`, the api's endpoint and another tool, kept when sent early, refused to
+// another principal, and a wait's timeout; a step's own retry policy; a parked elicitation answered on both wires
+// after its worker restarted; and what operators see of parked tasks.
+import { expect } from 'chai';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '@mcp-tasks/cli';
+import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
+
+const ADMIN_TOKEN = 'waits-admin-token-0123456789';
+const KEYS = { alice: 'alice-key-0123456789abcdef', bob: 'bob-key-0123456789abcdef0' };
+
+type Task = Record<string, unknown>;
+
+describe('durable waits: sleeps, events, step retries and parked input (1 api, workers of concurrency 1)', function () {
+  this.timeout(90_000);
+  let system: System;
+  let scratch: string;
+  let alice: McpTestClient;
+  let bob: McpTestClient;
+
+  before(async () => {
+    system = await startSystem({
+      apis: 1,
+      workers: 1,
+      env: {
+        MCPT_TOOLS: './test/fixtures/durable/waits.ts',
+        WORKER_CONCURRENCY: '1',
+        // Short locks: a killed worker's active job would be recovered within about two seconds.
+        WORKER_LOCK_DURATION_MS: '1000',
+        WORKER_STALLED_INTERVAL_MS: '1000',
+        CANCEL_CHECK_INTERVAL_MS: '500',
+        RESULT_RECHECK_MS: '1000',
+        AUTH_API_KEYS: `alice:${KEYS.alice},bob:${KEYS.bob}`,
+        ADMIN_TOKEN,
+      },
+    });
+    scratch = mkdtempSync(join(tmpdir(), 'mcpt-waits-'));
+    alice = await client(KEYS.alice);
+    bob = await client(KEYS.bob);
+  });
+  after(async () => {
+    await system?.stop();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  async function client(key: string, capabilities: Record<string, unknown> = {}): Promise<McpTestClient> {
+    const made = new McpTestClient(system.apiUrl);
+    made.headers = { authorization: `Bearer ${key}` };
+    await made.initialize('2025-11-25', capabilities);
+    return made;
+  }
+
+  const liveWorker = (): ChildHandle => {
+    const worker = system.workers.at(-1);
+    if (!worker) throw new Error('no worker');
+    return worker;
+  };
+
+  async function settled(by: McpTestClient, taskId: unknown, timeoutMs = 20_000): Promise<Task> {
+    return eventually(async () => {
+      const task = await by.call('tasks/get', { taskId });
+      return ['completed', 'failed', 'cancelled'].includes(String(task['status'])) ? task : undefined;
+    }, timeoutMs);
+  }
+
+  async function result(by: McpTestClient, taskId: unknown): Promise<Task> {
+    return by.call('tasks/result', { taskId }, { headers: { accept: 'application/json' } });
+  }
+
+  async function structured(by: McpTestClient, taskId: unknown): Promise<Record<string, unknown>> {
+    return (await result(by, taskId))['structuredContent'] as Record<string, unknown>;
+  }
+
+  /** Waits until the task's statusMessage starts with `prefix`: the task is parked. */
+  async function parkedWith(by: McpTestClient, taskId: unknown, prefix: string): Promise<Task> {
+    return eventually(async () => {
+      const task = await by.call('tasks/get', { taskId });
+      return String(task['statusMessage'] ?? '').startsWith(prefix) ? task : undefined;
+    });
+  }
+
+  async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+    let out = '';
+    let err = '';
+    const code = await runCli(args, {
+      out: (text) => (out += text),
+      err: (text) => (err += text),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    return { code, out, err };
+  }
+
+  function postEvent(taskId: string, name: string, body: unknown, token?: string): Promise<Response> {
+    const base = system.apiUrl.replace(/\/mcp$/, '');
+    return fetch(`${base}/tasks/${encodeURIComponent(taskId)}/events/${encodeURIComponent(name)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  }
+
+  it('with a per-tool concurrency of 1 on a worker of concurrency 1, a second task completes while the first sleeps; the sleeper says until when and wakes after it', async () => {
+    const first = String((await alice.createTask('nap', { ms: 3000 }))['taskId']);
+    const parked = await parkedWith(alice, first, 'Sleeping until ');
+    expect(parked['status']).to.equal('working');
+    const until = Date.parse(String(parked['statusMessage']).slice('Sleeping until '.length, -1));
+    expect(until).to.be.above(Date.now());
+
+    const second = String((await alice.createTask('nap', { ms: 0 }))['taskId']);
+    expect((await settled(alice, second))['status']).to.equal('completed');
+    expect((await alice.call('tasks/get', { taskId: first }))['status']).to.equal('working');
+
+    expect((await settled(alice, first))['status']).to.equal('completed');
+    const report = (await structured(alice, first)) as { woke: { at: number }; until: number; attempt: number };
+    expect(report.woke.at).to.be.at.least(until);
+    expect(report.woke.at).to.be.at.least(report.until);
+    // A wake spends no attempt (ctx.attempt counts failed runs and crashes).
+    expect(report.attempt).to.equal(1);
+  });
+
+  it('a sleeping task wakes on time after every worker was killed (kill -9) and one restarted', async () => {
+    const taskId = String((await alice.createTask('nap', { ms: 5000 }))['taskId']);
+    const parked = await parkedWith(alice, taskId, 'Sleeping until ');
+    const until = Date.parse(String(parked['statusMessage']).slice('Sleeping until '.length, -1));
+    for (const worker of [...system.workers]) await worker.stop('SIGKILL');
+    const restarted = await system.addWorker();
+    const readyAt = Date.now();
+    expect((await settled(alice, taskId))['status']).to.equal('completed');
+    const report = (await structured(alice, taskId)) as { woke: { at: number; pid: number }; until: number };
+    expect(report.woke.pid).to.equal(restarted.process.pid);
+    expect(report.woke.at).to.be.at.least(until);
+    // On time: within a second of its end, or of the restart when that came later (a loaded machine).
+    expect(report.woke.at - Math.max(until, readyAt)).to.be.below(1000);
+  });
+
+  it('what runs again: the code between waits runs again after each wake, the waits already over do not wait again', async () => {
+    const file = join(scratch, 'twice.log');
+    const taskId = String((await alice.createTask('nap_twice', { ms: 300, file }))['taskId']);
+    expect((await settled(alice, taskId))['status']).to.equal('completed');
+    expect(readFileSync(file, 'utf8').trim().split('\n')).to.deep.equal([
+      'before',
+      'before',
+      'between',
+      'before',
+      'between',
+      'after',
+    ]);
+  });
+
+  it('a sleep that would end after its task expires is refused with wait-too-long', async () => {
+    const taskId = String((await alice.createTask('sleep_too_long', {}))['taskId']);
+    expect((await settled(alice, taskId))['status']).to.equal('completed');
+    const refusal = await structured(alice, taskId);
+    expect(refusal).to.include({ name: 'LocalError', code: 'wait-too-long' });
+    expect(refusal['message']).to.match(/would end after task \S+ expires at/);
+  });
+
+  it('an event sent by mcpt signal resumes a task waiting for it, with its data', async () => {
+    const taskId = String((await alice.createTask('await_event', { name: 'approved' }))['taskId']);
+    await parkedWith(alice, taskId, "Waiting for event 'approved' until ");
+    const sent = await cli('signal', taskId, 'approved', '--data', '{"by":"ops"}');
+    expect(sent.code, sent.err).to.equal(0);
+    expect(sent.out).to.match(/^Delivered event 'approved' to task /);
+    expect((await settled(alice, taskId))['status']).to.equal('completed');
+    expect((await structured(alice, taskId))['outcome']).to.deep.equal({ timedOut: false, data: { by: 'ops' } });
+  });
+
+  it("an event POSTed to the api by the task's principal resumes it with its data; another principal's is refused as for an unknown task", async () => {
+    const taskId = String((await alice.createTask('await_event', { name: 'paid' }))['taskId']);
+    await parkedWith(alice, taskId, "Waiting for event 'paid' until ");
+
+    const foreign = await postEvent(taskId, 'paid', { data: 'forged' }, KEYS.bob);
+    const unknown = await postEvent('no-such-task-0123456789', 'paid', { data: 'x' }, KEYS.bob);
+    expect(foreign.status).to.equal(404);
+    expect(await foreign.json()).to.deep.equal(await unknown.json());
+    expect((await postEvent(taskId, 'paid', { data: 'x' })).status).to.equal(401);
+    expect((await alice.call('tasks/get', { taskId }))['status']).to.equal('working');
+
+    const own = await postEvent(taskId, 'paid', { data: { invoice: 42 } }, KEYS.alice);
+    expect(own.status).to.equal(202);
+    expect(await own.json()).to.deep.equal({ delivered: true });
+    expect((await settled(alice, taskId))['status']).to.equal('completed');
+    expect((await structured(alice, taskId))['outcome']).to.deep.equal({ timedOut: false, data: { invoice: 42 } });
+    // An ended task takes no more events.
+    expect((await postEvent(taskId, 'paid', {}, KEYS.alice)).status).to.equal(409);
+  });
+
+  it('an event sent before the task waits for it is kept and taken once; ctx.signalTask reaches a task of the same principal only', async () => {
+    const waiting = String((await alice.createTask('await_event', { name: 'go' }))['taskId']);
+    await parkedWith(alice, waiting, "Waiting for event 'go' until ");
+    // Another event than the one waited for is kept: the task keeps waiting.
+    const early = await postEvent(waiting, 'later', { data: 1 }, ADMIN_TOKEN);
+    expect(await early.json()).to.deep.equal({ delivered: false, kept: 1 });
+
+    const fromBob = String((await bob.createTask('send_event', { taskId: waiting, name: 'go', data: 'x' }))['taskId']);
+    expect((await settled(bob, fromBob))['status']).to.equal('completed');
+    expect(await structured(bob, fromBob)).to.deep.equal({ refused: 'TaskNotFoundError', code: 'task-not-found' });
+
+    const fromAlice = String(
+      (await alice.createTask('send_event', { taskId: waiting, name: 'go', data: [1, 2] }))['taskId'],
+    );
+    expect((await settled(alice, fromAlice))['status']).to.equal('completed');
+    expect(await structured(alice, fromAlice)).to.deep.equal({ delivered: true });
+    expect((await settled(alice, waiting))['status']).to.equal('completed');
+    expect((await structured(alice, waiting))['outcome']).to.deep.equal({ timedOut: false, data: [1, 2] });
+
+    // Kept events are taken by the next wait of their name, once each, oldest first.
+    const taker = String((await alice.createTask('await_event', { name: 'early' }))['taskId']);
+    await parkedWith(alice, taker, "Waiting for event 'early' until ");
+    expect(await (await postEvent(taker, 'unrelated', { data: 0 }, KEYS.alice)).json()).to.deep.equal({
+      delivered: false,
+      kept: 1,
+    });
+    expect(await (await postEvent(taker, 'early', { data: 'now' }, KEYS.alice)).json()).to.deep.equal({
+      delivered: true,
+    });
+    expect((await structured(alice, (await settled(alice, taker))['taskId']))['outcome']).to.deep.equal({
+      timedOut: false,
+      data: 'now',
+    });
+  });
+
+  it('a wait for an event that does not come ends with its timeout outcome', async () => {
+    const started = Date.now();
+    const taskId = String((await alice.createTask('await_event', { name: 'never', timeoutMs: 1500 }))['taskId']);
+    expect((await settled(alice, taskId))['status']).to.equal('completed');
+    expect((await structured(alice, taskId))['outcome']).to.deep.equal({ timedOut: true });
+    expect(Date.now() - started).to.be.at.least(1500);
+  });
+
+  it('a step with its own retry policy runs its function the configured number of times: until it succeeds, or its last try fails the tool', async () => {
+    const passing = join(scratch, 'passing.log');
+    const ok = String((await alice.createTask('flaky_step', { file: passing, failures: 2, attempts: 3 }))['taskId']);
+    expect((await settled(alice, ok))['status']).to.equal('completed');
+    expect(await structured(alice, ok)).to.deep.equal({ tries: 3 });
+    expect(readFileSync(passing, 'utf8').trim().split('\n')).to.have.length(3);
+
+    const failing = join(scratch, 'failing.log');
+    const ko = String((await alice.createTask('flaky_step', { file: failing, failures: 9, attempts: 4 }))['taskId']);
+    const failed = await settled(alice, ko);
+    expect(failed['status']).to.equal('failed');
+    expect(readFileSync(failing, 'utf8').trim().split('\n')).to.have.length(4);
+
+    // A FinalError is not tried again.
+    const final = join(scratch, 'final.log');
+    const once = String(
+      (await alice.createTask('flaky_step', { file: final, failures: 9, attempts: 4, final: true }))['taskId'],
+    );
+    expect((await settled(alice, once))['status']).to.equal('failed');
+    expect(readFileSync(final, 'utf8').trim().split('\n')).to.have.length(1);
+  });
+});
