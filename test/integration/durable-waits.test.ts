@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
+import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
+import { startSystem, type System } from '../support/processes.ts';
+import { SseConnection } from '../support/sse-client.ts';
 
 const ADMIN_TOKEN = 'waits-admin-token-0123456789';
 const KEYS = { alice: 'alice-key-0123456789abcdef', bob: 'bob-key-0123456789abcdef0' };
@@ -54,12 +56,6 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
     await made.initialize('2025-11-25', capabilities);
     return made;
   }
-
-  const liveWorker = (): ChildHandle => {
-    const worker = system.workers.at(-1);
-    if (!worker) throw new Error('no worker');
-    return worker;
-  };
 
   async function settled(by: McpTestClient, taskId: unknown, timeoutMs = 20_000): Promise<Task> {
     return eventually(async () => {
@@ -253,5 +249,78 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
     );
     expect((await settled(alice, once))['status']).to.equal('failed');
     expect(readFileSync(final, 'utf8').trim().split('\n')).to.have.length(1);
+  });
+
+  it('a parked elicitation frees its worker, shows input_required on both wires, and is answered on both after its worker restarted', async () => {
+    const asker = await client(KEYS.alice, { elicitation: { form: {} } });
+    const legacy = String((await asker.createTask('ask_parked', { question: 'Colour?' }))['taskId']);
+    const modernOptions = { bearer: KEYS.alice, capabilities: { ...WITH_TASKS, elicitation: {} } };
+    const created = await modernResult(
+      system.apiUrl,
+      'tools/call',
+      { name: 'ask_parked', arguments: { question: 'Size?' } },
+      modernOptions,
+    );
+    const modern = String(created['taskId']);
+    await eventually(async () => {
+      const task = await asker.call('tasks/get', { taskId: legacy });
+      return task['status'] === 'input_required' ? task : undefined;
+    });
+    const waiting = await eventually(async () => {
+      const task = await modernResult(system.apiUrl, 'tasks/get', { taskId: modern }, modernOptions);
+      return task['status'] === 'input_required' ? task : undefined;
+    });
+    expect(Object.keys(waiting['inputRequests'] as Record<string, unknown>)).to.deep.equal(['question']);
+    // Both wait without a worker: a task of the worker's one slot runs meanwhile.
+    const meanwhile = String((await alice.createTask('nap', { ms: 0 }))['taskId']);
+    expect((await settled(alice, meanwhile))['status']).to.equal('completed');
+
+    for (const worker of [...system.workers]) await worker.stop('SIGKILL');
+    const restarted = await system.addWorker();
+
+    // 2025-11-25: the request reaches the client on its tasks/result stream, and its answer resumes the task.
+    const stream = await SseConnection.open(system.apiUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': String(asker.sessionId),
+        'mcp-protocol-version': '2025-11-25',
+        authorization: `Bearer ${KEYS.alice}`,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tasks/result', params: { taskId: legacy } }),
+    });
+    const request = await stream.next(
+      (event) => event.message['method'] === 'elicitation/create' && 'id' in event.message,
+    );
+    expect((request.message['params'] as { message: string }).message).to.equal('Colour?');
+    const answered = await asker.post({
+      jsonrpc: '2.0',
+      id: request.message['id'],
+      result: { action: 'accept', content: { answer: 'teal' } },
+    });
+    expect(answered.status).to.equal(202);
+    const final = await stream.next((event) => event.message['id'] === 99, 20_000);
+    await stream.finished();
+    expect((final.message['result'] as Task)['structuredContent']).to.deep.equal({
+      asked: { action: 'accept', content: { answer: 'teal' } },
+      pid: restarted.process.pid,
+    });
+
+    // 2026-07-28: tasks/update answers the request by its key.
+    await modernResult(
+      system.apiUrl,
+      'tasks/update',
+      { taskId: modern, inputResponses: { question: { action: 'accept', content: { answer: 'L' } } } },
+      modernOptions,
+    );
+    const done = await eventually(async () => {
+      const task = await modernResult(system.apiUrl, 'tasks/get', { taskId: modern }, modernOptions);
+      return task['status'] === 'completed' ? task : undefined;
+    }, 20_000);
+    expect((done['result'] as Task)['structuredContent']).to.deep.equal({
+      asked: { action: 'accept', content: { answer: 'L' } },
+      pid: restarted.process.pid,
+    });
   });
 });
