@@ -69,6 +69,7 @@ export {
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
 export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
+export { type ParkedEntry, type ParkedOverview, type WaitsView } from './parked-view.ts';
 export {
   type ParkedTask,
   type PendingWait,

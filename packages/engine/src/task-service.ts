@@ -404,6 +404,8 @@ export class TaskService {
     // Read after the transition too: a child its tool starts from now on is refused (create-task-6.lua checks the
     // parent's status in its step), so every child is either in the set read here or never created.
     await this.cancelChildren(record.taskId, `Cancelled with its parent task ${record.taskId}.`);
+    // A parked task (its job removed above) no longer waits (docs/durable-execution.md, "Waits").
+    if (record.wait) await this.store.waits.resume(record);
     return {
       ...record,
       status: TaskStatus.Cancelled,

@@ -247,6 +247,12 @@ export class WaitStore {
     return parked.sort((a, b) => a.until - b.until);
   }
 
+  /** What operators see of one task's waits: how many it made, and the events kept for it (one round trip). */
+  async facts(taskId: string): Promise<{ waits: number; eventsKept: number }> {
+    const replies = (await this.redis.pipeline().hget(this.tasks.record(taskId), 'waits').llen(this.tasks.signals(taskId)).exec()) ?? [];
+    return { waits: Number(replies[0]?.[1] ?? 0), eventsKept: Number(replies[1]?.[1] ?? 0) };
+  }
+
   /** Forgets tasks that are no longer parked (ended, expired) found in the waiting sets by a reader. */
   async forget(entries: readonly Pick<ParkedTask, 'taskId' | 'kind'>[]): Promise<void> {
     if (entries.length === 0) return;
