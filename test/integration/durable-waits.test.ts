@@ -189,7 +189,7 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
   it('an event sent before the task waits for it is kept and taken once; ctx.signalTask reaches a task of the same principal only', async () => {
     const waiting = String((await alice.createTask('await_event', { name: 'go' }))['taskId']);
     await parkedWith(alice, waiting, "Waiting for event 'go' until ");
-    // Another event than the one waited for is kept: the task keeps waiting.
+    // Another event than the one waited for (here by an operator's token) is kept: the task keeps waiting.
     const early = await postEvent(waiting, 'later', { data: 1 }, ADMIN_TOKEN);
     expect(await early.json()).to.deep.equal({ delivered: false, kept: 1 });
 
@@ -205,20 +205,26 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
     expect((await settled(alice, waiting))['status']).to.equal('completed');
     expect((await structured(alice, waiting))['outcome']).to.deep.equal({ timedOut: false, data: [1, 2] });
 
-    // Kept events are taken by the next wait of their name, once each, oldest first.
-    const taker = String((await alice.createTask('await_event', { name: 'early' }))['taskId']);
-    await parkedWith(alice, taker, "Waiting for event 'early' until ");
-    expect(await (await postEvent(taker, 'unrelated', { data: 0 }, KEYS.alice)).json()).to.deep.equal({
-      delivered: false,
-      kept: 1,
+    // Events sent before their wait are kept, and each wait takes the oldest of its name, once.
+    const both = String((await alice.createTask('two_events', {}))['taskId']);
+    await parkedWith(alice, both, "Waiting for event 'first' until ");
+    for (const [data, kept] of [
+      ['b1', 1],
+      ['b2', 2],
+    ] as const) {
+      expect(await (await postEvent(both, 'second', { data }, KEYS.alice)).json()).to.deep.equal({
+        delivered: false,
+        kept,
+      });
+    }
+    expect(await (await postEvent(both, 'first', { data: 'a' }, KEYS.alice)).json()).to.deep.equal({ delivered: true });
+    expect((await settled(alice, both))['status']).to.equal('completed');
+    expect(await structured(alice, both)).to.deep.equal({
+      first: { timedOut: false, data: 'a' },
+      second: { timedOut: false, data: 'b1' },
     });
-    expect(await (await postEvent(taker, 'early', { data: 'now' }, KEYS.alice)).json()).to.deep.equal({
-      delivered: true,
-    });
-    expect((await structured(alice, (await settled(alice, taker))['taskId']))['outcome']).to.deep.equal({
-      timedOut: false,
-      data: 'now',
-    });
+    const inspected = JSON.parse((await cli('inspect', both, '--json')).out) as { waits: Record<string, unknown> };
+    expect(inspected.waits).to.deep.equal({ waits: 2, eventsKept: 1 });
   });
 
   it('a wait for an event that does not come ends with its timeout outcome', async () => {
@@ -321,6 +327,51 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
     expect((done['result'] as Task)['structuredContent']).to.deep.equal({
       asked: { action: 'accept', content: { answer: 'L' } },
       pid: restarted.process.pid,
+    });
+  });
+
+  it('operators see every parked task with what it waits for and until when: mcpt inspect, mcpt overview, the dashboard and a metric; a cancel ends the wait', async () => {
+    const waiting = String((await alice.createTask('await_event', { name: 'ops' }))['taskId']);
+    await parkedWith(alice, waiting, "Waiting for event 'ops' until ");
+    const sleeping = String((await alice.createTask('nap', { ms: 60_000 }))['taskId']);
+    await parkedWith(alice, sleeping, 'Sleeping until ');
+
+    const inspected = await cli('inspect', waiting, '--json');
+    expect(inspected.code, inspected.err).to.equal(0);
+    const waits = (JSON.parse(inspected.out) as { waits: Record<string, unknown> }).waits;
+    expect(waits).to.deep.include({ waits: 1, eventsKept: 0 });
+    expect(waits['waiting']).to.deep.include({ kind: 'event', name: 'ops', key: 'event:ops#1' });
+    expect((await cli('inspect', sleeping)).out).to.match(/parked on\s+sleep until \S+ \(in /);
+
+    const overview = JSON.parse((await cli('overview', '--json')).out) as {
+      parked: { byKind: Record<string, number>; soonest: { taskId: string; kind: string; name?: string }[] };
+    };
+    expect(overview.parked.byKind).to.deep.equal({ sleep: 1, event: 1, input: 0 });
+    expect(overview.parked.soonest.map((entry) => [entry.taskId, entry.kind])).to.have.deep.members([
+      [waiting, 'event'],
+      [sleeping, 'sleep'],
+    ]);
+    expect((await cli('overview')).out).to.include('Parked tasks (no worker held): 1 sleeping, 1 waiting for an event');
+
+    const base = system.apiUrl.replace(/\/mcp$/, '');
+    const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
+    const page = (await (await fetch(`${base}/admin/api/tasks/${waiting}`, admin)).json()) as { waits: unknown };
+    expect(page.waits).to.deep.equal(waits);
+    const dashboard = (await (await fetch(`${base}/admin/api/overview`, admin)).json()) as typeof overview;
+    expect(dashboard.parked.byKind).to.deep.equal(overview.parked.byKind);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).to.match(/^mcpt_tasks_parked\{kind="event",service="api"\} 1$/m);
+    expect(metrics).to.match(/^mcpt_tasks_parked\{kind="sleep",service="api"\} 1$/m);
+
+    expect((await alice.call('tasks/cancel', { taskId: sleeping }))['status']).to.equal('cancelled');
+    expect((JSON.parse((await cli('overview', '--json')).out) as typeof overview).parked.byKind.sleep).to.equal(0);
+    expect((JSON.parse((await cli('inspect', sleeping, '--json')).out) as { waits: Record<string, unknown> }).waits).to
+      .not.have.property('waiting');
+
+    expect((await cli('signal', waiting, 'ops')).code).to.equal(0);
+    // An event without data: `data` undefined (absent from the JSON result).
+    expect((await structured(alice, (await settled(alice, waiting))['taskId']))['outcome']).to.deep.equal({
+      timedOut: false,
     });
   });
 });
