@@ -76,7 +76,8 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
   async function parkedWith(by: McpTestClient, taskId: unknown, prefix: string): Promise<Task> {
     return eventually(async () => {
       const task = await by.call('tasks/get', { taskId });
-      return String(task['statusMessage'] ?? '').startsWith(prefix) ? task : undefined;
+      const message = task['statusMessage'];
+      return typeof message === 'string' && message.startsWith(prefix) ? task : undefined;
     });
   }
 
@@ -365,8 +366,9 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
 
     expect((await alice.call('tasks/cancel', { taskId: sleeping }))['status']).to.equal('cancelled');
     expect((JSON.parse((await cli('overview', '--json')).out) as typeof overview).parked.byKind.sleep).to.equal(0);
-    expect((JSON.parse((await cli('inspect', sleeping, '--json')).out) as { waits: Record<string, unknown> }).waits).to
-      .not.have.property('waiting');
+    expect(
+      (JSON.parse((await cli('inspect', sleeping, '--json')).out) as { waits: Record<string, unknown> }).waits,
+    ).to.not.have.property('waiting');
 
     expect((await cli('signal', waiting, 'ops')).code).to.equal(0);
     // An event without data: `data` undefined (absent from the JSON result).

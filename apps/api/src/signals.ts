@@ -40,7 +40,8 @@ export interface SignalDeps {
 }
 
 /** Who sends: an owner, whose tasks only it may signal, or an operator or callback token (`owner` undefined). */
-type Sender = { owner: string; as: 'principal' | 'session' | 'address' } | { owner: undefined; as: 'operator' | 'callback' };
+type Sender =
+  { owner: string; as: 'principal' | 'session' | 'address' } | { owner: undefined; as: 'operator' | 'callback' };
 
 export function signalsRouter(deps: SignalDeps): Router {
   const router = express.Router();
@@ -123,7 +124,9 @@ function answerRefusal(
       method: 'events',
     });
     deps.rates.recordFailedLookup(context.sender.owner ?? 'operator', context.address).catch(() => false);
-    res.status(404).json({ error: 'task_not_found', message: 'No such task (it expired or was deleted, or never existed)' });
+    res
+      .status(404)
+      .json({ error: 'task_not_found', message: 'No such task (it expired or was deleted, or never existed)' });
     return;
   }
   if (error instanceof InvalidStateError) {
@@ -151,7 +154,8 @@ async function senderOf(deps: SignalDeps, req: Request, taskId: string): Promise
   const header = req.headers.authorization;
   const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : undefined;
   if (token !== undefined) {
-    if (deps.adminToken !== undefined && sameSecret(token, deps.adminToken)) return { owner: undefined, as: 'operator' };
+    if (deps.adminToken !== undefined && sameSecret(token, deps.adminToken))
+      return { owner: undefined, as: 'operator' };
     if (deps.callbackSecret !== undefined && verifyCallbackToken(deps.callbackSecret, token, taskId).ok) {
       return { owner: undefined, as: 'callback' };
     }

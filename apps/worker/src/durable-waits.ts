@@ -100,7 +100,9 @@ export class AttemptWaits {
     }
     const { timeoutMs } = options;
     if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      throw new InvalidInputError(`waitForEvent()'s timeoutMs is a number of milliseconds >= 0, got ${String(timeoutMs)}`);
+      throw new InvalidInputError(
+        `waitForEvent()'s timeoutMs is a number of milliseconds >= 0, got ${String(timeoutMs)}`,
+      );
     }
     const key = this.#claim(WaitKind.Event, options.key, `event:${name}`);
     if (this.#parking) return never();

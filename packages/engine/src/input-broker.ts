@@ -176,7 +176,11 @@ export class InputBroker {
       attempt: options.attempt,
     });
     if (!moved.ok && (moved.reason !== 'rejected' || moved.current !== TaskStatus.InputRequired)) {
-      await this.redis.multi().del(this.keys.inputRequest(requestId)).hdel(this.keys.sessionInputs(task.sessionId), requestId).exec();
+      await this.redis
+        .multi()
+        .del(this.keys.inputRequest(requestId))
+        .hdel(this.keys.sessionInputs(task.sessionId), requestId)
+        .exec();
       throw moved.reason === 'stale'
         ? new LocalError(LocalErrorCode.AttemptSuperseded, `A later attempt (${moved.attempt}) runs the task now`, {
             taskId: task.taskId,

@@ -80,5 +80,5 @@ export async function parkedOverview(store: TaskStore, limit = 20): Promise<Park
     ];
   });
   for (const entry of stale) byKind[entry.kind] = Math.max(0, byKind[entry.kind] - 1);
-  return { byKind: byKind as Record<WaitKind, number>, soonest };
+  return { byKind, soonest };
 }

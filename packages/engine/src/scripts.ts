@@ -928,7 +928,7 @@ function waitReply([verdict, detail]: [string, string?]): Record<string, unknown
     case 'parked':
       return { verdict, until: Number(detail) };
     case 'ended':
-      return { verdict, status: detail as TaskStatus };
+      return { verdict, status: detail };
     case 'stale':
       return { verdict, attempt: Number(detail) };
     case 'full':

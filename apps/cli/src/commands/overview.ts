@@ -2,13 +2,7 @@
 // scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md), the catalog
 // entries refused (docs/catalog.md, "Bounds"), the parked tasks (docs/durable-execution.md, "Waits"), and the
 // gateway's upstreams (docs/gateway.md).
-import type {
-  CatalogRefusal,
-  ParkedOverview,
-  QueueDepth,
-  ToolSchedulingView,
-  UpstreamStatus,
-} from '@mcp-tasks/engine';
+import type { CatalogRefusal, ParkedOverview, QueueDepth, ToolSchedulingView, UpstreamStatus } from '@mcp-tasks/engine';
 import type { Command } from 'commander';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';

@@ -64,7 +64,12 @@ export class DurableStore {
   /** Everything the task keeps, in one read (an attempt reads it only when the record says there is some). */
   async snapshot(taskId: string): Promise<DurableSnapshot> {
     const hash = await this.redis.hgetall(this.keys.durable(taskId));
-    const snapshot: DurableSnapshot = { checkpoint: undefined, steps: new Map(), children: new Map(), waits: new Map() };
+    const snapshot: DurableSnapshot = {
+      checkpoint: undefined,
+      steps: new Map(),
+      children: new Map(),
+      waits: new Map(),
+    };
     for (const [field, value] of Object.entries(hash)) {
       if (field === CHECKPOINT_FIELD) snapshot.checkpoint = value;
       else if (field.startsWith(STEP_PREFIX)) snapshot.steps.set(field.slice(STEP_PREFIX.length), value);

@@ -115,7 +115,12 @@ export class WaitStore {
       field: `${WAIT_PREFIX}${key}`,
       kind,
       until,
-      pending: JSON.stringify({ kind, until, ...(name !== undefined ? { name } : {}), ...(requestId ? { requestId } : {}) }),
+      pending: JSON.stringify({
+        kind,
+        until,
+        ...(name !== undefined ? { name } : {}),
+        ...(requestId ? { requestId } : {}),
+      }),
       wait: JSON.stringify(wait),
       ...(kind === WaitKind.Event && name !== undefined ? { prefix: eventPrefix(name) } : {}),
       now: Date.now(),
@@ -249,7 +254,9 @@ export class WaitStore {
 
   /** What operators see of one task's waits: how many it made, and the events kept for it (one round trip). */
   async facts(taskId: string): Promise<{ waits: number; eventsKept: number }> {
-    const replies = (await this.redis.pipeline().hget(this.tasks.record(taskId), 'waits').llen(this.tasks.signals(taskId)).exec()) ?? [];
+    const replies =
+      (await this.redis.pipeline().hget(this.tasks.record(taskId), 'waits').llen(this.tasks.signals(taskId)).exec()) ??
+      [];
     return { waits: Number(replies[0]?.[1] ?? 0), eventsKept: Number(replies[1]?.[1] ?? 0) };
   }
 
