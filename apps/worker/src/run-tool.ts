@@ -156,7 +156,8 @@ async function execute(
     const args = deps.tools.parseArguments(tool, job.data.arguments);
     // A wait that parks ends the attempt while the tool's promise stays pending (it never settles: durable-waits.ts).
     const ran = await Promise.race([
-      tool.run(args, context).then((value) => ({ value })),
+      // A tool written in plain JavaScript may return its result rather than a promise of it.
+      Promise.resolve(tool.run(args, context)).then((value) => ({ value })),
       parking.parked.then((parking) => ({ parking })),
     ]);
     if ('parking' in ran) {
