@@ -376,4 +376,35 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
       timedOut: false,
     });
   });
+
+  it('T-CANCEL-2: cancelling a task parked on its question withdraws the question: the client is told, and a late answer is refused', async () => {
+    const asker = await client(KEYS.alice, { elicitation: { form: {} } });
+    const get = await SseConnection.open(system.apiUrl, {
+      method: 'GET',
+      headers: {
+        accept: 'text/event-stream',
+        'mcp-session-id': String(asker.sessionId),
+        'mcp-protocol-version': '2025-11-25',
+        authorization: `Bearer ${KEYS.alice}`,
+      },
+    });
+    try {
+      const taskId = String((await asker.createTask('ask_parked', { question: 'Still there?' }))['taskId']);
+      const request = await get.next(
+        (event) => event.message['method'] === 'elicitation/create' && 'id' in event.message,
+      );
+      await parkedWith(asker, taskId, 'Waiting for the client to answer elicitation/create.');
+      expect((await asker.call('tasks/cancel', { taskId }))['status']).to.equal('cancelled');
+      const notice = await get.next((event) => event.message['method'] === 'notifications/cancelled');
+      expect((notice.message['params'] as { requestId: string }).requestId).to.equal(request.message['id']);
+      const late = await asker.post({ jsonrpc: '2.0', id: request.message['id'], result: { action: 'decline' } });
+      expect(late.status).to.equal(400);
+      const overview = JSON.parse((await cli('overview', '--json')).out) as {
+        parked?: { byKind: Record<string, number> };
+      };
+      expect(overview.parked?.byKind['input'] ?? 0).to.equal(0);
+    } finally {
+      await get.close();
+    }
+  });
 });

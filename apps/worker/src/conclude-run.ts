@@ -147,7 +147,16 @@ async function park(deps: AttemptDeps, attempt: Attempt, parked: Outcome<'parked
   // Refused when the task is where it should be already (input_required since its request went out), or waits for
   // its client otherwise; else it ended (cancelled) or a later attempt runs it: nothing to park.
   if (!moved.ok && (moved.reason !== 'rejected' || isTerminal(moved.current))) {
-    if (moved.reason !== 'stale') await deps.store.waits.resume({ taskId: record.taskId, wait });
+    // Ended (a cancel that came while the wait was stored): nothing waits any more, a parked question included.
+    if (moved.reason !== 'stale') {
+      const withdrawn = await deps.store.waits.abandon({
+        ...record,
+        wait: { ...wait, ...(requestId ? { requestId } : {}) },
+      });
+      if (withdrawn !== undefined) {
+        await deps.inputs.abandoned(record, withdrawn, 'The task no longer needs the answer.').catch(() => undefined);
+      }
+    }
     log.info('task not parked: it ended or a later attempt runs it', { reason: moved.reason });
     return;
   }

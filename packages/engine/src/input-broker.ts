@@ -194,9 +194,9 @@ export class InputBroker {
     return { requestId, until };
   }
 
-  /** Tells the client that a parked request whose time passed is void (notifications/cancelled). */
-  async abandoned(task: TaskRecord, requestId: string): Promise<void> {
-    await this.events.append(task.sessionId, task.taskId, cancelledNotice(requestId, 'No answer came in time.'));
+  /** Tells the client that a parked request is void (notifications/cancelled): its time passed, or its task ended. */
+  async abandoned(task: TaskRecord, requestId: string, reason = 'No answer came in time.'): Promise<void> {
+    await this.events.append(task.sessionId, task.taskId, cancelledNotice(requestId, reason));
   }
 
   /** The task's requests waiting for its client (operators' view): their ids, methods and params, oldest first. */

@@ -65,6 +65,8 @@ export interface TaskWait {
   key: string;
   /** The event's name (event), the request's method (input). */
   name?: string;
+  /** The parked input request's id (input): a cancel withdraws it. */
+  requestId?: string;
 }
 
 /**

@@ -102,7 +102,13 @@ export class WaitStore {
   async park(task: Pick<TaskRecord, 'taskId'>, call: ParkCall): Promise<Parked> {
     const { taskId } = task;
     const { kind, until, name, requestId, key } = call;
-    const wait: TaskWait = { kind, until, key, ...(name !== undefined ? { name } : {}) };
+    const wait: TaskWait = {
+      kind,
+      until,
+      key,
+      ...(name !== undefined ? { name } : {}),
+      ...(requestId !== undefined ? { requestId } : {}),
+    };
     const reply = await this.#scripts.parkWait({
       keys: {
         record: this.tasks.record(taskId),
@@ -184,6 +190,26 @@ export class WaitStore {
     const { wait, taskId } = task;
     if (!wait) return;
     await this.redis.multi().hdel(this.tasks.record(taskId), 'wait').zrem(this.tasks.waiting(wait.kind), taskId).exec();
+  }
+
+  /**
+   * A parked task that ends otherwise (cancelled): as `resume`, and a parked input request is withdrawn (deleted, so
+   * that a late answer is refused as for an unknown request, and no longer shown to the client). Answers the id of
+   * the request withdrawn, if any, for the caller to tell the client.
+   */
+  async abandon(task: Pick<TaskRecord, 'taskId' | 'sessionId' | 'wait'>): Promise<string | undefined> {
+    const { wait, taskId, sessionId } = task;
+    if (!wait) return undefined;
+    const multi = this.redis
+      .multi()
+      .hdel(this.tasks.record(taskId), 'wait')
+      .zrem(this.tasks.waiting(wait.kind), taskId);
+    if (wait.requestId !== undefined) {
+      multi.del(this.keys.inputRequest(wait.requestId)).hdel(this.keys.sessionInputs(sessionId), wait.requestId);
+    }
+    const replies = await multi.exec();
+    // Withdrawn by this call (not answered and taken, nor withdrawn, already).
+    return wait.requestId !== undefined && replies?.[2]?.[1] === 1 ? wait.requestId : undefined;
   }
 
   /** Sends an event to the task; `owner` undefined for an operator or a callback token (signal-task-4.lua). */
