@@ -8,12 +8,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
+import { signCallbackToken } from '@mcp-tasks/engine';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
 const ADMIN_TOKEN = 'waits-admin-token-0123456789';
+const CALLBACK_SECRET = 'waits-callback-secret-0123456789abcdef';
 const KEYS = { alice: 'alice-key-0123456789abcdef', bob: 'bob-key-0123456789abcdef0' };
 
 type Task = Record<string, unknown>;
@@ -39,6 +41,10 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
         RESULT_RECHECK_MS: '1000',
         AUTH_API_KEYS: `alice:${KEYS.alice},bob:${KEYS.bob}`,
         ADMIN_TOKEN,
+        CALLBACK_SECRET,
+        // Small bounds, reached by the bounds test.
+        EVENTS_MAX_KEPT: '3',
+        EVENT_MAX_BYTES: '1024',
       },
     });
     scratch = mkdtempSync(join(tmpdir(), 'mcpt-waits-'));
@@ -226,6 +232,37 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
     });
     const inspected = JSON.parse((await cli('inspect', both, '--json')).out) as { waits: Record<string, unknown> };
     expect(inspected.waits).to.deep.equal({ waits: 2, eventsKept: 1 });
+  });
+
+  it("events are bounded: a name's characters, the data's size (EVENT_MAX_BYTES), the events kept per task (EVENTS_MAX_KEPT); a task's callback token sends it events, another task's does not", async () => {
+    const taskId = String((await alice.createTask('await_event', { name: 'bounded' }))['taskId']);
+    await parkedWith(alice, taskId, "Waiting for event 'bounded' until ");
+    const own = signCallbackToken(CALLBACK_SECRET, taskId, Date.now() + 60_000);
+    const other = signCallbackToken(CALLBACK_SECRET, 'another-task-0123456789', Date.now() + 60_000);
+    expect((await postEvent(taskId, 'x', { data: 1 }, other)).status).to.equal(401);
+    for (const kept of [1, 2, 3]) {
+      expect(await (await postEvent(taskId, 'x', { data: kept }, own)).json()).to.deep.equal({
+        delivered: false,
+        kept,
+      });
+    }
+    const full = await postEvent(taskId, 'x', { data: 4 }, KEYS.alice);
+    expect(full.status).to.equal(429);
+    expect(await full.json()).to.include({ error: 'limit_exceeded', limit: 'EVENTS_MAX_KEPT', max: 3 });
+    const large = await postEvent(taskId, 'bounded', { data: 'x'.repeat(2000) }, KEYS.alice);
+    expect(large.status).to.equal(413);
+    expect(await large.json()).to.include({ limit: 'EVENT_MAX_BYTES', max: 1024 });
+    expect((await postEvent(taskId, 'no spaces', {}, KEYS.alice)).status).to.equal(400);
+    expect((await postEvent(taskId, 'bounded', [1, 2], KEYS.alice)).status).to.equal(400);
+    const signal = await cli('signal', taskId, 'bounded', '--data', '{not json');
+    expect(signal.code).to.equal(2);
+    expect(signal.err).to.match(/--data is not JSON/);
+    // Still waiting: nothing was stored by the refusals; an event without a body completes it.
+    expect((await alice.call('tasks/get', { taskId }))['status']).to.equal('working');
+    expect((await postEvent(taskId, 'bounded', undefined, own)).status).to.equal(202);
+    expect((await structured(alice, (await settled(alice, taskId))['taskId']))['outcome']).to.deep.equal({
+      timedOut: false,
+    });
   });
 
   it('a wait for an event that does not come ends with its timeout outcome', async () => {
