@@ -4,7 +4,7 @@
 // another principal, and a wait's timeout; a step's own retry policy; a parked elicitation answered on both wires
 // after its worker restarted; and what operators see of parked tasks.
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
@@ -293,6 +293,23 @@ describe('durable waits: sleeps, events, step retries and parked input (1 api, w
     );
     expect((await settled(alice, once))['status']).to.equal('failed');
     expect(readFileSync(final, 'utf8').trim().split('\n')).to.have.length(1);
+  });
+
+  it("a step's failed tries are counted across attempts: after a crash the next attempt goes on counting", async () => {
+    const file = join(scratch, 'crashing.log');
+    const taskId = String((await alice.createTask('crashing_step', { file }))['taskId']);
+    // The second try kills the worker: another one takes the task over.
+    await eventually(() =>
+      existsSync(file) && readFileSync(file, 'utf8').trim().split('\n').length >= 2 ? true : undefined,
+    );
+    await system.addWorker();
+    expect((await settled(alice, taskId))['status']).to.equal('failed');
+    // Two failed tries before the crash would be one, the try the crash cut off is not counted: two more after it,
+    // not three (a count that started again).
+    const tries = readFileSync(file, 'utf8').trim().split('\n');
+    expect(tries).to.have.length(4);
+    expect(new Set(tries.slice(2)).size).to.equal(1);
+    expect(tries[2]).to.not.equal(tries[0]);
   });
 
   it('a parked elicitation frees its worker, shows input_required on both wires, and is answered on both after its worker restarted', async () => {
