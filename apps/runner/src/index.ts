@@ -31,6 +31,7 @@ export type {
   CallToolResult,
   CatalogEntry,
   ElicitParams,
+  EventOutcome,
   ExternalContext,
   ExternalHandlers,
   ExternalStatus,
@@ -40,10 +41,14 @@ export type {
   RetryPolicy,
   Scheduling,
   SchedulingInput,
+  SignalOutcome,
+  StepOptions,
   ToolAnnotations,
   ToolContext,
   ToolDefinition,
   ToolLogger,
+  WaitForEventOptions,
+  WaitOptions,
 } from '@mcp-tasks/protocol';
 export { startApi, startWorker } from './start.ts';
 // The loader of MCPT_TOOLS, for embedding: a tools file in ESM or CommonJS, whatever the project's own type.
