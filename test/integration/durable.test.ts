@@ -184,7 +184,7 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     expect(parentOf(child)).to.equal(parent);
   });
 
-  it("a child's failure rejects callTool with an error the parent catches: a failed child, an unknown tool, invalid arguments", async () => {
+  it("a child's failure rejects callTool with an error the parent catches: a ChildTaskError (instanceof, name) for a failed child, an InvalidInputError for an unknown tool or invalid arguments", async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const outcomes: Record<string, Task> = {};
     for (const how of ['throws', 'unknown', 'invalid']) {
@@ -192,11 +192,14 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
       expect((await settled(client, taskId))['status']).to.equal('completed');
       outcomes[how] = (await result(client, taskId))['structuredContent'] as Task;
     }
-    expect(outcomes['throws']).to.include({ name: 'ProtocolError', code: -32603 });
+    // The parent's catch tells a failed child by its class and its name (issue 38).
+    expect(outcomes['throws']).to.include({ name: 'ChildTaskError', childTaskError: true, code: -32603 });
     expect(outcomes['throws']?.['message']).to.match(
       /^Child task \S+ \(tool 'throws'\) failed: Tool 'throws' failed: the child broke$/,
     );
+    expect(outcomes['unknown']).to.include({ name: 'InvalidInputError', childTaskError: false });
     expect(outcomes['unknown']?.['message']).to.match(/Unknown tool: 'no_such_tool'/);
+    expect(outcomes['invalid']).to.include({ name: 'InvalidInputError', childTaskError: false });
     expect(outcomes['invalid']?.['message']).to.match(/Invalid arguments for tool 'count_words': text: must be string/);
     // Neither an unknown tool nor invalid arguments started a child: the failing one is the only child.
     expect((await listAll(client)).filter((task) => parentOf(task) !== undefined)).to.have.length(1);

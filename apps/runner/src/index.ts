@@ -17,14 +17,11 @@
  *   }),
  * ];
  */
-export {
-  ChildTaskError,
-  defineExternalTool,
-  defineQueueTool,
-  defineTool,
-  FinalError,
-  TaskSupport,
-} from '@mcp-tasks/protocol';
+export { defineExternalTool, defineQueueTool, defineTool, TaskSupport } from '@mcp-tasks/protocol';
+// The errors a tool throws or catches, each with its own `name`, for `instanceof`: FinalError (fail without retry),
+// ProtocolError (fail with this JSON-RPC code), ChildTaskError (a child task failed: ctx.callTool), LocalError with
+// its LocalErrorCode (ctx.elicit, ctx.checkpoint, ctx.step ... refused).
+export { ChildTaskError, FinalError, LocalError, LocalErrorCode, ProtocolError } from '@mcp-tasks/protocol';
 export type {
   CallbackTarget,
   CallToolOptions,
@@ -34,9 +31,11 @@ export type {
   EventOutcome,
   ExternalContext,
   ExternalHandlers,
+  ExternalRef,
   ExternalStatus,
   ExternalSubmission,
   ExternalToolDefinition,
+  InputOptions,
   QueueToolDefinition,
   RetryPolicy,
   Scheduling,

@@ -134,6 +134,7 @@ export interface CallToolOptions {
  * does not retry (the retry would wait for the same child).
  */
 export class ChildTaskError extends ProtocolError {
+  override readonly name = 'ChildTaskError';
   constructor(
     readonly taskId: string,
     readonly tool: string,
