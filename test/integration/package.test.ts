@@ -266,7 +266,7 @@ const MISUSE_FILE = 'misuse.mts';
 const MISUSE = `import { ChildTaskError, defineTool, FinalError, LocalError, LocalErrorCode, ProtocolError } from 'mcp-task-runner';
 import type { CallToolResult, ToolContext } from 'mcp-task-runner';
 // Every type the package names (test/unit/public-api.test.ts pins its values): each must be in its declarations.
-import type { ApiHandle, ApiOptions, CallbackTarget, CallToolOptions, CatalogEntry, ElicitParams, ExternalContext, ExternalHandlers, ExternalRef, ExternalStatus, ExternalSubmission, ExternalToolDefinition, InputOptions, QueueToolDefinition, RetryPolicy, Scheduling, SchedulingInput, ToolAnnotations, ToolDefinition, ToolLogger, UpstreamOptions, WorkerHandle, WorkerOptions } from 'mcp-task-runner';
+import type { ApiHandle, ApiOptions, CallbackTarget, CallToolOptions, CatalogEntry, ElicitParams, EventOutcome, ExternalContext, ExternalHandlers, ExternalRef, ExternalStatus, ExternalSubmission, ExternalToolDefinition, InputOptions, QueueToolDefinition, RetryPolicy, Scheduling, SchedulingInput, SignalOutcome, StepOptions, ToolAnnotations, ToolDefinition, ToolLogger, UpstreamOptions, WaitForEventOptions, WaitOptions, WorkerHandle, WorkerOptions } from 'mcp-task-runner';
 import { z } from 'zod';
 
 export const tool = defineTool({

@@ -26,7 +26,7 @@ const LIMITS = { maxBytes: 1024, maxEntries: 100 };
 const TASK = { taskId: 'task-1' };
 
 function snapshot(steps: Record<string, string> = {}, checkpoint?: string): DurableSnapshot {
-  return { checkpoint, steps: new Map(Object.entries(steps)), children: new Map() };
+  return { checkpoint, steps: new Map(Object.entries(steps)), children: new Map(), waits: new Map() };
 }
 
 async function refusal(promise: Promise<unknown>): Promise<LocalError> {

@@ -39,6 +39,7 @@ import { TaskHandles } from './calls/handle-policy.ts';
 import { PlainCalls } from './calls/plain-calls.ts';
 import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
+import { signalsRouter } from './signals.ts';
 import { ApiTools } from './tool-catalog.ts';
 import { mcpEndpoint } from './transport/router.ts';
 
@@ -239,6 +240,19 @@ async function expressApp(
     const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };
     app.use(callbacksRouter(deps)); // reports of external systems on their tasks (docs/external-tools.md)
   }
+  // Events for tasks whose tools wait for them (docs/durable-execution.md, "Waits").
+  app.use(
+    signalsRouter({
+      signals: engine.signals,
+      auth: services.security.auth,
+      rates: services.security.rates,
+      adminToken: config.ADMIN_TOKEN,
+      callbackSecret: config.CALLBACK_SECRET,
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      audit: services.security.audit,
+      log,
+    }),
+  );
   return app;
 }
 

@@ -9,6 +9,7 @@ import {
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
+  SignalEnvSchema,
   TaskEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
@@ -117,6 +118,8 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)
+  // The bounds of events sent to tasks (docs/durable-execution.md, "Limits").
+  .extend(SignalEnvSchema.shape)
   .extend({
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: intFromEnv(3000, { max: 65535 }),

@@ -28,6 +28,7 @@ export type {
   CallToolResult,
   CatalogEntry,
   ElicitParams,
+  EventOutcome,
   ExternalContext,
   ExternalHandlers,
   ExternalRef,
@@ -39,10 +40,14 @@ export type {
   RetryPolicy,
   Scheduling,
   SchedulingInput,
+  SignalOutcome,
+  StepOptions,
   ToolAnnotations,
   ToolContext,
   ToolDefinition,
   ToolLogger,
+  WaitForEventOptions,
+  WaitOptions,
 } from '@mcp-tasks/protocol';
 export { startApi, startWorker } from './start.ts';
 // The loader of MCPT_TOOLS, for embedding: a tools file in ESM or CommonJS, whatever the project's own type.

@@ -14,6 +14,7 @@ import type { Scheduling, TaskRecord, ToolRegistry } from '@mcp-tasks/protocol';
 import type { ChildCallDeps } from './child-calls.ts';
 import type { DelayedCalls } from './delayed-calls.ts';
 import type { DurableLimits } from './durable-run.ts';
+import type { WaitDeps } from './durable-waits.ts';
 import type { ExternalDeps } from './external-job.ts';
 import type { JobTrace } from './job-trace.ts';
 import type { RunningTasks } from './running-tasks.ts';
@@ -40,6 +41,8 @@ export interface JobDeps extends ContextDeps {
   durable: DurableLimits;
   /** What ctx.callTool needs (child-calls.ts). */
   children: ChildCallDeps;
+  /** What ctx.sleep, waitForEvent and signalTask need beside the store (durable-waits.ts). */
+  durableWaits: Pick<WaitDeps, 'signals' | 'maxWaits'>;
 }
 
 /** What one processor's attempts share: the deps, and the running notes of its first attempts, on one timer. */

@@ -3,7 +3,15 @@
 // attempt's log line, its trace attributes and the scheduling counters.
 import { DelayedError, type Job } from 'bullmq';
 import { AttemptEnding, handedBackMessage, type AttemptRun, type Logger, type ToolJobData } from '@mcp-tasks/engine';
-import { ErrorCode, settleWithError, settleWithResult, TaskStatus, type Settlement } from '@mcp-tasks/protocol';
+import {
+  ErrorCode,
+  isTerminal,
+  settleWithError,
+  settleWithResult,
+  TaskStatus,
+  WaitKind,
+  type Settlement,
+} from '@mcp-tasks/protocol';
 import { attemptRun, type Attempt, type AttemptDeps } from './attempt.ts';
 import { inChildSpan, type JobTrace } from './job-trace.ts';
 import type { AttemptRefusal, RunOutcome, Skip } from './run-outcome.ts';
@@ -33,6 +41,8 @@ export async function concludeRun(deps: AttemptDeps, attempt: Attempt, outcome: 
       return retryLater(deps, attempt, outcome);
     case 'held':
       return hold(deps, attempt, outcome);
+    case 'parked':
+      return park(deps, attempt, outcome);
     case 'pollLater':
       return moveBack(attempt, Date.now() + outcome.delayMs);
     case 'handedBack':
@@ -120,6 +130,49 @@ async function hold(deps: AttemptDeps, attempt: Attempt, held: Outcome<'held'>):
   }
   attempt.traced?.note({ 'mcp.task.held': 'per-requestor cap' });
   return moveBack(attempt, Date.now() + held.parkMs);
+}
+
+/**
+ * Parks the job on its tool's wait (docs/durable-execution.md, "Waits"): the task says what it waits for and until
+ * when, and the job waits in the delayed set until then, or until an event or the client's answer wakes it
+ * (TaskSignals.wake). An answer that came while the job was still being moved found nothing to wake: it is looked for
+ * once the job is parked.
+ */
+async function park(deps: AttemptDeps, attempt: Attempt, parked: Outcome<'parked'>): Promise<void> {
+  const { record, log, traced } = attempt;
+  const { wait, statusMessage, requestId } = parked.parking;
+  const status = wait.kind === WaitKind.Input ? TaskStatus.InputRequired : TaskStatus.Working;
+  // The attempt ends parked, so that the wake's attempt does not read it as lost with its worker.
+  const run = runOf(deps, attempt, AttemptEnding.Parked);
+  const moved = await deps.store.transition(record, status, {
+    statusMessage,
+    from: [TaskStatus.Working],
+    ...(attempt.fence !== undefined ? { attempt: attempt.fence, ...(run ? { run } : {}) } : {}),
+  });
+  // Refused when the task is where it should be already (input_required since its request went out), or waits for
+  // its client otherwise; else it ended (cancelled) or a later attempt runs it: nothing to park.
+  if (!moved.ok && (moved.reason !== 'rejected' || isTerminal(moved.current))) {
+    // Ended (a cancel that came while the wait was stored): nothing waits any more, a parked question included.
+    if (moved.reason !== 'stale') {
+      const withdrawn = await deps.store.waits.abandon({
+        ...record,
+        wait: { ...wait, ...(requestId ? { requestId } : {}) },
+      });
+      if (withdrawn !== undefined) {
+        await deps.inputs.abandoned(record, withdrawn, 'The task no longer needs the answer.').catch(() => undefined);
+      }
+    }
+    log.info('task not parked: it ended or a later attempt runs it', { reason: moved.reason });
+    return;
+  }
+  log.info('task parked', { wait: wait.kind, until: new Date(wait.until).toISOString(), key: wait.key });
+  traced?.note({ 'mcp.task.parked': wait.kind });
+  if (!attempt.token) throw new Error('cannot park a job without its lock token');
+  await attempt.job.moveToDelayed(wait.until, attempt.token);
+  if (wait.kind !== WaitKind.Sleep && (await deps.store.waits.settled(record.taskId, wait.key, requestId))) {
+    await attempt.job.promote().catch(() => undefined);
+  }
+  throw new DelayedError();
 }
 
 /** Moves the job back to the delayed set until `at`, which spends no attempt, and tells BullMQ so. */

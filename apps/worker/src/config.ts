@@ -9,6 +9,7 @@ import {
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
+  SignalEnvSchema,
   TaskEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
@@ -21,6 +22,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
   // The timing of the child tasks its tools start (ctx.callTool), as the api's for the tasks it creates.
   .extend(TaskEnvSchema.shape)
+  // The bounds of the events its tools send (ctx.signalTask), as the api's for those sent to its endpoint.
+  .extend(SignalEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
@@ -49,6 +52,11 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     DURABLE_MAX_BYTES: intFromEnv(64 * 1024, { min: 1024, max: 16 * 1024 * 1024 }),
     /** The most checkpoint, step results and child tasks one task may keep (docs/durable-execution.md). */
     DURABLE_MAX_STEPS: intFromEnv(10_000, { min: 1, max: 1_000_000 }),
+    /**
+     * The most sleeps and waits one task may make in its life (docs/durable-execution.md, "Waits"): each wake runs the
+     * tool again from the top, replaying what it stored.
+     */
+    DURABLE_MAX_WAITS: intFromEnv(1000, { min: 1, max: 1_000_000 }),
     /** Serve the demo tools (`crash` included): only when asked, never by default (`mcpt worker --demo` sets it). */
     MCPT_DEMO: z
       .enum(['true', 'false', '1', '0'], { message: "use '1' or '0'" })

@@ -108,6 +108,11 @@ export class DurableRun {
     return this.snapshot.children.get(callKey);
   }
 
+  /** A wait an earlier attempt stored under `key` (durable-waits.ts): its JSON, or undefined. */
+  waitOf(key: string): string | undefined {
+    return this.snapshot.waits.get(key);
+  }
+
   /** Notes a child task started (or found) by this attempt. */
   childStarted(): void {
     this.#childrenStarted++;

@@ -230,6 +230,7 @@ function jobDepsOf(
       countSchedulingEvent(redis, engine.keys, tool, counter).catch(() => undefined);
     },
     durable: { maxBytes: config.DURABLE_MAX_BYTES, maxEntries: config.DURABLE_MAX_STEPS },
+    durableWaits: { signals: engine.signals, maxWaits: config.DURABLE_MAX_WAITS },
     children: {
       tasks: engine.tasks,
       store: engine.store,

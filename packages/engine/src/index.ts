@@ -69,6 +69,15 @@ export {
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
 export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
+export { type ParkedEntry, type ParkedOverview, type WaitsView } from './parked-view.ts';
+export {
+  type ParkedTask,
+  type PendingWait,
+  readStoredWait,
+  stepTriesKey,
+  type StoredWait,
+  type WaitOutcome,
+} from './records/waits.ts';
 export {
   AttemptEnding,
   type AttemptRun,
@@ -125,6 +134,14 @@ export {
   type TaskInspection,
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export {
+  EVENT_NAME,
+  SignalEnvSchema,
+  type SignalEnv,
+  type SignalOutcome,
+  type SignalRequest,
+  TaskSignals,
+} from './task-signals.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,

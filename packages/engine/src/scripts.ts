@@ -608,14 +608,16 @@ export class RedisScripts {
     owner: string;
     answer: string;
     channel: string;
-  }): Promise<number> {
+  }): Promise<{ verdict: number; parked?: { taskId: string; queue: string } }> {
     const { sessionId, owner, answer, channel } = call;
-    return (await this.#run('answerInput', new ScriptKeys([call.keys.request]), {
+    const reply = (await this.#run('answerInput', new ScriptKeys([call.keys.request]), {
       sessionId,
       owner,
       answer,
       channel,
-    })) as number;
+    })) as number | [number, string, string];
+    if (!Array.isArray(reply)) return { verdict: reply };
+    return { verdict: reply[0], parked: { taskId: reply[1], queue: reply[2] } };
   }
 
   /** claim-delivery-1.lua: whether streams of kind `via` deliver the input request. */
@@ -805,6 +807,59 @@ export class RedisScripts {
     return typeof next === 'string' ? next : undefined;
   }
 
+  /** park-wait-4.lua: parks a tool on a wait, or answers the wait's outcome (docs/durable-execution.md, "Waits"). */
+  async parkWait(call: ParkWaitCall): Promise<ParkWaitReply> {
+    const { keys, ...args } = call;
+    const reply = (await this.#run(
+      'parkWait',
+      new ScriptKeys([keys.record, keys.durable, keys.signals, keys.waiting]),
+      args,
+    )) as [string, string?];
+    return waitReply(reply) as ParkWaitReply;
+  }
+
+  /** signal-task-4.lua: an event for a task, given to its wait or kept for the next one. */
+  async signalTask(call: SignalTaskCall): Promise<SignalTaskReply> {
+    const { keys, ...args } = call;
+    const [verdict, detail] = (await this.#run(
+      'signalTask',
+      new ScriptKeys([keys.record, keys.durable, keys.signals, keys.waiting]),
+      args,
+    )) as [string, string?];
+    switch (verdict) {
+      case 'delivered':
+        return { verdict, tool: String(detail) };
+      case 'kept':
+      case 'full':
+        return { verdict, count: Number(detail) };
+      case 'ended':
+        return { verdict, status: detail as TaskStatus };
+      default:
+        return { verdict: 'missing' };
+    }
+  }
+
+  /** take-input-4.lua: the client's answer to a parked input request, or its timeout. */
+  async takeInput(call: TakeInputCall): Promise<TakeInputReply> {
+    const { keys, ...args } = call;
+    const reply = (await this.#run(
+      'takeInput',
+      new ScriptKeys([keys.record, keys.durable, keys.request, keys.sessionInputs]),
+      args,
+    )) as [string, string?];
+    return waitReply(reply) as TakeInputReply;
+  }
+
+  /** note-tries-2.lua: the failed tries of a step with a retry policy of its own. */
+  async noteTries(call: NoteTriesCall): Promise<DurableRefusalReply | { verdict: 'ok' }> {
+    const { keys, ...args } = call;
+    const reply = (await this.#run('noteTries', new ScriptKeys([keys.record, keys.durable]), args)) as [
+      string,
+      string?,
+    ];
+    return waitReply(reply) as DurableRefusalReply | { verdict: 'ok' };
+  }
+
   #run(command: string, keys: ScriptKeys, args: object): Promise<unknown> {
     const script = SCRIPTS.get(command);
     const count = keys.list.length;
@@ -836,4 +891,89 @@ export function hashOf(flat: readonly unknown[]): Record<string, string> {
   const hash: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) hash[String(flat[i])] = String(flat[i + 1]);
   return hash;
+}
+
+/** The refusals every fenced durable write may answer (save-durable-3.lua and the wait scripts). */
+export type DurableRefusalReply =
+  | { verdict: 'missing' }
+  | { verdict: 'ended'; status: TaskStatus }
+  | { verdict: 'stale'; attempt: number }
+  | { verdict: 'full'; count: number };
+
+export interface ParkWaitCall {
+  keys: { record: string; durable: string; signals: string; waiting: string };
+  taskId: string;
+  attempt: number;
+  field: string;
+  kind: string;
+  until: number;
+  pending: string;
+  wait: string;
+  prefix?: string;
+  now: number;
+  maxEntries: number;
+  maxWaits: number;
+}
+
+export type ParkWaitReply =
+  | { verdict: 'resolved'; value: string }
+  | { verdict: 'parked'; until: number }
+  | { verdict: 'too-many'; count: number }
+  | DurableRefusalReply;
+
+export interface SignalTaskCall {
+  keys: { record: string; durable: string; signals: string; waiting: string };
+  taskId: string;
+  owner?: string;
+  name: string;
+  entry: string;
+  maxKept: number;
+}
+
+export type SignalTaskReply =
+  | { verdict: 'delivered'; tool: string }
+  | { verdict: 'kept' | 'full'; count: number }
+  | { verdict: 'ended'; status: TaskStatus }
+  | { verdict: 'missing' };
+
+export interface TakeInputCall {
+  keys: { record: string; durable: string; request: string; sessionInputs: string };
+  attempt: number;
+  field: string;
+  requestId: string;
+  until: number;
+  now: number;
+}
+
+export type TakeInputReply =
+  | { verdict: 'resolved' | 'withdrawn'; value: string }
+  | { verdict: 'pending' }
+  | Exclude<DurableRefusalReply, { verdict: 'full' }>;
+
+export interface NoteTriesCall {
+  keys: { record: string; durable: string };
+  attempt: number;
+  field: string;
+  tries: number;
+  maxEntries: number;
+}
+
+/** The reply of a wait script (park-wait-4.lua, take-input-4.lua, note-tries-2.lua) as a value. */
+function waitReply([verdict, detail]: [string, string?]): Record<string, unknown> & { verdict: string } {
+  switch (verdict) {
+    case 'resolved':
+    case 'withdrawn':
+      return { verdict, value: String(detail) };
+    case 'parked':
+      return { verdict, until: Number(detail) };
+    case 'ended':
+      return { verdict, status: detail };
+    case 'stale':
+      return { verdict, attempt: Number(detail) };
+    case 'full':
+    case 'too-many':
+      return { verdict, count: Number(detail) };
+    default:
+      return { verdict };
+  }
 }

@@ -19,6 +19,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
 import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
+import { parkedOverview, waitsView, type ParkedOverview, type WaitsView } from './parked-view.ts';
 import { withServedStatus } from './unserved.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { GatewayState, UpstreamStatus } from './gateway.ts';
@@ -122,6 +123,8 @@ export interface TaskInspection {
   inconsistency?: string;
   /** What the task's tool keeps durably and its place in a tree of tasks (docs/durable-execution.md). */
   durable?: DurableView;
+  /** What it waits for while parked, its waits and the events kept for it (docs/durable-execution.md, "Waits"). */
+  waits?: WaitsView;
 }
 
 /** A task's durable state as operators see it: its checkpoint, its stored steps, its parent and its children. */
@@ -172,6 +175,8 @@ export interface Overview {
   upstreams?: UpstreamStatus[];
   /** Working tasks per tool that no live worker serves (docs/catalog.md): they wait for one, up to their ttl. */
   unserved?: Record<string, number>;
+  /** Parked tasks by what they wait for, and those due first (docs/durable-execution.md, "Waits"). */
+  parked?: ParkedOverview;
 }
 
 export interface PurgeResult {
@@ -308,6 +313,7 @@ export class TaskAdmin {
     }
     const verdict = reconcile(record, state, job?.failedReason);
     const durable = await this.#durableView(record);
+    const waits = await waitsView(this.store, record);
     // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts). Only a working task
     // can: the catalog is not read for the others (the dashboard's task page asks every second).
     const live = this.tools && record.status === TaskStatus.Working ? await this.tools.catalog.read() : undefined;
@@ -317,7 +323,18 @@ export class TaskAdmin {
       ...(view ? { job: view } : {}),
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
       ...(durable ? { durable } : {}),
+      ...(waits ? { waits } : {}),
     };
+  }
+
+  /** Parked tasks by what they wait for, and those due first (mcpt overview, the dashboard). */
+  parked(limit?: number): Promise<ParkedOverview> {
+    return parkedOverview(this.store, limit);
+  }
+
+  /** How many tasks are parked on each kind of wait (a command per kind: what a metrics scrape reads). */
+  parkedCounts(): ReturnType<TaskStore['waits']['counts']> {
+    return this.store.waits.counts();
   }
 
   /** The durable part of an inspection, read only for a task whose record says it has one (or a parent). */
@@ -442,6 +459,8 @@ export class TaskAdmin {
       const unserved = [...workingPerTool].filter(([tool]) => !catalog.entries.has(tool));
       if (unserved.length > 0) overview.unserved = Object.fromEntries(unserved.sort(([a], [b]) => a.localeCompare(b)));
     }
+    const parked = await this.parked();
+    if (parked.soonest.length > 0 || Object.values(parked.byKind).some((count) => count > 0)) overview.parked = parked;
     const upstreams = await this.tools?.gateway?.upstreams(now);
     if (upstreams && upstreams.length > 0) overview.upstreams = upstreams;
     const job = oldest;

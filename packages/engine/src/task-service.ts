@@ -20,6 +20,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
+import { SessionEvents } from './session-events.ts';
 import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
@@ -419,6 +420,20 @@ export class TaskService {
     // Read after the transition too: a child its tool starts from now on is refused (create-task-6.lua checks the
     // parent's status in its step), so every child is either in the set read here or never created.
     await this.cancelChildren(record.taskId, `Cancelled with its parent task ${record.taskId}.`);
+    // A parked task (its job removed above) no longer waits, and its parked question is withdrawn: the client is
+    // told, as for a question its worker stops waiting for (docs/durable-execution.md, "Waits").
+    if (record.wait) {
+      const withdrawn = await this.store.waits.abandon(record);
+      if (withdrawn !== undefined) {
+        await new SessionEvents(this.publisher, this.store.keys, this.store.streams)
+          .append(record.sessionId, record.taskId, {
+            jsonrpc: '2.0',
+            method: 'notifications/cancelled',
+            params: { requestId: withdrawn, reason: 'The task no longer needs the answer.' },
+          })
+          .catch(() => undefined);
+      }
+    }
     return {
       ...record,
       status: TaskStatus.Cancelled,

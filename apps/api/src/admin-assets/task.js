@@ -194,6 +194,23 @@ function renderDurable(durable) {
   }
 }
 
+/** What the task waits for while parked, its waits, the events kept for it (docs/durable-execution.md, "Waits"). */
+function renderWaits(waits) {
+  const table = $('waits');
+  table.replaceChildren();
+  $('no-waits').hidden = Boolean(waits);
+  if (!waits) return;
+  const waiting = waits.waiting;
+  if (waiting) {
+    const what = waiting.kind === 'sleep' ? 'sleep' : waiting.kind + ' ' + (waiting.name || '');
+    const left = Date.parse(waiting.until) - Date.now();
+    const when = left >= 0 ? 'in ' + duration(left) : duration(-left) + ' ago';
+    row(table, ['parked on', what + ' until ' + waiting.until + ' (' + when + ')'], true).id = 'parked-on';
+  }
+  row(table, ['waits made', waits.waits], true);
+  row(table, ['events kept', waits.eventsKept], true);
+}
+
 function render(d, pending) {
   renderRecord(d);
   renderTimeline(d.task, d.history);
@@ -202,6 +219,7 @@ function render(d, pending) {
   renderAttempts(d.attempts);
   renderJob(d.job, d.inconsistency);
   renderDurable(d.durable);
+  renderWaits(d.waits);
   $('arguments').textContent = JSON.stringify(d.arguments, null, 2);
   const outcome = d.record.outcome;
   $('outcome-title').textContent = outcome && outcome.error ? 'Error' : 'Result';

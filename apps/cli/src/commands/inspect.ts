@@ -1,6 +1,12 @@
 // `mcpt inspect <taskId>`: the record, its status history, its BullMQ job, and its result or error.
 import type { Command } from 'commander';
-import { operatorInspection, operatorTask, type DurableView, type TaskInspection } from '@mcp-tasks/engine';
+import {
+  operatorInspection,
+  operatorTask,
+  type DurableView,
+  type TaskInspection,
+  type WaitsView,
+} from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
 import { iso, keyValues, table } from '../format.ts';
@@ -11,8 +17,8 @@ export function registerInspect(program: Command, io: CliIo): void {
   program
     .command('inspect')
     .description(
-      'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint and ' +
-        'child tasks, result or error',
+      'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint, ' +
+        'child tasks and what it waits for, result or error',
     )
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
@@ -40,6 +46,7 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     job: job ?? null,
     ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
     ...(inspection.durable ? { durable: inspection.durable } : {}),
+    ...(inspection.waits ? { waits: inspection.waits } : {}),
     ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
     ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
   };
@@ -79,6 +86,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
   if (inspection.inconsistency) pairs.push(['inconsistent', inspection.inconsistency]);
   const { durable } = inspection;
   if (durable) pairs.push(...durablePairs(durable, now));
+  if (inspection.waits) pairs.push(...waitsPairs(inspection.waits, now));
   const parts = [
     keyValues(pairs),
     '',
@@ -118,6 +126,25 @@ function attemptsTable({ attempts }: TaskInspection, now: number): string {
       entry.ending ?? 'running',
     ]),
   );
+}
+
+/** What the task waits for while parked, its waits and the events kept for it (docs/durable-execution.md, "Waits"). */
+function waitsPairs(waits: WaitsView, now: number): [string, string][] {
+  const pairs: [string, string][] = [];
+  const { waiting } = waits;
+  if (waiting) {
+    const what =
+      waiting.kind === 'sleep'
+        ? 'sleep'
+        : waiting.kind === 'event'
+          ? `event '${waiting.name ?? ''}'`
+          : `the client's answer to ${waiting.name ?? 'an input request'}`;
+    const left = Date.parse(waiting.until) - now;
+    const when = left >= 0 ? `in ${formatDuration(left)}` : `${formatDuration(-left)} ago`;
+    pairs.push(['parked on', `${what} until ${waiting.until} (${when}; wait ${waiting.key})`]);
+  }
+  pairs.push(['waits', `${waits.waits} made, ${waits.eventsKept} event(s) kept`]);
+  return pairs;
 }
 
 /** What the task's tool keeps durably (docs/durable-execution.md): its checkpoint, its steps, its parent. */

@@ -9,6 +9,7 @@ import {
   type Outcome,
   type TaskRecord,
   type TaskStatus,
+  type TaskWait,
 } from '@mcp-tasks/protocol';
 
 export function encodeRecord(record: TaskRecord): Record<string, string> {
@@ -59,6 +60,7 @@ export function decodeRecord(
   if (hash['parent']) record.parent = hash['parent'];
   if (hash['durable']) record.durable = decodeDurable(hash);
   if (hash['handBacks']) record.handBacks = Number(hash['handBacks']);
+  if (hash['wait']) record.wait = JSON.parse(hash['wait']) as TaskWait;
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;
@@ -160,7 +162,7 @@ export interface AttemptEntry {
   /** Epoch ms; absent while it runs. */
   endedAt?: number;
   /**
-   * How it ended: completed, failed, lost (its worker stopped without ending it: a later attempt started, or another
+   * How it ended: completed, failed, parked (on a durable wait), lost (its worker stopped without ending it: a later attempt started, or another
    * worker found it gone), handed-back, or the terminal status that ended it (cancelled); absent while it runs.
    */
   ending?: string;

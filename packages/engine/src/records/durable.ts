@@ -9,6 +9,8 @@ import type { TaskKeys } from './keys.ts';
 const CHECKPOINT_FIELD = 'checkpoint';
 const STEP_PREFIX = 's:';
 const CHILD_PREFIX = 'c:';
+/** Waits (records/waits.ts): sleeps, event waits, parked input requests, and the tries of steps with a retry policy. */
+const WAIT_PREFIX = 'w:';
 
 /** What a task keeps durably, as an attempt reads it once before its tool runs: JSON texts by name. */
 export interface DurableSnapshot {
@@ -18,12 +20,15 @@ export interface DurableSnapshot {
   steps: Map<string, string>;
   /** Child task ids by call key. */
   children: Map<string, string>;
+  /** Waits by key (records/waits.ts): their JSON. */
+  waits: Map<string, string>;
 }
 
 export const EMPTY_SNAPSHOT: DurableSnapshot = Object.freeze({
   checkpoint: undefined,
   steps: new Map<string, string>(),
   children: new Map<string, string>(),
+  waits: new Map<string, string>(),
 });
 
 /** A write by one attempt: a checkpoint (replaced each time) or a step's result (stored once). */
@@ -59,11 +64,17 @@ export class DurableStore {
   /** Everything the task keeps, in one read (an attempt reads it only when the record says there is some). */
   async snapshot(taskId: string): Promise<DurableSnapshot> {
     const hash = await this.redis.hgetall(this.keys.durable(taskId));
-    const snapshot: DurableSnapshot = { checkpoint: undefined, steps: new Map(), children: new Map() };
+    const snapshot: DurableSnapshot = {
+      checkpoint: undefined,
+      steps: new Map(),
+      children: new Map(),
+      waits: new Map(),
+    };
     for (const [field, value] of Object.entries(hash)) {
       if (field === CHECKPOINT_FIELD) snapshot.checkpoint = value;
       else if (field.startsWith(STEP_PREFIX)) snapshot.steps.set(field.slice(STEP_PREFIX.length), value);
       else if (field.startsWith(CHILD_PREFIX)) snapshot.children.set(field.slice(CHILD_PREFIX.length), value);
+      else if (field.startsWith(WAIT_PREFIX)) snapshot.waits.set(field.slice(WAIT_PREFIX.length), value);
     }
     return snapshot;
   }

@@ -1,6 +1,7 @@
 // The Redis keys of a task record and of the indexes it belongs to. Only the records module (this folder) uses
 // them; everything else asks the TaskStore. They start with the KeySpace prefix, so a prefix with a hash tag keeps
 // them in the one Redis Cluster slot of every other key of the runner.
+import type { WaitKind } from '@mcp-tasks/protocol';
 import type { KeySpace } from '../keys.ts';
 
 export class TaskKeys {
@@ -59,6 +60,19 @@ export class TaskKeys {
   /** Set: the ids of the task's child tasks (ctx.callTool), which a cancel of the task cancels too. */
   children(taskId: string): string {
     return `${this.#prefix}:task:${taskId}:children`;
+  }
+
+  /**
+   * List: the events sent to the task that no wait of its tool has taken yet (docs/durable-execution.md, "Waits"),
+   * oldest first, each the JSON `{name, at, data}`; bounded by EVENTS_MAX_KEPT, it expires with the task.
+   */
+  signals(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}:signals`;
+  }
+
+  /** Sorted set: the parked tasks waiting for `kind` (sleep, event, input), scored by until when (epoch ms). */
+  waiting(kind: WaitKind): string {
+    return `${this.#prefix}:waiting:${kind}`;
   }
 
   /** Hash: an owner's idempotency keys (tools/call), key -> JSON [taskId, digest of the call, expiry]. */

@@ -46,6 +46,7 @@ import {
 import { DurableStore, durableRefusal } from './durable.ts';
 import { TaskIndexes } from './indexes.ts';
 import { TaskKeys } from './keys.ts';
+import { WaitStore } from './waits.ts';
 
 export type TransitionResult =
   /** `durable`: from the move that starts an attempt (beginAttempt), whether the task keeps durable state. */
@@ -88,6 +89,8 @@ export const AttemptEnding = {
   Lost: 'lost',
   /** Its worker shut down and gave the job back without spending an attempt. */
   HandedBack: 'handed-back',
+  /** Its tool parked the job on a durable wait (a sleep, an event, the client's answer): a wake starts the next. */
+  Parked: 'parked',
 } as const;
 export type AttemptEnding = (typeof AttemptEnding)[keyof typeof AttemptEnding];
 
@@ -200,6 +203,8 @@ export class TaskStore {
   readonly indexes: TaskIndexes;
   /** What running tools keep beside their records: checkpoints, step results, child tasks. */
   readonly durable: DurableStore;
+  /** What parked tasks wait for, and the events sent to tasks (docs/durable-execution.md, "Waits"). */
+  readonly waits: WaitStore;
 
   constructor(
     redis: RedisClient,
@@ -212,6 +217,7 @@ export class TaskStore {
     this.#tasks = new TaskKeys(keys);
     this.indexes = new TaskIndexes(redis, this.#tasks);
     this.durable = new DurableStore(redis, this.#tasks);
+    this.waits = new WaitStore(redis, this.#tasks, keys);
   }
 
   /**
