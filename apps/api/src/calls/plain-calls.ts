@@ -81,23 +81,25 @@ export class PlainCalls {
     await this.#remember(record, request.requestId);
     const { handAt } = request;
     if (!since) {
-      const answered = await this.#answer(record, request, handAt !== undefined ? { until: handAt } : {});
-      return answered ? { answered } : this.#handOutOrAnswer(record, request);
+      const waited = await this.#answer(record, request, handAt !== undefined ? { until: handAt } : {});
+      return 'answered' in waited ? waited : this.#handOutOrAnswer(waited.live, request);
     }
     const streamAt = Date.now() + this.deps.streamAfterMs;
+    let live = record;
     if (this.deps.streamAfterMs > 0) {
       const until = handAt !== undefined ? Math.min(handAt, streamAt) : streamAt;
-      const answered = await this.#answer(record, request, { until, untilInput: true });
-      if (answered) return { answered };
+      const waited = await this.#answer(record, request, { until, untilInput: true });
+      if ('answered' in waited) return waited;
+      live = waited.live;
     }
-    if (handAt !== undefined && Date.now() >= handAt) return this.#handOutOrAnswer(record, request);
+    if (handAt !== undefined && Date.now() >= handAt) return this.#handOutOrAnswer(live, request);
     return { streaming: { record, since: await since } };
   }
 
   /**
-   * Hands the call out as a task (hand-out-2.lua) and forgets its request id (a 2025-11-25 call's): its answer is now the handle, and its
-   * record lives on as a task until its expiry. Undefined when the call ended first (its result is the answer) or is
-   * gone.
+   * Hands the call out as a task (hand-out-2.lua) and forgets its request id (a 2025-11-25 call's): its answer is now
+   * the handle, and its record lives on as a task until its expiry. Undefined when the call ended first (its result is
+   * the answer) or is gone. `record` is the call as last read: the handle shows it.
    */
   async handOut(record: TaskRecord, requestId?: JsonRpcId): Promise<TaskRecord | undefined> {
     const { verdict, status } = await this.deps.store.handOut(record);
@@ -111,9 +113,9 @@ export class PlainCalls {
   async #handOutOrAnswer(record: TaskRecord, request: PlainCallRequest): Promise<PlainAnswer> {
     const handed = await this.handOut(record, request.requestId);
     if (handed) return { handedOut: handed };
-    const answered = await this.#answer(record, request, {});
-    if (!answered) throw new CallGoneError('The call could not be handed out nor answered');
-    return { answered };
+    const waited = await this.#answer(record, request, {});
+    if (!('answered' in waited)) throw new CallGoneError('The call could not be handed out nor answered');
+    return waited;
   }
 
   /** The call's record for its answer stream, or -32603 once it is gone (answered elsewhere, or expired). */
@@ -153,13 +155,14 @@ export class PlainCalls {
 
   /**
    * Waits for the call to end, answers its result or error, and deletes it. Gives up at `limit.until` (epoch ms), and
-   * with `untilInput` once the call needs its client, answering undefined (the caller streams or hands out instead).
+   * with `untilInput` once the call needs its client, answering the call as it is then (`live`: the caller streams or
+   * hands out instead).
    */
   async #answer(
     record: TaskRecord,
     { signal, requestId }: PlainCallRequest,
     limit: { until?: number; untilInput?: boolean },
-  ): Promise<Record<string, unknown> | undefined> {
+  ): Promise<{ answered: Record<string, unknown> } | { live: TaskRecord }> {
     const read = async () => {
       const current = await this.deps.store.getOwned(record.taskId, record.owner, this.deps.tasks.watcherId);
       if (!current) throw new CallGoneError('The call expired before it finished');
@@ -172,9 +175,9 @@ export class PlainCalls {
         ...(limit.until !== undefined ? { withinMs: Math.max(0, limit.until - Date.now()) } : {}),
         ...(limit.untilInput ? { until: (live: TaskRecord) => live.status === TaskStatus.InputRequired } : {}),
       });
-      if (!isTerminal(current.status)) return undefined;
+      if (!isTerminal(current.status)) return { live: current };
       await this.delete(current, requestId);
-      return plainResultOf(current);
+      return { answered: plainResultOf(current) };
     } catch (error) {
       // The client went away: stop the work it no longer waits for.
       if (signal.aborted) await this.abandon(record, requestId, 'The client closed the request.');
