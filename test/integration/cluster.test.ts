@@ -43,7 +43,10 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
   });
 
   const statusOf = async (taskId: unknown) => (await onB.call('tasks/get', { taskId }))['status'];
-  const statusMessageOf = async (taskId: unknown) => (await onB.call('tasks/get', { taskId }))['statusMessage'];
+  const statusMessageOf = async (taskId: unknown) => {
+    const message = (await onB.call('tasks/get', { taskId }))['statusMessage'];
+    return typeof message === 'string' ? message : '';
+  };
 
   /** Cancels a task once a worker runs it, on replica B, and waits for its tool to stop. */
   async function cancelWhileRunning(taskId: unknown): Promise<void> {
@@ -189,7 +192,7 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
     // A worker tells who is gone once its own connections are an interval old (WORKER_LIVENESS_CHECK_MS, 5 s).
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, startedAt + 5500 - Date.now())));
     const taskId = String((await client.createTask('wait', { seconds: 120 }))['taskId']);
-    const runningOn = async () => /^Running on (\S+)\.$/.exec(String((await statusMessageOf(taskId)) ?? ''))?.[1];
+    const runningOn = async () => /^Running on (\S+)\.$/.exec(await statusMessageOf(taskId))?.[1];
     const holder = await eventually(runningOn);
     const victim = system.workers.find((worker) => holder.endsWith(`-${String(worker.process.pid)}`));
     if (!victim) throw new Error(`no worker named ${holder}`);
