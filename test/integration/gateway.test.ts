@@ -859,7 +859,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         { name: 'hostile_big_progress', arguments: { bytes, holdMs: 3000 } },
         { capabilities: WITH_TASKS },
       );
-      const taskId = String(created.body.result?.['taskId'] ?? JSON.stringify(created.body));
+      const taskId = created.body.result?.['taskId'];
+      if (typeof taskId !== 'string') throw new Error(`no task: ${JSON.stringify(created.body)}`);
       const message = await eventually(async () => {
         const got = await modernPost(system.apiUrl, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
         const statusMessage = got.body.result?.['statusMessage'];
