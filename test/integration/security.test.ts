@@ -823,6 +823,41 @@ describe('without authentication (session binding, tasks/list off, per-address l
     expect(await system.redis.keys(`${system.prefix}:rate:*`)).to.have.members(before);
   });
 
+  it('edges: on a loopback bind, /metrics, /readyz and /healthz of the api and of a worker answer only a loopback Host (a DNS-rebinding page reads nothing); /METRICS and /metrics/ are not /metrics', async () => {
+    const port = await freePort();
+    const worker = await system.addWorker({ WORKER_METRICS_PORT: String(port) });
+    const api = `http://127.0.0.1:${new URL(system.apiUrl).port}`;
+    const targets = [
+      { base: api, paths: ['/metrics', '/readyz', '/healthz'] },
+      { base: `http://127.0.0.1:${port}`, paths: ['/metrics', '/healthz'] },
+    ];
+    try {
+      for (const { base, paths } of targets) {
+        const { port: bound } = new URL(base);
+        for (const path of paths) {
+          const get = (host: string) => rawRequest(`${base}${path}`, { method: 'GET', headers: { host } });
+          // The rebinding page's own name, now resolving to 127.0.0.1: refused before anything is read.
+          const rebound = await get(`rebind.example.com:${bound}`);
+          expect(rebound.status, `${base}${path}`).to.equal(403);
+          expect(rebound.text).to.match(
+            /^Forbidden: Host 'rebind\.example\.com:\d+' is not allowed on a loopback bind/,
+          );
+          expect(rebound.text).not.to.match(/mcpt_|ready/);
+          for (const host of [`localhost:${bound}`, `127.0.0.1:${bound}`, `[::1]:${bound}`]) {
+            expect((await get(host)).status, `${host}${path}`).to.equal(200);
+          }
+        }
+      }
+      for (const path of ['/METRICS', '/metrics/', '/Metrics']) {
+        const spelled = await rawRequest(`${api}${path}`, { method: 'GET', headers: { host: '127.0.0.1' } });
+        expect(spelled.status, path).to.equal(404);
+        expect(spelled.text).not.to.match(/mcpt_/);
+      }
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('T-SEC-3: the per-address limit is shared by every session and every replica', async () => {
     const clients = [
       await McpTestClient.connect(system.apiUrl),

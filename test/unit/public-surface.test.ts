@@ -79,6 +79,8 @@ const ENGINE_EXPORTS = [
   'fairStep',
   'forwardCancel',
   'hashTagOf',
+  'hostAllowed',
+  'hostRefusal',
   'indexMember',
   'intFromEnv',
   'isConnectionError',

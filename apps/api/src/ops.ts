@@ -17,6 +17,10 @@ import type { CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { adminRouter, carriesAdminToken, operatorActions } from './admin.ts';
 import type { ApiConfig } from './config.ts';
+import { loopbackHostGuard } from './http-guards.ts';
+
+/** The routes for probes and scrapers: on a loopback bind they answer only a loopback Host (DNS rebinding). */
+const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
 
 /** How often an api with the dashboard samples the queue depth for its chart. */
 const QUEUE_DEPTH_SAMPLE_MS = 15_000;
@@ -41,7 +45,10 @@ export interface OperationsDeps {
 
 export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
   const { config, redis, admin, queue, metrics, catalog } = deps;
-  const router = express.Router();
+  // Case-sensitive and strict, as a balancer's rules are: /METRICS or /metrics/ is not /metrics here either, so a
+  // proxy that hides /metrics (deploy/nginx.conf) cannot be walked around by spelling it otherwise.
+  const router = express.Router({ caseSensitive: true, strict: true });
+  router.use(OPS_PATHS, loopbackHostGuard(config.HOST));
   metrics.addClusterGauges(admin, queue, {
     redisReady: () => redis.status === 'ready',
     liveScanLimit: config.METRICS_LIVE_SCAN_LIMIT,
