@@ -905,6 +905,15 @@ describe('secrets stay out of start-up errors (real api and worker processes)', 
     expect(api).to.match(/ADMIN_TOKEN \(value hidden, 12 characters\): use at least 16 characters/);
     expect(api).to.match(/AUTH_JWT_SECRET \(value hidden, 30 characters\): an HS256 secret needs at least 32/);
   });
+
+  it('edges: JWT authentication without AUTH_JWT_AUDIENCE refuses to start, saying why and what to set', async () => {
+    const secret = `jwt-${randomUUID()}-${randomUUID()}`;
+    const output = await refusedStart('api', { AUTH_JWT_SECRET: secret });
+    expect(output).to.match(
+      /AUTH_JWT_AUDIENCE \(unset\): JWT authentication needs the audience of this server.*MCP authorization requires audience validation.*AUTH_JWT_AUDIENCE_OPTIONAL=1/,
+    );
+    expect(output).not.to.contain(secret);
+  });
 });
 
 describe('Origin and /metrics on a non-loopback bind (HOST=0.0.0.0, without authentication)', function () {

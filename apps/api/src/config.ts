@@ -57,7 +57,13 @@ export const SecurityEnvSchema = z.object({
   /** JWKS document of the issuer whose JWTs are accepted (RS256, ES256, EdDSA, ...). */
   AUTH_JWKS_URL: z.string().url().optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
+  /** A JWT's `aud` must contain it; required with AUTH_JWT_SECRET or AUTH_JWKS_URL (see AUTH_JWT_AUDIENCE_OPTIONAL). */
   AUTH_JWT_AUDIENCE: z.string().optional(),
+  /**
+   * Accept JWTs without checking their audience: for an identity provider that sets no `aud`. Said at every start,
+   * since a token its issuer minted for any other service is then accepted here too.
+   */
+  AUTH_JWT_AUDIENCE_OPTIONAL: flag(false),
   /** JWS algorithms accepted with AUTH_JWKS_URL; unset: JWKS_DEFAULT_ALGORITHMS. Asymmetric ones only. */
   AUTH_JWT_ALGORITHMS: z
     .string()
