@@ -11,6 +11,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { spawnService, startSystem, type System } from '../support/processes.ts';
+import { modernPost, WITH_TASKS } from '../support/modern-client.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
@@ -856,6 +857,26 @@ describe('without authentication (session binding, tasks/list off, per-address l
     } finally {
       await worker.stop();
     }
+  });
+
+  it('edges: on 2026-07-28 an Idempotency-Key refusal names no task id: another client of the same address cannot learn (and then read) the task filed under it', async () => {
+    const key = `shared-${randomUUID()}`;
+    const call = (seconds: number) =>
+      modernPost(
+        system.apiUrl,
+        'tools/call',
+        { name: 'wait', arguments: { seconds } },
+        { capabilities: WITH_TASKS, headers: { 'idempotency-key': key } },
+      );
+    const first = await call(0.1);
+    const taskId = first.body.result?.['taskId'];
+    expect(taskId, JSON.stringify(first.body)).to.be.a('string');
+    const refused = await call(0.2);
+    expect(refused.body.error?.code).to.equal(-32602);
+    expect(refused.body.error?.message).to.equal(
+      `Idempotency-Key '${key}' was used for another call: a retry must repeat the same tool and arguments, and a new call needs a new key`,
+    );
+    expect(JSON.stringify(refused.body)).not.to.include(String(taskId));
   });
 
   it('T-SEC-3: the per-address limit is shared by every session and every replica', async () => {
