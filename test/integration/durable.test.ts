@@ -184,10 +184,10 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     expect(parentOf(child)).to.equal(parent);
   });
 
-  it("a child's failure rejects callTool with an error the parent catches: a failed child, an unknown tool, invalid arguments", async () => {
+  it("a child's failure rejects callTool with an error the parent catches: a failed child, an unknown tool, invalid arguments, a ttl that is not a number", async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const outcomes: Record<string, Task> = {};
-    for (const how of ['throws', 'unknown', 'invalid']) {
+    for (const how of ['throws', 'unknown', 'invalid', 'bad_ttl']) {
       const taskId = String((await client.createTask('call_failing', { how }))['taskId']);
       expect((await settled(client, taskId))['status']).to.equal('completed');
       outcomes[how] = (await result(client, taskId))['structuredContent'] as Task;
@@ -198,8 +198,29 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     );
     expect(outcomes['unknown']?.['message']).to.match(/Unknown tool: 'no_such_tool'/);
     expect(outcomes['invalid']?.['message']).to.match(/Invalid arguments for tool 'count_words': text: must be string/);
+    // Issue 37: a ttl that is not a number is the tool's mistake, said so (it was a raw Lua error).
+    expect(outcomes['bad_ttl']).to.include({
+      name: 'InvalidInputError',
+      message: `callTool's ttl must be a whole number of milliseconds above 0 (or left out for the rest of the parent's), got "abc"`,
+    });
     // Neither an unknown tool nor invalid arguments started a child: the failing one is the only child.
     expect((await listAll(client)).filter((task) => parentOf(task) !== undefined)).to.have.length(1);
+  });
+
+  it('cost: a task keeps at most DURABLE_MAX_TOTAL_BYTES (4 MiB) of checkpoint and step results, however many steps it may keep', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask('fill_steps', { bytes: 60_000 }))['taskId']);
+    expect((await settled(client, taskId))['status']).to.equal('completed');
+    const outcome = (await result(client, taskId))['structuredContent'] as Record<string, unknown>;
+    // 69 steps of 60,000 bytes and their names take 4,140,335 bytes; the 70th would pass 4,194,304.
+    expect(outcome).to.deep.include({ kept: 69, code: 'durable-full' });
+    expect(outcome['message']).to.match(
+      /would keep 4200340 bytes of checkpoint and step results with this step, more than the 4194304 DURABLE_MAX_TOTAL_BYTES allows/,
+    );
+    const stored = await system.redis.hgetall(tasks.durable(taskId));
+    const bytes = Object.entries(stored).reduce((sum, [field, value]) => sum + field.length + value.length, 0);
+    expect(bytes).to.equal(4_140_335);
+    expect(Number(await system.redis.hget(tasks.record(taskId), 'durableBytes'))).to.equal(bytes);
   });
 
   it('T-CANCEL-2: cancelling a parent cancels its children, the running one and the queued one, and stops their tools', async () => {

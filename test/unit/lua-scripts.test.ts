@@ -20,6 +20,7 @@ const KEY_FIRST = new Set([
   'HMGET',
   'HSET',
   'HSETNX',
+  'HSTRLEN',
   'INCR',
   'LLEN',
   // MGET: every key it reads is one of KEYS too (checked below for the first).

@@ -54,6 +54,7 @@ export interface ChildCallScope {
 export function childCaller(deps: ChildCallDeps, scope: ChildCallScope): ToolContext['callTool'] {
   return async (name, args, options = {}) => {
     const { run } = scope;
+    checkTtl(options.ttl, scope.parent);
     const callKey = run.claimCall(name, options.key);
     let childId = run.childOf(callKey);
     if (childId === undefined) {
@@ -67,6 +68,18 @@ export function childCaller(deps: ChildCallDeps, scope: ChildCallScope): ToolCon
     run.childStarted();
     return resultOf(await waitForChild(deps, scope, childId, name), name);
   };
+}
+
+/**
+ * A child's ttl comes from the tool's code, unchecked by any schema: anything but a whole number of milliseconds is
+ * the tool's mistake, said so (it reached the create script as NaN, which answered a raw Lua error).
+ */
+function checkTtl(ttl: unknown, parent: TaskRecord): void {
+  if (ttl === undefined || (typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl > 0)) return;
+  throw new InvalidInputError(
+    `callTool's ttl must be a whole number of milliseconds above 0 (or left out for the rest of the parent's), got ${JSON.stringify(ttl) ?? typeof ttl}`,
+    { taskId: parent.taskId },
+  );
 }
 
 async function startChild(

@@ -44,6 +44,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     DURABLE_MAX_BYTES: intFromEnv(64 * 1024, { min: 1024, max: 16 * 1024 * 1024 }),
     /** The most checkpoint, step results and child tasks one task may keep (docs/durable-execution.md). */
     DURABLE_MAX_STEPS: intFromEnv(10_000, { min: 1, max: 1_000_000 }),
+    /** The most bytes one task's checkpoint and step results may take together (docs/durable-execution.md). */
+    DURABLE_MAX_TOTAL_BYTES: intFromEnv(4 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
     /** Serve the demo tools (`crash` included): only when asked, never by default (`mcpt worker --demo` sets it). */
     MCPT_DEMO: z
       .enum(['true', 'false', '1', '0'], { message: "use '1' or '0'" })

@@ -215,7 +215,11 @@ function jobDepsOf(
     count: (tool, counter) => {
       countSchedulingEvent(redis, engine.keys, tool, counter).catch(() => undefined);
     },
-    durable: { maxBytes: config.DURABLE_MAX_BYTES, maxEntries: config.DURABLE_MAX_STEPS },
+    durable: {
+      maxBytes: config.DURABLE_MAX_BYTES,
+      maxEntries: config.DURABLE_MAX_STEPS,
+      maxTotalBytes: config.DURABLE_MAX_TOTAL_BYTES,
+    },
     children: {
       tasks: engine.tasks,
       store: engine.store,

@@ -275,6 +275,8 @@ export interface SaveDurableCall {
   now: number;
   checkpoint: boolean;
   maxEntries: number;
+  /** The most bytes the task's checkpoint and step results may take together (field names included). */
+  maxTotalBytes: number;
 }
 
 export type SaveDurableReply =
@@ -282,7 +284,8 @@ export type SaveDurableReply =
   | { verdict: 'exists'; value: string }
   | { verdict: 'ended'; status: TaskStatus }
   | { verdict: 'stale'; attempt: number }
-  | { verdict: 'full'; count: number };
+  | { verdict: 'full'; count: number }
+  | { verdict: 'over'; bytes: number };
 
 export interface TouchSessionCall extends OpeningCall {
   /** The caller holds the session's fields: only its existence is checked (and its timer restarted). */
@@ -436,6 +439,8 @@ export class RedisScripts {
         return { verdict, status: detail as TaskStatus };
       case 'stale':
         return { verdict, attempt: Number(detail) };
+      case 'over':
+        return { verdict, bytes: Number(detail) };
       default:
         return { verdict, count: Number(detail) };
     }

@@ -35,6 +35,8 @@ export interface DurableWrite {
   json: string;
   /** The most fields the task's hash may hold (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /** The most bytes its checkpoint and step results may take together (DURABLE_MAX_TOTAL_BYTES). */
+  maxTotalBytes: number;
 }
 
 /** A stored write; a step stored already (by a concurrent earlier attempt) answers its first result. */
@@ -86,6 +88,7 @@ export class DurableStore {
       now: Date.now(),
       checkpoint,
       maxEntries: write.maxEntries,
+      maxTotalBytes: write.maxTotalBytes,
     });
     switch (reply.verdict) {
       case 'ok':
@@ -100,6 +103,14 @@ export class DurableStore {
         throw durableRefusal(taskId, 'stale', String(reply.attempt), write.kind);
       case 'full':
         throw durableRefusal(taskId, 'full', String(reply.count), write.kind);
+      case 'over':
+        throw new LocalError(
+          LocalErrorCode.DurableFull,
+          `Task ${taskId} would keep ${reply.bytes} bytes of checkpoint and step results with this ${write.kind}, ` +
+            `more than the ${write.maxTotalBytes} DURABLE_MAX_TOTAL_BYTES allows: keep references (a file, a row) ` +
+            'instead of the data',
+          { taskId, bytes: reply.bytes, max: write.maxTotalBytes },
+        );
     }
   }
 
