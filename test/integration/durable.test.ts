@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
-import { KeySpace, TaskKeys, type DurableView } from '@mcp-tasks/engine';
+import { KeySpace, TaskKeys, TaskStore, type DurableView } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
@@ -295,5 +295,69 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     const inspected = JSON.parse(out) as { durable: { checkpoint: { at: string; bytes: number }; steps: number } };
     expect(inspected.durable.checkpoint.bytes).to.equal(Buffer.byteLength(JSON.stringify({ next: 40 })));
     expect(Date.parse(inspected.durable.checkpoint.at)).to.be.above(0);
+  });
+});
+
+describe('cost: child tasks (issue 37): a cap per task that the api sets, and their principal’s rate limit', function () {
+  this.timeout(60_000);
+  const RATE_LIMIT = 100;
+  const WINDOW_MS = 1e12;
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({
+      workers: 0,
+      env: {
+        MCPT_TOOLS: './test/fixtures/durable/tools.ts',
+        MAX_CHILDREN_PER_TASK: '3',
+        // One window for the whole file: no count is split in two.
+        RATE_LIMIT_WINDOW_MS: String(WINDOW_MS),
+        RATE_LIMIT_PER_PRINCIPAL: String(RATE_LIMIT),
+      },
+    });
+    // The worker's own setting is higher: the api's, on the task, decides.
+    await system.addWorker({ MAX_CHILDREN_PER_TASK: '1000' });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  /** The task's outcome as the record holds it (read from Redis: the principal's requests may be spent). */
+  async function outcomeOf(taskId: string): Promise<Record<string, unknown>> {
+    const store = new TaskStore(system.redis, new KeySpace(system.prefix));
+    const record = await eventually(async () => {
+      const found = await store.get(taskId);
+      return found?.status === 'completed' ? found : undefined;
+    }, 20_000);
+    const outcome = record.outcome as { result?: { structuredContent?: Record<string, unknown> } } | undefined;
+    return outcome?.result?.structuredContent ?? {};
+  }
+
+  it('cost: a task starts at most MAX_CHILDREN_PER_TASK children as the api set it (3), whatever the worker’s own setting (1000)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask('spawn_children', { count: 10 }))['taskId']);
+    const outcome = await outcomeOf(taskId);
+    expect(outcome, JSON.stringify(outcome)).to.include({ started: 3, name: 'LimitExceededError' });
+    expect(outcome['message']).to.match(/has started 3 child tasks, the most MAX_CHILDREN_PER_TASK allows/);
+    expect(await system.redis.hget(`${system.prefix}:task:${taskId}`, 'maxChildren')).to.equal('3');
+  });
+
+  it('cost: child tasks are charged to their principal’s rate limit (RATE_LIMIT_PER_PRINCIPAL) as its requests are; past it ctx.callTool is refused', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    // The principal has spent all but three operations of its window (its requests fill the same bucket).
+    const bucket = new KeySpace(system.prefix).rateBucket(
+      'principal',
+      `session:${String(client.sessionId)}`,
+      Math.floor(Date.now() / WINDOW_MS),
+    );
+    await system.redis.set(bucket, RATE_LIMIT - 3, 'PX', 600_000);
+    const taskId = String((await client.createTask('spawn_children', { count: 3 }))['taskId']);
+    const outcome = await outcomeOf(taskId);
+    // The call took one operation, two children the rest; the third child is refused.
+    expect(outcome).to.include({ started: 2, name: 'LimitExceededError' });
+    expect(outcome['message']).to.match(
+      /at most 100 per 1000000000000 ms \(RATE_LIMIT_PER_PRINCIPAL\), child tasks included/,
+    );
+    expect(Number(await system.redis.get(bucket))).to.equal(RATE_LIMIT + 1);
   });
 });

@@ -297,7 +297,7 @@ describe('expiry sweep (T-RSRC-1, T-TTL-1)', function () {
       maxTotalBytes: 4096,
     });
     const child = { ...newRecord(owners[2]!, 'working', now, 60_000), parent: parent.taskId };
-    const filed = { taskId: parent.taskId, field: 'c:wait#1', attempt: 1, maxEntries: 10 };
+    const filed = { taskId: parent.taskId, field: 'c:wait#1', attempt: 1, maxEntries: 10, maxChildren: 10 };
     await store.create({ record: child, arguments: {}, parent: filed });
     expect(await redis.exists(taskKeys.durable(parent.taskId), taskKeys.children(parent.taskId))).to.equal(2);
 

@@ -106,6 +106,7 @@ const ENGINE_EXPORTS = [
   'parseControlMessage',
   'parseEnv',
   'prefixPinsOneSlot',
+  'PrincipalRateEnvSchema',
   'redactSessionFields',
   'registerSecurityCounters',
   'sessionDigest',

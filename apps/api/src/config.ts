@@ -9,6 +9,7 @@ import {
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
+  PrincipalRateEnvSchema,
   TaskEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
@@ -94,8 +95,6 @@ export const SecurityEnvSchema = z.object({
   IDEMPOTENCY_KEYS_PER_PRINCIPAL: intFromEnv(1000, { min: 1, max: 1_000_000 }),
   MAX_ARGUMENTS_BYTES: intFromEnv(256 * 1024, { min: 2 }),
   MAX_STREAMS_PER_SESSION: intFromEnv(16, { min: 1, max: 10_000 }),
-  RATE_LIMIT_WINDOW_MS: intFromEnv(10_000, { min: 100 }),
-  RATE_LIMIT_PER_PRINCIPAL: intFromEnv(2000),
   RATE_LIMIT_PER_ADDRESS: intFromEnv(5000),
   RATE_LIMIT_FAILED_LOOKUPS: intFromEnv(100),
   RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS: intFromEnv(500),
@@ -120,6 +119,7 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(CatalogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
+  .extend(PrincipalRateEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)

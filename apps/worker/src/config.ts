@@ -6,6 +6,7 @@ import {
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
+  PrincipalRateEnvSchema,
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
@@ -21,6 +22,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
   // The timing of the child tasks its tools start (ctx.callTool), as the api's for the tasks it creates.
   .extend(TaskEnvSchema.shape)
+  // Child tasks are charged to their principal's rate bucket, as the api charges its requests (same settings).
+  .extend(PrincipalRateEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),

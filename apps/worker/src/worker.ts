@@ -3,6 +3,7 @@
 import { hostname } from 'node:os';
 import {
   ArgumentValidator,
+  RateLimiter,
   auditLogger,
   catalogBoundsOf,
   CatalogView,
@@ -226,6 +227,15 @@ function jobDepsOf(
       catalog: () => Promise.resolve(parts.catalogView),
       arguments: new ArgumentValidator(),
       audit: auditLogger(parts.log),
+      rates: new RateLimiter(redis, engine.keys, {
+        windowMs: config.RATE_LIMIT_WINDOW_MS,
+        perPrincipal: config.RATE_LIMIT_PER_PRINCIPAL,
+        perAddress: 0,
+        failedLookups: 0,
+        failedLookupsPerAddress: 0,
+        initializePerPrincipal: 0,
+        initializePerAddress: 0,
+      }),
     },
     external: {
       tasks: engine.external,

@@ -32,6 +32,7 @@ export {
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
+  PrincipalRateEnvSchema,
   RedisEnvSchema,
   SessionEnvSchema,
   TaskEnvSchema,

@@ -166,6 +166,11 @@ export interface ParentCall {
   attempt: number;
   /** The most fields the parent's durable hash may hold (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /**
+   * The most child tasks the parent may start when its record carries no cap of its own (MAX_CHILDREN_PER_TASK of
+   * this process); a record's cap (the api's, inherited by its children) wins.
+   */
+  maxChildren: number;
 }
 
 /** How create-task-6.lua answered, beyond the request's opening. */
@@ -178,7 +183,7 @@ export type CreateTaskReply =
   /** The parent cannot start a child (include/child-call.lua). */
   | { opened: 0; verdict: 'parent-refused'; reason: ParentRefusal; detail: string | undefined };
 
-export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full';
+export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full' | 'children';
 
 /**
  * A job of one of our tool queues as create-task-6.lua adds it: what BullMQ's `queue.add` would write for the same
@@ -393,6 +398,7 @@ export class RedisScripts {
         field: parent.field,
         attempt: parent.attempt,
         maxEntries: parent.maxEntries,
+        maxChildren: parent.maxChildren,
       },
     })) as [number, number | string, (number | string)?];
     switch (verdict) {

@@ -110,7 +110,14 @@ export interface WaitOptions {
 export interface TaskLimits {
   /** The most unfinished tasks (and plain calls) one owner may have at once; absent: no cap. */
   maxLiveTasksPerOwner?: number;
+  /**
+   * The most child tasks a task may start (MAX_CHILDREN_PER_TASK): written on each task created here but a child,
+   * which inherits its parent's in the create script; absent: the default.
+   */
+  maxChildrenPerTask?: number;
 }
+
+const DEFAULT_MAX_CHILDREN_PER_TASK = 1000;
 
 export class TaskService {
   /**
@@ -126,6 +133,10 @@ export class TaskService {
     readonly timing: TaskTiming,
     readonly limits: TaskLimits = {},
   ) {}
+
+  get #maxChildren(): number {
+    return this.limits.maxChildrenPerTask ?? DEFAULT_MAX_CHILDREN_PER_TASK;
+  }
 
   #externalQueues: ExternalQueues | undefined;
   #fairQueue: FairQueue | undefined;
@@ -252,7 +263,8 @@ export class TaskService {
             ...(job ? { job } : {}),
             ...(open ? { open } : {}),
             ...(input.requestContext ? { requestContext: input.requestContext } : {}),
-            ...durableGroups(this.store, input),
+            maxChildren: this.#maxChildren,
+            ...durableGroups(this.store, input, this.#maxChildren),
           }),
         (error) => error instanceof LocalError,
       )) as Extract<Created, { opened: 0 }>;
@@ -477,6 +489,7 @@ export class TaskService {
 function durableGroups(
   store: TaskStore,
   input: CreateTaskInput & { replaceKeyOf?: string },
+  maxChildren: number,
 ): Partial<Pick<NewTask, 'idempotency' | 'parent'>> {
   const { idempotency, parent, replaceKeyOf } = input;
   return {
@@ -490,6 +503,7 @@ function durableGroups(
             field: store.durable.childField(parent.key),
             attempt: parent.attempt,
             maxEntries: parent.maxEntries,
+            maxChildren,
           },
         }
       : {}),

@@ -1,7 +1,7 @@
 // What a running tool keeps beside its task's record (docs/durable-execution.md): its checkpoint, its steps' results
 // and the ids of its child tasks, in one hash per task that expires with the record (save-durable-3.lua writes it,
 // create-task-6.lua files child tasks in it), and the set of its children that a cancel of the task cancels too.
-import { LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
+import { LimitExceededError, LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from '../redis.ts';
 import { type ParentCall, type ParentRefusal, RedisScripts } from '../scripts.ts';
 import type { TaskKeys } from './keys.ts';
@@ -172,6 +172,14 @@ export function durableRefusal(
       return new LocalError(
         LocalErrorCode.AttemptSuperseded,
         `A later attempt (${detail ?? '?'}) runs task ${taskId} now: this one can no longer ${verb}`,
+        context,
+      );
+    case 'children':
+      return new LimitExceededError(
+        'children_per_task',
+        Number(detail),
+        `Task ${taskId} has started ${detail ?? 'as many'} child tasks, the most MAX_CHILDREN_PER_TASK allows ` +
+          `(set on the api, inherited by every child): it cannot ${verb}`,
         context,
       );
     case 'full':
