@@ -288,7 +288,13 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       const parent = await engine.store.get(String((await client.createTask('wait', { seconds: 2 }))['taskId']));
       if (!parent) throw new Error('no parent record');
       // What a running tool's ctx.checkpoint() and ctx.callTool() store, through the same engine calls.
-      await engine.store.durable.save(parent, { attempt: 1, kind: 'checkpoint', json: '{"next":5}', maxEntries: 10 });
+      await engine.store.durable.save(parent, {
+        attempt: 1,
+        kind: 'checkpoint',
+        json: '{"next":5}',
+        maxEntries: 10,
+        maxTotalBytes: 4096,
+      });
       const child = await engine.tasks.create({
         kind: TaskKind.Task,
         owner: parent.owner,

@@ -20,6 +20,7 @@ const KEY_FIRST = new Set([
   'HMGET',
   'HSET',
   'HSETNX',
+  'HSTRLEN',
   'INCR',
   'LLEN',
   'LRANGE',

@@ -292,6 +292,7 @@ function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator):
   }
   const closedMetrics = metricsWarning(metricsGate(config));
   if (closedMetrics !== undefined) log.warn(closedMetrics);
+  for (const warning of auth.warnings) log.warn(warning);
   if (auth.enabled) {
     log.info('authentication on: every /mcp request needs a bearer token; tasks are bound to its principal', {
       methods: auth.methods,

@@ -9,6 +9,7 @@ import {
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
+  PrincipalRateEnvSchema,
   SignalEnvSchema,
   TaskEnvSchema,
 } from '@mcp-tasks/engine';
@@ -58,7 +59,13 @@ export const SecurityEnvSchema = z.object({
   /** JWKS document of the issuer whose JWTs are accepted (RS256, ES256, EdDSA, ...). */
   AUTH_JWKS_URL: z.string().url().optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
+  /** A JWT's `aud` must contain it; required with AUTH_JWT_SECRET or AUTH_JWKS_URL (see AUTH_JWT_AUDIENCE_OPTIONAL). */
   AUTH_JWT_AUDIENCE: z.string().optional(),
+  /**
+   * Accept JWTs without checking their audience: for an identity provider that sets no `aud`. Said at every start,
+   * since a token its issuer minted for any other service is then accepted here too.
+   */
+  AUTH_JWT_AUDIENCE_OPTIONAL: flag(false),
   /** JWS algorithms accepted with AUTH_JWKS_URL; unset: JWKS_DEFAULT_ALGORITHMS. Asymmetric ones only. */
   AUTH_JWT_ALGORITHMS: z
     .string()
@@ -89,8 +96,6 @@ export const SecurityEnvSchema = z.object({
   IDEMPOTENCY_KEYS_PER_PRINCIPAL: intFromEnv(1000, { min: 1, max: 1_000_000 }),
   MAX_ARGUMENTS_BYTES: intFromEnv(256 * 1024, { min: 2 }),
   MAX_STREAMS_PER_SESSION: intFromEnv(16, { min: 1, max: 10_000 }),
-  RATE_LIMIT_WINDOW_MS: intFromEnv(10_000, { min: 100 }),
-  RATE_LIMIT_PER_PRINCIPAL: intFromEnv(2000),
   RATE_LIMIT_PER_ADDRESS: intFromEnv(5000),
   RATE_LIMIT_FAILED_LOOKUPS: intFromEnv(100),
   RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS: intFromEnv(500),
@@ -115,6 +120,7 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(CatalogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
+  .extend(PrincipalRateEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)

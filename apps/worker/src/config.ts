@@ -6,6 +6,7 @@ import {
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
+  PrincipalRateEnvSchema,
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
@@ -24,6 +25,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
   // The bounds of the events its tools send (ctx.signalTask), as the api's for those sent to its endpoint.
   .extend(SignalEnvSchema.shape)
+  // Child tasks are charged to their principal's rate bucket, as the api charges its requests (same settings).
+  .extend(PrincipalRateEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
@@ -57,6 +60,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
      * tool again from the top, replaying what it stored.
      */
     DURABLE_MAX_WAITS: intFromEnv(1000, { min: 1, max: 1_000_000 }),
+    /** The most bytes one task's checkpoint and step results may take together (docs/durable-execution.md). */
+    DURABLE_MAX_TOTAL_BYTES: intFromEnv(4 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
     /** Serve the demo tools (`crash` included): only when asked, never by default (`mcpt worker --demo` sets it). */
     MCPT_DEMO: z
       .enum(['true', 'false', '1', '0'], { message: "use '1' or '0'" })

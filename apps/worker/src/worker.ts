@@ -3,6 +3,7 @@
 import { hostname } from 'node:os';
 import {
   ArgumentValidator,
+  RateLimiter,
   auditLogger,
   catalogBoundsOf,
   CatalogView,
@@ -229,7 +230,11 @@ function jobDepsOf(
     count: (tool, counter) => {
       countSchedulingEvent(redis, engine.keys, tool, counter).catch(() => undefined);
     },
-    durable: { maxBytes: config.DURABLE_MAX_BYTES, maxEntries: config.DURABLE_MAX_STEPS },
+    durable: {
+      maxBytes: config.DURABLE_MAX_BYTES,
+      maxEntries: config.DURABLE_MAX_STEPS,
+      maxTotalBytes: config.DURABLE_MAX_TOTAL_BYTES,
+    },
     durableWaits: { signals: engine.signals, maxWaits: config.DURABLE_MAX_WAITS },
     children: {
       tasks: engine.tasks,
@@ -237,6 +242,15 @@ function jobDepsOf(
       catalog: () => Promise.resolve(parts.catalogView),
       arguments: new ArgumentValidator(),
       audit: auditLogger(parts.log),
+      rates: new RateLimiter(redis, engine.keys, {
+        windowMs: config.RATE_LIMIT_WINDOW_MS,
+        perPrincipal: config.RATE_LIMIT_PER_PRINCIPAL,
+        perAddress: 0,
+        failedLookups: 0,
+        failedLookupsPerAddress: 0,
+        initializePerPrincipal: 0,
+        initializePerAddress: 0,
+      }),
     },
     external: {
       tasks: engine.external,

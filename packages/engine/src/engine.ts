@@ -133,7 +133,10 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     pollIntervalMs: config.TASK_POLL_INTERVAL_MS ?? TASK_DEFAULTS.TASK_POLL_INTERVAL_MS,
     recheckMs: config.RESULT_RECHECK_MS ?? TASK_DEFAULTS.RESULT_RECHECK_MS,
   };
-  const limits = config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {};
+  const limits = {
+    ...(config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {}),
+    maxChildrenPerTask: config.MAX_CHILDREN_PER_TASK ?? TASK_DEFAULTS.MAX_CHILDREN_PER_TASK,
+  };
   const scheduling = loadSchedulingSettings({ ...SCHEDULING_DEFAULTS, ...definedOnly(config) });
   const fairQueue = new FairQueue(keys, scheduling);
   const tasksWith = (changes: Partial<TaskTiming>) =>

@@ -32,6 +32,7 @@ export {
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
+  PrincipalRateEnvSchema,
   RedisEnvSchema,
   SessionEnvSchema,
   TaskEnvSchema,
@@ -49,7 +50,14 @@ export { listenOn, type ListenTarget } from './listen.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
 export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
-export { isLoopbackHost, metricsAccess, type MetricsGate, metricsWarning } from './metrics-access.ts';
+export {
+  hostAllowed,
+  hostRefusal,
+  isLoopbackHost,
+  metricsAccess,
+  type MetricsGate,
+  metricsWarning,
+} from './metrics-access.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
 export {
   BULLMQ_JOB_LAYOUT_VERSION,

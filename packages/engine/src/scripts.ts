@@ -166,6 +166,11 @@ export interface ParentCall {
   attempt: number;
   /** The most fields the parent's durable hash may hold (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /**
+   * The most child tasks the parent may start when its record carries no cap of its own (MAX_CHILDREN_PER_TASK of
+   * this process); a record's cap (the api's, inherited by its children) wins.
+   */
+  maxChildren: number;
 }
 
 /** How create-task-6.lua answered, beyond the request's opening. */
@@ -178,7 +183,7 @@ export type CreateTaskReply =
   /** The parent cannot start a child (include/child-call.lua). */
   | { opened: 0; verdict: 'parent-refused'; reason: ParentRefusal; detail: string | undefined };
 
-export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full';
+export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full' | 'children';
 
 /**
  * A job of one of our tool queues as create-task-6.lua adds it: what BullMQ's `queue.add` would write for the same
@@ -278,6 +283,8 @@ export interface SaveDurableCall {
   now: number;
   checkpoint: boolean;
   maxEntries: number;
+  /** The most bytes the task's checkpoint and step results may take together (field names included). */
+  maxTotalBytes: number;
 }
 
 export type SaveDurableReply =
@@ -285,7 +292,8 @@ export type SaveDurableReply =
   | { verdict: 'exists'; value: string }
   | { verdict: 'ended'; status: TaskStatus }
   | { verdict: 'stale'; attempt: number }
-  | { verdict: 'full'; count: number };
+  | { verdict: 'full'; count: number }
+  | { verdict: 'over'; bytes: number };
 
 export interface TouchSessionCall extends OpeningCall {
   /** The caller holds the session's fields: only its existence is checked (and its timer restarted). */
@@ -393,6 +401,7 @@ export class RedisScripts {
         field: parent.field,
         attempt: parent.attempt,
         maxEntries: parent.maxEntries,
+        maxChildren: parent.maxChildren,
       },
     })) as [number, number | string, (number | string)?];
     switch (verdict) {
@@ -439,6 +448,8 @@ export class RedisScripts {
         return { verdict, status: detail as TaskStatus };
       case 'stale':
         return { verdict, attempt: Number(detail) };
+      case 'over':
+        return { verdict, bytes: Number(detail) };
       default:
         return { verdict, count: Number(detail) };
     }

@@ -70,7 +70,17 @@ export interface CreateTaskInput {
    * same owner lives, that task is answered (`reused`) and nothing is written; one filed for another call (`digest`:
    * of its tool and arguments) refuses this one.
    */
-  idempotency?: { key: string; digest: string; maxKeys: number };
+  idempotency?: {
+    key: string;
+    digest: string;
+    maxKeys: number;
+    /**
+     * Whether the caller proves it owns what the owner owns (a bearer token, a 2025-11-25 session): a refusal then
+     * names the task filed under the key. Without authentication on 2026-07-28 the owner is a client address that
+     * other clients share and a task id is the task's capability (X-SEC-2): the refusal names none.
+     */
+    namesTask?: boolean;
+  };
   /**
    * The task whose running tool starts this one (ctx.callTool): the child is filed under the call's key in the same
    * step, and a call key that names a child already answers that child (`reused`). Refused with a LocalError once a
@@ -101,7 +111,14 @@ export interface WaitOptions {
 export interface TaskLimits {
   /** The most unfinished tasks (and plain calls) one owner may have at once; absent: no cap. */
   maxLiveTasksPerOwner?: number;
+  /**
+   * The most child tasks a task may start (MAX_CHILDREN_PER_TASK): written on each task created here but a child,
+   * which inherits its parent's in the create script; absent: the default.
+   */
+  maxChildrenPerTask?: number;
 }
+
+const DEFAULT_MAX_CHILDREN_PER_TASK = 1000;
 
 export class TaskService {
   /**
@@ -117,6 +134,10 @@ export class TaskService {
     readonly timing: TaskTiming,
     readonly limits: TaskLimits = {},
   ) {}
+
+  get #maxChildren(): number {
+    return this.limits.maxChildrenPerTask ?? DEFAULT_MAX_CHILDREN_PER_TASK;
+  }
 
   #externalQueues: ExternalQueues | undefined;
   #fairQueue: FairQueue | undefined;
@@ -158,16 +179,17 @@ export class TaskService {
     opening: RequestOpening | undefined,
     replaced = false,
   ): Promise<CreatedTask> {
-    const { key } = input.idempotency ?? { key: '' };
-    if (!existing.sameCall) {
+    const { key, namesTask } = input.idempotency ?? { key: '' };
+    const record = await this.store.get(existing.taskId);
+    if (record && record.owner === input.owner) {
+      if (existing.sameCall) return { ...record, reused: true };
+      const task = namesTask === true ? ` (task ${existing.taskId})` : '';
       throw new InvalidInputError(
-        `Idempotency-Key '${key}' was used for another call (task ${existing.taskId}): a retry must repeat the same ` +
-          'tool and arguments, and a new call needs a new key',
-        { taskId: existing.taskId },
+        `Idempotency-Key '${key}' was used for another call${task}: a retry must repeat the same tool and arguments, ` +
+          'and a new call needs a new key',
+        namesTask === true ? { taskId: existing.taskId } : undefined,
       );
     }
-    const record = await this.store.get(existing.taskId);
-    if (record && record.owner === input.owner) return { ...record, reused: true };
     if (input.parent) {
       throw new LocalError(
         LocalErrorCode.TaskEnded,
@@ -181,7 +203,7 @@ export class TaskService {
       );
     }
     // Filed under the key but gone before its expiry (an operator's purge, a call answered synchronously): a new task
-    // takes the key over, in the same step that checks it still names the one found gone.
+    // takes the key over, whatever call it is, in the same step that checks it still names the one found gone.
     const again = await this.#create({ ...input, replaceKeyOf: existing.taskId }, opening);
     if (!('existing' in again)) return again.record;
     return this.#existing(input, again.existing, opening, true);
@@ -242,7 +264,8 @@ export class TaskService {
             ...(job ? { job } : {}),
             ...(open ? { open } : {}),
             ...(input.requestContext ? { requestContext: input.requestContext } : {}),
-            ...durableGroups(this.store, input),
+            maxChildren: this.#maxChildren,
+            ...durableGroups(this.store, input, this.#maxChildren),
           }),
         (error) => error instanceof LocalError,
       )) as Extract<Created, { opened: 0 }>;
@@ -496,6 +519,7 @@ export class TaskService {
 function durableGroups(
   store: TaskStore,
   input: CreateTaskInput & { replaceKeyOf?: string },
+  maxChildren: number,
 ): Partial<Pick<NewTask, 'idempotency' | 'parent'>> {
   const { idempotency, parent, replaceKeyOf } = input;
   return {
@@ -509,6 +533,7 @@ function durableGroups(
             field: store.durable.childField(parent.key),
             attempt: parent.attempt,
             maxEntries: parent.maxEntries,
+            maxChildren,
           },
         }
       : {}),

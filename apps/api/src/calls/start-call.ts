@@ -82,7 +82,9 @@ function idempotencyOf(context: CallContext, prepared: PreparedCall): Pick<Creat
   const key = prepared.request.idempotencyKey;
   if (key === undefined || !prepared.asTask) return {};
   const digest = callDigest(prepared.tool.name, prepared.arguments);
-  return { idempotency: { key, digest, maxKeys: context.services.config.IDEMPOTENCY_KEYS_PER_PRINCIPAL } };
+  const maxKeys = context.services.config.IDEMPOTENCY_KEYS_PER_PRINCIPAL;
+  // Where a task id is the task's capability (2026-07-28 without authentication) a refusal must not hand one out.
+  return { idempotency: { key, digest, maxKeys, namesTask: !context.caller.readsByCapability } };
 }
 
 /**

@@ -1,7 +1,7 @@
 // What a running tool keeps beside its task's record (docs/durable-execution.md): its checkpoint, its steps' results
 // and the ids of its child tasks, in one hash per task that expires with the record (save-durable-3.lua writes it,
 // create-task-6.lua files child tasks in it), and the set of its children that a cancel of the task cancels too.
-import { LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
+import { LimitExceededError, LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from '../redis.ts';
 import { type ParentCall, type ParentRefusal, RedisScripts } from '../scripts.ts';
 import type { TaskKeys } from './keys.ts';
@@ -40,6 +40,8 @@ export interface DurableWrite {
   json: string;
   /** The most fields the task's hash may hold (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /** The most bytes its checkpoint and step results may take together (DURABLE_MAX_TOTAL_BYTES). */
+  maxTotalBytes: number;
 }
 
 /** A stored write; a step stored already (by a concurrent earlier attempt) answers its first result. */
@@ -97,6 +99,7 @@ export class DurableStore {
       now: Date.now(),
       checkpoint,
       maxEntries: write.maxEntries,
+      maxTotalBytes: write.maxTotalBytes,
     });
     switch (reply.verdict) {
       case 'ok':
@@ -111,6 +114,14 @@ export class DurableStore {
         throw durableRefusal(taskId, 'stale', String(reply.attempt), write.kind);
       case 'full':
         throw durableRefusal(taskId, 'full', String(reply.count), write.kind);
+      case 'over':
+        throw new LocalError(
+          LocalErrorCode.DurableFull,
+          `Task ${taskId} would keep ${reply.bytes} bytes of checkpoint and step results with this ${write.kind}, ` +
+            `more than the ${write.maxTotalBytes} DURABLE_MAX_TOTAL_BYTES allows: keep references (a file, a row) ` +
+            'instead of the data',
+          { taskId, bytes: reply.bytes, max: write.maxTotalBytes },
+        );
     }
   }
 
@@ -172,6 +183,14 @@ export function durableRefusal(
       return new LocalError(
         LocalErrorCode.AttemptSuperseded,
         `A later attempt (${detail ?? '?'}) runs task ${taskId} now: this one can no longer ${verb}`,
+        context,
+      );
+    case 'children':
+      return new LimitExceededError(
+        'children_per_task',
+        Number(detail),
+        `Task ${taskId} has started ${detail ?? 'as many'} child tasks, the most MAX_CHILDREN_PER_TASK allows ` +
+          `(set on the api, inherited by every child): it cannot ${verb}`,
         context,
       );
     case 'full':

@@ -11,9 +11,13 @@ export class TaskKeys {
     this.#prefix = keys.prefix;
   }
 
-  /** Hash: the task record. */
+  /**
+   * Hash: the task record. Our ids are UUIDs, but a client may send any text as one: with a `:` it would name another
+   * key of a task (`<id>:children` is a set), and reading that failed with a Redis type error, an answer an unknown
+   * id does not get (an existence oracle). Such an id names a key no task has, so it is not found like any other.
+   */
   record(taskId: string): string {
-    return `${this.#prefix}:task:${taskId}`;
+    return `${this.#prefix}:task:${taskId.includes(':') ? taskId.replaceAll(':', '\u0000') : taskId}`;
   }
 
   /** Sorted set (all scores 0, members ordered by creation): the tasks of one owner, for tasks/list. */

@@ -138,6 +138,8 @@ export interface NewTask {
   idempotency?: Omit<IdempotencyCall, 'keys'>;
   /** The task whose running tool starts this one (ctx.callTool): the child is filed with it, once per call key. */
   parent?: Omit<ParentCall, 'keys'> & { taskId: string };
+  /** The most child tasks it may start, kept on its record (a child gets its parent's instead). */
+  maxChildren?: number;
 }
 
 /** What creating a task came to, once its request was opened. */
@@ -237,6 +239,7 @@ export class TaskStore {
       requestContext,
       idempotency,
       parent,
+      maxChildren,
     } = task;
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -269,7 +272,12 @@ export class TaskStore {
         : {}),
       ...(idempotency ? { idempotency: { ...idempotency, keys: this.#idempotencyKeys(record.owner) } } : {}),
       ...(parent ? { parent: { ...parent, keys: this.durable.parentKeys(parent.taskId) } } : {}),
-      fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
+      fields: {
+        ...encodeRecord(record),
+        arguments: JSON.stringify(args ?? {}),
+        history: initialHistory(record),
+        ...(maxChildren !== undefined ? { maxChildren: String(maxChildren) } : {}),
+      },
     });
     if (reply.opened !== 0) return { opened: reply.opened };
     switch (reply.verdict) {
