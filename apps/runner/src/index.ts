@@ -17,14 +17,18 @@
  *   }),
  * ];
  */
+export { defineExternalTool, defineQueueTool, defineTool, TaskSupport } from '@mcp-tasks/protocol';
+// The errors a tool throws or catches, each with its own `name`, for `instanceof`: FinalError (fail without retry),
+// ProtocolError (fail with this JSON-RPC code), ChildTaskError (a child task failed: ctx.callTool),
+// NonDeterministicCallError (a replayed child call is not the call filed under its key: ctx.callTool), LocalError
+// with its LocalErrorCode (ctx.elicit, ctx.checkpoint, ctx.step ... refused).
 export {
   ChildTaskError,
-  defineExternalTool,
-  defineQueueTool,
-  defineTool,
   FinalError,
+  LocalError,
+  LocalErrorCode,
   NonDeterministicCallError,
-  TaskSupport,
+  ProtocolError,
 } from '@mcp-tasks/protocol';
 export type {
   CallbackTarget,
@@ -32,19 +36,26 @@ export type {
   CallToolResult,
   CatalogEntry,
   ElicitParams,
+  EventOutcome,
   ExternalContext,
   ExternalHandlers,
+  ExternalRef,
   ExternalStatus,
   ExternalSubmission,
   ExternalToolDefinition,
+  InputOptions,
   QueueToolDefinition,
   RetryPolicy,
   Scheduling,
   SchedulingInput,
+  SignalOutcome,
+  StepOptions,
   ToolAnnotations,
   ToolContext,
   ToolDefinition,
   ToolLogger,
+  WaitForEventOptions,
+  WaitOptions,
 } from '@mcp-tasks/protocol';
 export { startApi, startWorker } from './start.ts';
 // The loader of MCPT_TOOLS, for embedding: a tools file in ESM or CommonJS, whatever the project's own type.

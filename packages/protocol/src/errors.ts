@@ -51,6 +51,8 @@ export const LocalErrorCode = {
   StepNameReused: 'step-name-reused',
   /** A replayed child call differs from the call filed under its key (docs/durable-execution.md, "Replay"). */
   NonDeterministicCall: 'non-deterministic-call',
+  /** A sleep or a wait would end after its task expires (docs/durable-execution.md, "Waits"). */
+  WaitTooLong: 'wait-too-long',
 } as const;
 export type LocalErrorCode = (typeof LocalErrorCode)[keyof typeof LocalErrorCode];
 

@@ -6,6 +6,7 @@ import {
   type DurableView,
   type StepView,
   type TaskInspection,
+  type WaitsView,
 } from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
@@ -18,7 +19,7 @@ export function registerInspect(program: Command, io: CliIo): void {
     .command('inspect')
     .description(
       'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint, ' +
-        'steps and child calls in order (start, duration, attempt, size), result or error',
+        'steps and child calls in order (start, duration, attempt, size), what it waits for, result or error',
     )
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
@@ -38,11 +39,17 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     task: operatorTask(record),
     arguments: inspection.arguments,
     history: inspection.history.map((entry) => ({ ...entry, at: iso(entry.at) })),
+    attempts: inspection.attempts.map((entry) => ({
+      ...entry,
+      startedAt: iso(entry.startedAt),
+      ...(entry.endedAt !== undefined ? { endedAt: iso(entry.endedAt) } : {}),
+    })),
     job: job ?? null,
     ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
     ...(inspection.durable ? { durable: inspection.durable } : {}),
     ...(inspection.steps ? { steps: inspection.steps } : {}),
     ...(inspection.stepsLeftOut !== undefined ? { stepsLeftOut: inspection.stepsLeftOut } : {}),
+    ...(inspection.waits ? { waits: inspection.waits } : {}),
     ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
     ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
   };
@@ -82,6 +89,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
   if (inspection.inconsistency) pairs.push(['inconsistent', inspection.inconsistency]);
   const { durable } = inspection;
   if (durable) pairs.push(...durablePairs(durable, now));
+  if (inspection.waits) pairs.push(...waitsPairs(inspection.waits, now));
   const parts = [
     keyValues(pairs),
     '',
@@ -90,6 +98,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
     ),
   ];
+  if (inspection.attempts.length > 0) parts.push('', 'Attempts:', attemptsTable(inspection, now));
   if (inspection.steps) parts.push('', ...stepsText(inspection.steps, inspection.stepsLeftOut));
   if (durable && durable.children.length > 0) {
     parts.push(
@@ -107,6 +116,39 @@ function inspectionText(inspection: TaskInspection, now: number): string {
     parts.push(JSON.stringify('result' in outcome ? outcome.result : outcome.error, null, 2));
   }
   return parts.join('\n');
+}
+
+/** The attempts of the task's job: worker, start, duration and how each ended (running: the one under way). */
+function attemptsTable({ attempts }: TaskInspection, now: number): string {
+  return table(
+    [{ title: 'attempt' }, { title: 'worker' }, { title: 'started' }, { title: 'for' }, { title: 'ended' }],
+    attempts.map((entry) => [
+      String(entry.attempt),
+      entry.worker,
+      iso(entry.startedAt),
+      formatDuration((entry.endedAt ?? now) - entry.startedAt),
+      entry.ending ?? 'running',
+    ]),
+  );
+}
+
+/** What the task waits for while parked, its waits and the events kept for it (docs/durable-execution.md, "Waits"). */
+function waitsPairs(waits: WaitsView, now: number): [string, string][] {
+  const pairs: [string, string][] = [];
+  const { waiting } = waits;
+  if (waiting) {
+    const what =
+      waiting.kind === 'sleep'
+        ? 'sleep'
+        : waiting.kind === 'event'
+          ? `event '${waiting.name ?? ''}'`
+          : `the client's answer to ${waiting.name ?? 'an input request'}`;
+    const left = Date.parse(waiting.until) - now;
+    const when = left >= 0 ? `in ${formatDuration(left)}` : `${formatDuration(-left)} ago`;
+    pairs.push(['parked on', `${what} until ${waiting.until} (${when}; wait ${waiting.key})`]);
+  }
+  pairs.push(['waits', `${waits.waits} made, ${waits.eventsKept} event(s) kept`]);
+  return pairs;
 }
 
 /** What the task's tool keeps durably (docs/durable-execution.md): its checkpoint, its steps, its parent. */

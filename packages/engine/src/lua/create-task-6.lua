@@ -82,6 +82,7 @@
                    field        the call's field in the parent's durable hash (`c:<key>`)
                    attempt      the parent's attempt starting the child (its moves' fence)
                    maxEntries   the most steps and child tasks the parent may keep
+                   maxChildren  the most children it may start when its record carries no cap (`maxChildren`)
                    digest       the digest of the call (its tool and the arguments the tool passed)
                    facts        the call's facts, a JSON object (tool, digest, when, attempt)
     resume       absent, or the failed task this one continues:
@@ -119,11 +120,11 @@ if idempotency then
     return {digest == idempotency.digest and 2 or 3, filed}
   end
 end
-local parent, parentExpiresAt, parentOrder = args.parent, nil, nil
+local parent, parentExpiresAt, parentOrder, childCap = args.parent, nil, nil, nil
 if parent then
   local refusal
-  refusal, parentExpiresAt, parentOrder = childCallRefusal(parent.keys.record, parent.keys.durable, parent.field,
-    parent.attempt, parent.maxEntries, parent.digest)
+  refusal, parentExpiresAt, parentOrder, childCap = childCallRefusal(parent.keys.record, parent.keys.durable,
+    parent.field, parent.attempt, parent.maxEntries, parent.maxChildren, parent.digest)
   if refusal then
     return refusal
   end
@@ -252,7 +253,7 @@ if idempotency then
 end
 if parent then
   fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, parent.facts, parentOrder,
-    taskId, parentExpiresAt)
+    taskId, parentExpiresAt, 1, childCap)
 end
 if resume then
   carryOver(resume.keys, resume.taskId, resume.drop, taskId, expiresAt)

@@ -3,7 +3,7 @@
 // a call's tool and the digest of its arguments), in one hash per task that expires with the record (save-durable-3.lua
 // writes it, create-task-6.lua files child tasks in it and copies it for a resumed task), and the set of its children
 // that a cancel of the task cancels too.
-import { LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
+import { LimitExceededError, LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from '../redis.ts';
 import { type ParentCall, type ParentRefusal, RedisScripts, type ResumeCall, type ResumeRefusal } from '../scripts.ts';
 import type { TaskKeys } from './keys.ts';
@@ -24,6 +24,9 @@ export interface FiledCall {
   digest?: string;
 }
 
+/** Waits (records/waits.ts): sleeps, event waits, parked input requests, and the tries of steps with a retry policy. */
+const WAIT_PREFIX = 'w:';
+
 /** What a task keeps durably, as an attempt reads it once before its tool runs: JSON texts by name. */
 export interface DurableSnapshot {
   /** The last checkpoint's JSON, if any. */
@@ -32,12 +35,15 @@ export interface DurableSnapshot {
   steps: Map<string, string>;
   /** Child calls by call key. */
   children: Map<string, FiledCall>;
+  /** Waits by key (records/waits.ts): their JSON. */
+  waits: Map<string, string>;
 }
 
 export const EMPTY_SNAPSHOT: DurableSnapshot = Object.freeze({
   checkpoint: undefined,
   steps: new Map<string, string>(),
   children: new Map<string, FiledCall>(),
+  waits: new Map<string, string>(),
 });
 
 /**
@@ -77,6 +83,8 @@ export interface DurableWrite {
   /** A step: when its function started (epoch ms) and how long it ran (ms), for operators. */
   startedAt?: number;
   durationMs?: number;
+  /** The most bytes its checkpoint and step results may take together (DURABLE_MAX_TOTAL_BYTES). */
+  maxTotalBytes: number;
 }
 
 /** A stored write; a step stored already (by a concurrent earlier attempt) answers its first result. */
@@ -101,7 +109,12 @@ export class DurableStore {
   /** Everything the task keeps, in one read (an attempt reads it only when the record says there is some). */
   async snapshot(taskId: string): Promise<DurableSnapshot> {
     const hash = await this.redis.hgetall(this.keys.durable(taskId));
-    const snapshot: DurableSnapshot = { checkpoint: undefined, steps: new Map(), children: new Map() };
+    const snapshot: DurableSnapshot = {
+      checkpoint: undefined,
+      steps: new Map(),
+      children: new Map(),
+      waits: new Map(),
+    };
     for (const [field, value] of Object.entries(hash)) {
       if (field === CHECKPOINT_FIELD) snapshot.checkpoint = value;
       else if (field.startsWith(STEP_PREFIX)) snapshot.steps.set(field.slice(STEP_PREFIX.length), value);
@@ -112,7 +125,7 @@ export class DurableStore {
           ...(typeof facts?.['tool'] === 'string' ? { tool: facts['tool'] } : {}),
           ...(typeof facts?.['digest'] === 'string' ? { digest: facts['digest'] } : {}),
         });
-      }
+      } else if (field.startsWith(WAIT_PREFIX)) snapshot.waits.set(field.slice(WAIT_PREFIX.length), value);
     }
     return snapshot;
   }
@@ -135,6 +148,7 @@ export class DurableStore {
       now: Date.now(),
       checkpoint,
       maxEntries: write.maxEntries,
+      maxTotalBytes: write.maxTotalBytes,
       ...(checkpoint
         ? {}
         : {
@@ -159,6 +173,14 @@ export class DurableStore {
         throw durableRefusal(taskId, 'stale', String(reply.attempt), write.kind);
       case 'full':
         throw durableRefusal(taskId, 'full', String(reply.count), write.kind);
+      case 'over':
+        throw new LocalError(
+          LocalErrorCode.DurableFull,
+          `Task ${taskId} would keep ${reply.bytes} bytes of checkpoint and step results with this ${write.kind}, ` +
+            `more than the ${write.maxTotalBytes} DURABLE_MAX_TOTAL_BYTES allows: keep references (a file, a row) ` +
+            'instead of the data',
+          { taskId, bytes: reply.bytes, max: write.maxTotalBytes },
+        );
     }
   }
 
@@ -288,6 +310,14 @@ export function durableRefusal(
       return new LocalError(
         LocalErrorCode.AttemptSuperseded,
         `A later attempt (${detail ?? '?'}) runs task ${taskId} now: this one can no longer ${verb}`,
+        context,
+      );
+    case 'children':
+      return new LimitExceededError(
+        'children_per_task',
+        Number(detail),
+        `Task ${taskId} has started ${detail ?? 'as many'} child tasks, the most MAX_CHILDREN_PER_TASK allows ` +
+          `(set on the api, inherited by every child): it cannot ${verb}`,
         context,
       );
     case 'full':

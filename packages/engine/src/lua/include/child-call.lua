@@ -6,22 +6,25 @@
   attempt of the parent finds the id there and creates nothing, and no crash between the creation and the filing can
   start the child twice, since they are one step.
 
-  childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, digest) checks the parent before anything
-  is written. It answers nothing when the child may be created, with the parent's expiry (epoch ms) and the size of
-  its durable hash (the call's order); {2, childId}
-  when the call's key names a child of the same call already; {4, childId} when it names the child of another call
-  (another tool or other arguments: a replay that would guess); or {-2, reason, detail} when the parent cannot start
-  one: 'missing', 'ended' (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number)
-  or 'full' (it keeps maxEntries steps and child tasks: detail, that count). Fenced as transition-6.lua fences a
-  worker's moves.
+  childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, maxChildren, digest) checks the parent
+  before anything is written. It answers nothing when the child may be created, with the parent's expiry (epoch ms),
+  the size of its durable hash (the call's order) and its cap on children; {2, childId} when the call's key names a
+  child of the same call already; {4, childId} when it names the child of another call (another tool or other
+  arguments: a replay that would guess); or {-2, reason, detail} when the parent cannot start one: 'missing', 'ended'
+  (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number), 'full' (it keeps
+  maxEntries steps and child tasks: detail, that count) or 'children' (it has started as many children as its cap:
+  detail, the cap). The cap is the parent record's `maxChildren`, which the api wrote when it created the task tree's
+  root and every child inherits (so a worker's own setting cannot raise it), else maxChildren. Fenced as
+  transition-6.lua fences a worker's moves.
 
-  fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt) files the new
-  child: its id under the call's key with its facts (a JSON object, to which its `order` as `n` and the child's id
-  `task` are added), in the parent's set of children (what a cancel of the parent cancels), and on the parent's record the count
-  of its children and the mark that it keeps durable state. Both keys expire with the parent.
+  fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt, childRecord,
+  cap) files the new child: its id under the call's key with its facts (a JSON object, to which its `order` as `n`
+  and the child's id `task` are added), in the parent's set of children (what a cancel of the parent cancels), on the
+  parent's record the count of its children and the mark that it keeps durable state, and on the child's record the
+  parent's cap on children. Both keys expire with the parent.
 ]]
-local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, digest)
-  local p = redis.call('HMGET', KEYS[parentRecord], 'status', 'attempt', 'createdAt', 'ttl')
+local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, maxChildren, digest)
+  local p = redis.call('HMGET', KEYS[parentRecord], 'status', 'attempt', 'createdAt', 'ttl', 'children', 'maxChildren')
   if not p[1] then
     return {-2, 'missing'}
   end
@@ -38,15 +41,20 @@ local function childCallRefusal(parentRecord, parentDurable, field, attempt, max
     local filed = string.match(redis.call('HGET', KEYS[parentDurable], 'f:' .. field) or '', '"digest":"([^"]*)"')
     return {(filed == nil or filed == digest) and 2 or 4, existing}
   end
+  local cap = tonumber(p[6]) or maxChildren
+  if (tonumber(p[5]) or 0) >= cap then
+    return {-2, 'children', tostring(cap)}
+  end
   -- Two fields per step and child task (its value and its facts), one checkpoint besides.
   local fields = redis.call('HLEN', KEYS[parentDurable])
   if math.floor(fields / 2) >= maxEntries then
     return {-2, 'full', tostring(math.floor(fields / 2))}
   end
-  return nil, tonumber(p[3]) + tonumber(p[4]), fields
+  return nil, tonumber(p[3]) + tonumber(p[4]), fields, cap
 end
 
-local function fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt)
+local function fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt,
+    childRecord, cap)
   redis.call('HSET', KEYS[parentDurable], field, childId, 'f:' .. field,
     '{"n":' .. order .. ',"task":' .. cjson.encode(childId) .. ',' .. string.sub(facts, 2))
   redis.call('PEXPIREAT', KEYS[parentDurable], parentExpiresAt)
@@ -54,4 +62,5 @@ local function fileChild(parentRecord, parentDurable, parentChildren, field, fac
   redis.call('PEXPIREAT', KEYS[parentChildren], parentExpiresAt)
   redis.call('HSET', KEYS[parentRecord], 'durable', '1')
   redis.call('HINCRBY', KEYS[parentRecord], 'children', 1)
+  redis.call('HSET', KEYS[childRecord], 'maxChildren', cap)
 end

@@ -9,9 +9,11 @@
 
   carryOver(keys, fromId, drop, taskId, expiresAt) names the new task on the failed one's record (`resumedBy`) and
   copies the failed task's durable hash (COPY: the results never pass through the script) to the new task's, less
-  the child calls whose child is in `drop` (one that ended without a result runs again) with their facts. Each fact
+  the child calls whose child is in `drop` (one that ended without a result runs again) with their facts, and the
+  steps' counts of failed tries (`w:tries:<step>`: a step that failed is tried afresh). Each fact
   carried names the task that stored it (`from`), unless it names one already (a resumed task resumed again). The
-  copy expires with the new task.
+  copy expires with the new task, and the new task's record (KEYS[1]) takes over the bytes its checkpoint and steps
+  take (`durableBytes`, which child calls do not count): the copy counts against its DURABLE_MAX_TOTAL_BYTES.
 ]]
 local function resumeRefusal(record)
   local r = redis.call('HMGET', KEYS[record], 'status', 'resumedBy')
@@ -32,6 +34,10 @@ local function carryOver(keys, fromId, drop, taskId, expiresAt)
   if redis.call('COPY', KEYS[keys.durable], KEYS[keys.copy]) == 0 then
     return
   end
+  local bytes = redis.call('HGET', KEYS[keys.record], 'durableBytes')
+  if bytes then
+    redis.call('HSET', KEYS[1], 'durableBytes', bytes)
+  end
   local dropped = {}
   for _, id in ipairs(drop) do
     dropped[id] = true
@@ -43,6 +49,9 @@ local function carryOver(keys, fromId, drop, taskId, expiresAt)
       if dropped[redis.call('HGET', KEYS[keys.copy], field)] then
         redis.call('HDEL', KEYS[keys.copy], field, 'f:' .. field)
       end
+    elseif string.sub(field, 1, 8) == 'w:tries:' then
+      -- A step's count of failed tries (note-tries-2.lua): the step that failed gets its tries afresh.
+      redis.call('HDEL', KEYS[keys.copy], field)
     elseif head == 'f:' then
       -- false when its child call was dropped above.
       local facts = redis.call('HGET', KEYS[keys.copy], field)
