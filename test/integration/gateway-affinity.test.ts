@@ -147,7 +147,8 @@ describe('gateway affinity across two api replicas and several workers (sequenti
     await addWorker();
     const children = descendants(first.process.pid as number);
     await first.stop();
-    expect(children.filter(alive), 'children stopped with their worker').to.deep.equal([]);
+    // npx's own child sees its stdin close when npx goes, a moment after the worker: none is left behind.
+    await eventually(() => (children.some(alive) ? undefined : true), 10_000, 100);
     const aliceElsewhere = await session('alice', 1);
     expect(await remember(aliceElsewhere, 'notes_remember', 'a2')).to.deep.equal(['a1', 'a2']);
     expect(await remember(alice, 'notes_remember', 'a3')).to.deep.equal(['a1', 'a2', 'a3']);
