@@ -14,7 +14,7 @@ import {
 } from '@mcp-tasks/engine';
 import { Redis } from 'ioredis';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem } from '../support/processes.ts';
+import { startSystem } from '../support/in-process.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 

@@ -12,7 +12,7 @@ import { TaskKind } from '@mcp-tasks/protocol';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const TOKEN = 'test-admin-token-0123456789abcdef';
 describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', function () {

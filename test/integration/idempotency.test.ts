@@ -8,7 +8,7 @@ import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { modernPost, WITH_TASKS } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdef0';

@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { toolRegistry } from '@mcp-tasks/tools';
 import { McpTestClient, sleep, type RpcReply } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { rawRequest } from '../support/raw-http.ts';
 
 const SESSION_IDLE_TTL_MS = 2000;

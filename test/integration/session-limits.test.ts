@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { eventually, McpTestClient, sleep, type RpcReply } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { rawRequest } from '../support/raw-http.ts';
 
 const ALICE_KEY = `alice-${randomUUID()}`;

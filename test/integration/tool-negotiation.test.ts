@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { toolRegistry } from '@mcp-tasks/tools';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 describe('tool task negotiation (api + worker processes, real Redis)', function () {
   this.timeout(20_000);
