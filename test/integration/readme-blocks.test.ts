@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
+import { DOWNLOADS_TAG, LOWEST_NODE } from '../../scripts/lib/downloads.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { nodeBinary, packedTarball, pathFor } from '../support/packed-runner.ts';
@@ -22,7 +23,6 @@ import { startRedisServer, uniquePrefix, type RedisServer } from '../support/red
 import { track } from '../support/resources.ts';
 
 const run = promisify(execFile);
-const LOWEST_NODE = '22.15.0';
 const DOCUMENTED_URL = 'http://127.0.0.1:3000/mcp';
 /** The package in an `npm install` line: its name, or the path of its tarball (`../x/dist/mcp-task-runner-0.1.0.tgz`). */
 const TARBALL_IN_INSTALL = /^(npm install .*?)(?:\S*\/)?(mcp-task-runner(?:-\d[\w.-]*\.tgz)?)(?=\s|$)/gm;
@@ -97,7 +97,7 @@ describe('the fenced blocks of README.md and apps/runner/README.md have markers 
   });
 });
 
-describe('every fenced block of README.md and apps/runner/README.md is run, or says why not (issue 31)', function () {
+describe(`every fenced block of README.md and apps/runner/README.md is run, or says why not (issue 31) ${DOWNLOADS_TAG}`, function () {
   this.timeout(300_000);
   let redis: RedisServer;
   let home: string;
