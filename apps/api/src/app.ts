@@ -173,6 +173,7 @@ async function apiServices(
     }),
     metrics,
     security,
+    webhooks: engine.webhooks,
     stopping,
   };
 }

@@ -10,6 +10,7 @@ import {
   SchedulingEnvSchema,
   SessionEnvSchema,
   TaskEnvSchema,
+  WebhookEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
 
@@ -117,6 +118,8 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)
+  // Accepts calls' webhooks and puts principals' configured ones on their tasks (docs/webhooks.md).
+  .extend(WebhookEnvSchema.shape)
   .extend({
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: intFromEnv(3000, { max: 65535 }),

@@ -10,6 +10,7 @@ import {
   SchedulingEnvSchema,
   SessionEnvSchema,
   TaskEnvSchema,
+  WebhookEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
 
@@ -21,6 +22,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
   // The timing of the child tasks its tools start (ctx.callTool), as the api's for the tasks it creates.
   .extend(TaskEnvSchema.shape)
+  // Signs and delivers tasks' webhooks (docs/webhooks.md): the same settings as the api's.
+  .extend(WebhookEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),

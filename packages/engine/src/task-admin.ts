@@ -16,6 +16,7 @@ import {
   type CatalogEntry,
   type Task,
   type TaskRecord,
+  type WebhookEvents,
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
 import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
@@ -28,6 +29,7 @@ import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.
 import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
+import type { WebhookView } from './records/webhooks.ts';
 import type { TaskService } from './task-service.ts';
 import type { SchedulingView, ToolSchedulingView } from './tool-limits.ts';
 
@@ -116,6 +118,14 @@ export interface TaskInspection {
   inconsistency?: string;
   /** What the task's tool keeps durably and its place in a tree of tasks (docs/durable-execution.md). */
   durable?: DurableView;
+  /** The task's webhook, its deliveries not made yet and its last attempts (docs/webhooks.md). */
+  webhook?: WebhookInspection;
+}
+
+/** A task's webhook as operators see it: where it goes, which changes, and its deliveries. */
+export interface WebhookInspection extends WebhookView {
+  url: string;
+  events: WebhookEvents;
 }
 
 /** A task's durable state as operators see it: its checkpoint, its stored steps, its parent and its children. */
@@ -301,6 +311,10 @@ export class TaskAdmin {
     }
     const verdict = reconcile(record, state, job?.failedReason);
     const durable = await this.#durableView(record);
+    // Read only for a task that has a webhook.
+    const webhook = record.webhook
+      ? { ...record.webhook, ...(await this.store.webhooks.view(record.taskId)) }
+      : undefined;
     // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts). Only a working task
     // can: the catalog is not read for the others (the dashboard's task page asks every second).
     const live = this.tools && record.status === TaskStatus.Working ? await this.tools.catalog.read() : undefined;
@@ -310,6 +324,7 @@ export class TaskAdmin {
       ...(view ? { job: view } : {}),
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
       ...(durable ? { durable } : {}),
+      ...(webhook ? { webhook } : {}),
     };
   }
 
@@ -523,6 +538,8 @@ export class TaskAdmin {
         : {}),
       requestedTtl: record.ttl,
       statusMessage: `Retry of task ${taskId}, queued for a worker.`,
+      // The system the original told of its failure is told of the retry's end too (docs/webhooks.md).
+      ...(record.webhook ? { webhook: record.webhook } : {}),
     });
   }
 

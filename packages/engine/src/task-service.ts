@@ -18,6 +18,7 @@ import {
   type Scheduling,
   type TaskKind,
   type TaskRecord,
+  type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { stopTaskWork } from './stop-task-work.ts';
@@ -78,6 +79,8 @@ export interface CreateTaskInput {
   parent?: { taskId: string; key: string; attempt: number; maxEntries: number };
   /** The task expires by then at the latest (epoch ms): a child's parent's expiry. */
   expiresBy?: number;
+  /** Where the task is posted when it changes (docs/webhooks.md); kept on the record. */
+  webhook?: WebhookTarget;
 }
 
 /** A created task, or (`reused`) the task an idempotency key or a parent's call key names already. */
@@ -207,6 +210,7 @@ export class TaskService {
       ...(input.queue !== undefined ? { external: { mode: 'queue' as const, queue: input.queue } } : {}),
       ...(input.trace ? { trace: input.trace } : {}),
       ...(input.parent !== undefined ? { parent: input.parent.taskId } : {}),
+      ...(input.webhook ? { webhook: input.webhook } : {}),
     };
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;

@@ -2,6 +2,7 @@
 import type { JsonRpcErrorObject } from './jsonrpc.ts';
 import { parentTaskMeta } from './meta.ts';
 import type { TaskStatus } from './task-status.ts';
+import type { WebhookTarget } from './webhook.ts';
 
 /** What the underlying request answered: its result, or the JSON-RPC error the plain call would have sent. */
 export type Outcome = { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
@@ -47,6 +48,8 @@ export interface TaskRecord {
   parent?: string;
   /** What the task's tool keeps durably (docs/durable-execution.md); absent until it keeps anything. */
   durable?: DurableFacts;
+  /** Where the task is posted when it changes (docs/webhooks.md): the step that moves it queues the delivery. */
+  webhook?: WebhookTarget;
 }
 
 /**

@@ -69,6 +69,8 @@ export interface CallRequest {
    * a task call under a key that names a live task of the caller's answers that task (docs/durable-execution.md).
    */
   idempotencyKey?: string;
+  /** The call's `_meta` webhook (RunnerMeta.Webhook) as sent, checked by prepareCall (calls/webhooks.ts). */
+  webhook?: unknown;
   /** The wire's own checks of the tool, before anything runs (2026-07-28: `Mcp-Param-*` headers, C26-HDR-4). */
   admitTool?: (tool: CatalogEntry) => void;
   /**

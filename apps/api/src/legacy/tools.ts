@@ -11,6 +11,7 @@ import {
 } from '@mcp-tasks/protocol';
 import { idempotencyKeyOf } from '../calls/idempotency.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
+import { webhookMetaOf } from '../calls/webhooks.ts';
 import type { CallRequest } from '../calls/request.ts';
 import type { HandlerReply, RequestContext } from '../context.ts';
 import { holdingSlot } from '../stream-limit.ts';
@@ -41,6 +42,7 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
       ...(trace ? { trace: carrierFor(trace) } : {}),
       ...(opening ? { opening: opening.opening } : {}),
       ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+      ...webhookMetaOf(call._meta),
     };
   },
   run: async (request, context) => {

@@ -23,6 +23,7 @@ import {
 } from '@mcp-tasks/protocol';
 import { randomUUID } from 'node:crypto';
 import { idempotencyKeyOf } from '../calls/idempotency.ts';
+import { webhookMetaOf } from '../calls/webhooks.ts';
 import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
 import type { CallRequest } from '../calls/request.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
@@ -119,6 +120,7 @@ export const callTool = wireMethod<ModernContext, ModernCall, ModernReply, Moder
         admitTool: (tool) =>
           checkParamHeaders(paramHeadersOf(tool.inputSchema), call.arguments, context.res.req.headers),
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+        ...webhookMetaOf(call._meta),
       },
       ...(requestState !== undefined ? { retry: { requestState, inputResponses: params?.['inputResponses'] } } : {}),
     };

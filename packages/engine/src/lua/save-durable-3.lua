@@ -1,7 +1,7 @@
 --[[
   Stores what a running tool keeps durably (docs/durable-execution.md) in the task's own hash beside the record: its
   checkpoint (replaced each time) or a step's result (stored once: a step stored already keeps its first result,
-  which is answered). The write is fenced as the attempt's moves are (transition-6.lua): once a later attempt of the
+  which is answered). The write is fenced as the attempt's moves are (transition-8.lua): once a later attempt of the
   task's job has started, an earlier one can no longer write; nor can anyone once the task has ended. The record
   says, in the same step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only
   when there is something in it; a checkpoint also sets its time and size there, for operators, and counts as a sign

@@ -8,6 +8,7 @@ import {
   type Outcome,
   type TaskRecord,
   type TaskStatus,
+  type WebhookTarget,
 } from '@mcp-tasks/protocol';
 
 export function encodeRecord(record: TaskRecord): Record<string, string> {
@@ -29,6 +30,8 @@ export function encodeRecord(record: TaskRecord): Record<string, string> {
   if (record.external) fields['external'] = JSON.stringify(record.external);
   if (record.trace) fields['trace'] = JSON.stringify(record.trace);
   if (record.parent !== undefined) fields['parent'] = record.parent;
+  // JSON {url, events}: transition-8.lua reads `events` to queue a delivery (docs/webhooks.md).
+  if (record.webhook) fields['webhook'] = JSON.stringify(record.webhook);
   return fields;
 }
 
@@ -57,6 +60,7 @@ export function decodeRecord(
   if (hash['trace']) record.trace = JSON.parse(hash['trace']) as NonNullable<TaskRecord['trace']>;
   if (hash['parent']) record.parent = hash['parent'];
   if (hash['durable']) record.durable = decodeDurable(hash);
+  if (hash['webhook']) record.webhook = JSON.parse(hash['webhook']) as WebhookTarget;
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;

@@ -44,6 +44,7 @@ import {
 import { DurableStore, durableRefusal } from './durable.ts';
 import { TaskIndexes } from './indexes.ts';
 import { TaskKeys } from './keys.ts';
+import { WebhookOutbox } from './webhooks.ts';
 
 export type TransitionResult =
   /** `durable`: from the move that starts an attempt (beginAttempt), whether the task keeps durable state. */
@@ -151,6 +152,14 @@ export interface SessionStreamOptions {
 
 export const DEFAULT_SESSION_STREAM: SessionStreamOptions = { idleMs: 3_600_000, maxLength: 1000 };
 
+/** What a transition needs of the webhook settings (docs/webhooks.md): WEBHOOK_MAX_PENDING. */
+export interface TransitionWebhooks {
+  /** The most deliveries a task's outbox holds; a change of status past it is not delivered (the terminal one is). */
+  maxPending: number;
+}
+
+export const DEFAULT_TRANSITION_WEBHOOKS: TransitionWebhooks = { maxPending: 100 };
+
 const MAX_WITHDRAW_ROUNDS = 5;
 
 /** A record with what operators inspect besides it. */
@@ -171,18 +180,22 @@ export class TaskStore {
   readonly indexes: TaskIndexes;
   /** What running tools keep beside their records: checkpoints, step results, child tasks. */
   readonly durable: DurableStore;
+  /** The tasks' webhook deliveries queued by their transitions (docs/webhooks.md). */
+  readonly webhooks: WebhookOutbox;
 
   constructor(
     redis: RedisClient,
     /** The runner's other keys: the channels and session event streams a transition writes to. */
     readonly keys: KeySpace,
     readonly streams: SessionStreamOptions = DEFAULT_SESSION_STREAM,
+    readonly webhookLimits: TransitionWebhooks = DEFAULT_TRANSITION_WEBHOOKS,
   ) {
     this.#redis = redis;
     this.#scripts = RedisScripts.on(redis);
     this.#tasks = new TaskKeys(keys);
     this.indexes = new TaskIndexes(redis, this.#tasks);
     this.durable = new DurableStore(redis, this.#tasks);
+    this.webhooks = new WebhookOutbox(redis, this.#tasks, keys.webhookCounters());
   }
 
   /**
@@ -434,6 +447,8 @@ export class TaskStore {
         ownerLive: this.#tasks.ownerLive(owner),
         inputs: this.#tasks.inputs(taskId),
         sessionInputs: this.keys.sessionInputs(sessionId),
+        webhookOutbox: this.#tasks.webhookOutbox(taskId),
+        webhooksDue: this.#tasks.webhooksDue(),
         withdrawn: (withdraw ?? []).map((requestId) => this.keys.inputRequest(requestId)),
       },
       taskId,
@@ -454,6 +469,7 @@ export class TaskStore {
       unchangedSince: unchangedSince
         ? { lastUpdatedAt: unchangedSince.lastUpdatedAt, external: unchangedSince.external !== undefined }
         : undefined,
+      webhooks: { maxPending: this.webhookLimits.maxPending, channel: this.keys.webhooksChannel() },
     });
     switch (reply.verdict) {
       case 'ok':

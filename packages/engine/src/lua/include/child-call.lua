@@ -8,7 +8,7 @@
   written. It answers nothing when the child may be created, with the parent's expiry (epoch ms); {2, childId} when
   the call's key names a child already; or {-2, reason, detail} when the parent cannot start one: 'missing', 'ended'
   (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number) or 'full' (its durable
-  hash holds maxEntries fields: detail, that count). Fenced as transition-6.lua fences a worker's moves.
+  hash holds maxEntries fields: detail, that count). Fenced as transition-8.lua fences a worker's moves.
 
   fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt) files the new child: its id
   under the call's key, in the parent's set of children (what a cancel of the parent cancels), and on the parent's
