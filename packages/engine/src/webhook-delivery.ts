@@ -11,6 +11,7 @@ import {
   modernDetailedTask,
   RunnerMeta,
   TaskStatus,
+  toModernTask,
   type InputRequest,
   type TaskRecord,
   type WebhookTarget,
@@ -62,7 +63,12 @@ export function webhookBody(
     lastUpdatedAt: delivery.at,
     ...(delivery.statusMessage !== undefined ? { statusMessage: delivery.statusMessage } : {}),
   };
-  const detailed = modernDetailedTask(facts, inputs);
+  // A change to input_required delivered after its requests were answered: still that change, with nothing to answer
+  // (tasks/get would show the task working by then).
+  const detailed =
+    facts.status === TaskStatus.InputRequired && Object.keys(inputs).length === 0
+      ? { resultType: 'complete', ...toModernTask(facts) }
+      : modernDetailedTask(facts, inputs);
   const body = JSON.stringify(detailed);
   const bytes = Buffer.byteLength(body, 'utf8');
   if (bytes <= maxBytes) return body;

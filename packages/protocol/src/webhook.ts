@@ -23,21 +23,21 @@ const EVENTS = z.enum([WebhookEvents.Terminal, WebhookEvents.All], {
 });
 
 /** The `_meta` value: the URL alone, or `{ url, events }`. */
-const WebhookMetaSchema = z.union([z.string(), z.strictObject({ url: z.string(), events: EVENTS.optional() })]);
+const WebhookMetaSchema = z.strictObject({ url: z.string(), events: EVENTS.optional() });
 
 /**
  * A call's webhook from its `_meta` value; InvalidInputError (-32602 on both wires) saying what to send instead when it
  * is not one. Checks the form only: whether the target may be reached is the engine's (outbound-targets.ts).
  */
 export function parseWebhookMeta(value: unknown): WebhookTarget {
-  const parsed = WebhookMetaSchema.safeParse(value);
+  const parsed = WebhookMetaSchema.safeParse(typeof value === 'string' ? { url: value } : value);
   if (!parsed.success) {
     throw new InvalidInputError(
       `_meta '${RunnerMeta.Webhook}': ${describeIssues(parsed.error)}; send "https://..." or ` +
         `{"url": "https://...", "events": "terminal" | "all"}`,
     );
   }
-  const { url, events } = typeof parsed.data === 'string' ? { url: parsed.data, events: undefined } : parsed.data;
+  const { url, events } = parsed.data;
   return { url: checkWebhookUrl(url, `_meta '${RunnerMeta.Webhook}'`), events: events ?? WebhookEvents.Terminal };
 }
 

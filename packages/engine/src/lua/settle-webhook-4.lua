@@ -7,14 +7,14 @@
   KEYS[1] the set of tasks with deliveries due, scored by when (or by a claim's lease end)
   KEYS[2] the task's webhook outbox (list of JSON deliveries, oldest first)
   KEYS[3] the task's attempt log (list of JSON attempts, oldest first)
-  KEYS[4] the counters of attempts by outcome (hash)
+  KEYS[4] the counters of attempts by outcome, and of tasks gone with deliveries left ("expired") (hash)
 
   ARGV[1] the arguments, JSON:
     taskId    the task id (its member of KEYS[1])
     leaseEnd  the end of the caller's claim, as claim-due-1.lua scored it
     outcome   "delivered" (the receiver took it: the next delivery is due now), "retry" (failed: the head becomes
               `next` and is due at `nextAt`), "abandoned" (failed for good: dropped, the next one is due now), "empty"
-              (the outbox was found empty) or "expired" (the task is gone: its outbox is dropped)
+              (the outbox was found empty) or "expired" (the task is gone: its outbox is dropped, the task counted)
     head      the outbox's head as the caller read it (delivered, retry, abandoned)
     next      retry: the head with its attempt count and first attempt
     nextAt    retry: epoch ms
@@ -46,11 +46,9 @@ if args.outcome == 'empty' then
   return 'ok'
 end
 if args.outcome == 'expired' then
-  local dropped = redis.call('LLEN', KEYS[2])
-  if dropped > 0 then
-    redis.call('HINCRBY', KEYS[4], 'expired', dropped)
-    redis.call('DEL', KEYS[2])
-  end
+  -- Counted per task: its outbox may have expired with it already.
+  redis.call('HINCRBY', KEYS[4], 'expired', 1)
+  redis.call('DEL', KEYS[2])
   redis.call('ZREM', KEYS[1], taskId)
   return 'ok'
 end
