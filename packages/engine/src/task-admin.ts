@@ -29,7 +29,7 @@ import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.
 import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
-import type { WebhookView } from './records/webhooks.ts';
+import type { WebhookOutcome, WebhookView } from './records/webhooks.ts';
 import type { TaskService } from './task-service.ts';
 import type { SchedulingView, ToolSchedulingView } from './tool-limits.ts';
 
@@ -65,12 +65,34 @@ export function operatorRecord(record: TaskRecord): TaskRecord {
     ...record,
     owner: ownerLabel(record.owner),
     sessionId: record.sessionId === '' ? '' : sessionDigest(record.sessionId),
+    ...(record.webhook ? { webhook: { ...record.webhook, url: withoutQueryValues(record.webhook.url) } } : {}),
   };
 }
 
-/** An inspection as operators see it: its record labelled (operatorRecord). */
+/**
+ * An inspection as operators see it: its record labelled (operatorRecord), and its webhook's URL without the values
+ * of its query, where receivers may keep a token of theirs.
+ */
 export function operatorInspection(inspection: TaskInspection): TaskInspection {
-  return { ...inspection, record: operatorRecord(inspection.record) };
+  const { webhook } = inspection;
+  return {
+    ...inspection,
+    record: operatorRecord(inspection.record),
+    ...(webhook ? { webhook: { ...webhook, url: withoutQueryValues(webhook.url) } } : {}),
+  };
+}
+
+/** `https://host/path?token=***`: the query's names kept, their values masked. */
+export function withoutQueryValues(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.search === '') return url;
+  for (const name of new Set(parsed.searchParams.keys())) parsed.searchParams.set(name, '***');
+  return parsed.href.replaceAll('%2A%2A%2A', '***');
 }
 
 export interface TaskFilter {
@@ -364,6 +386,18 @@ export class TaskAdmin {
   /** Jobs held back by per-principal caps, by principal (none without the scheduling view). */
   #held(): Promise<Record<string, number>> {
     return this.tools?.scheduling?.parked() ?? Promise.resolve({});
+  }
+
+  /**
+   * The webhook deliveries across workers (docs/webhooks.md): attempts by outcome since the prefix began (counted in
+   * Redis by the settling script), and how many tasks have deliveries not made yet. Two commands.
+   */
+  async webhookDeliveries(): Promise<{ outcomes: Record<WebhookOutcome, number>; pendingTasks: number }> {
+    const [outcomes, pendingTasks] = await Promise.all([
+      this.store.webhooks.outcomes(),
+      this.store.webhooks.pendingTasks(),
+    ]);
+    return { outcomes, pendingTasks };
   }
 
   /** How many worker processes are connected to the tool queues (one per worker name). */

@@ -1,6 +1,12 @@
 // `mcpt inspect <taskId>`: the record, its status history, its BullMQ job, and its result or error.
 import type { Command } from 'commander';
-import { operatorInspection, operatorTask, type DurableView, type TaskInspection } from '@mcp-tasks/engine';
+import {
+  operatorInspection,
+  operatorTask,
+  type DurableView,
+  type TaskInspection,
+  type WebhookInspection,
+} from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
 import { iso, keyValues, table } from '../format.ts';
@@ -12,7 +18,7 @@ export function registerInspect(program: Command, io: CliIo): void {
     .command('inspect')
     .description(
       'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint and ' +
-        'child tasks, result or error',
+        'child tasks, webhook deliveries and their attempts, result or error',
     )
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
@@ -35,6 +41,7 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     job: job ?? null,
     ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
     ...(inspection.durable ? { durable: inspection.durable } : {}),
+    ...(inspection.webhook ? { webhook: webhookJson(inspection.webhook) } : {}),
     ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
     ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
   };
@@ -82,6 +89,8 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
     ),
   ];
+  const { webhook } = inspection;
+  if (webhook) pairs.push(...webhookPairs(webhook, now));
   if (durable && durable.children.length > 0) {
     parts.push(
       '',
@@ -89,6 +98,34 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       table(
         [{ title: 'task' }, { title: 'tool' }, { title: 'status' }],
         durable.children.map((child) => [child.taskId, child.tool, child.status]),
+      ),
+    );
+  }
+  if (webhook && webhook.attempts.length > 0) {
+    parts.push(
+      '',
+      'Webhook attempts:',
+      table(
+        [
+          { title: 'at' },
+          { title: 'webhook-id' },
+          { title: 'status' },
+          { title: 'try' },
+          { title: 'outcome' },
+          { title: 'answer', max: 80 },
+          { title: 'ms' },
+          { title: 'worker' },
+        ],
+        webhook.attempts.map((attempt) => [
+          iso(attempt.at),
+          attempt.id,
+          attempt.status,
+          String(attempt.attempt),
+          attempt.outcome,
+          [attempt.code !== undefined ? `HTTP ${attempt.code}` : '', attempt.error ?? ''].filter(Boolean).join(': '),
+          String(attempt.ms),
+          attempt.worker,
+        ]),
       ),
     );
   }
@@ -112,4 +149,29 @@ function durablePairs(durable: DurableView, now: number): [string, string][] {
   if (durable.steps > 0) pairs.push(['steps', `${durable.steps} stored`]);
   if (durable.children.length > 0) pairs.push(['children', String(durable.children.length)]);
   return pairs;
+}
+
+/** The task's webhook (docs/webhooks.md): where, which changes, what is still to deliver and when. */
+function webhookPairs(webhook: WebhookInspection, now: number): [string, string][] {
+  const pairs: [string, string][] = [['webhook', `${webhook.url} (${webhook.events} changes)`]];
+  const pending = webhook.pending.map((delivery) => `${delivery.status} (${delivery.attempts} attempts)`);
+  pairs.push(['deliveries left', pending.length === 0 ? 'none' : pending.join(', ')]);
+  if (webhook.nextAt !== undefined) {
+    const next = webhook.nextAt <= now ? 'due now' : `in ${formatDuration(webhook.nextAt - now)}`;
+    pairs.push(['next attempt', `${iso(webhook.nextAt)} (${next})`]);
+  }
+  if (webhook.dropped > 0) pairs.push(['not delivered', `${webhook.dropped} changes (WEBHOOK_MAX_PENDING)`]);
+  return pairs;
+}
+
+function webhookJson(webhook: WebhookInspection): Record<string, unknown> {
+  return {
+    ...webhook,
+    ...(webhook.nextAt !== undefined ? { nextAt: iso(webhook.nextAt) } : {}),
+    attempts: webhook.attempts.map((attempt) => ({
+      ...attempt,
+      at: iso(attempt.at),
+      ...(attempt.nextAt !== undefined ? { nextAt: iso(attempt.nextAt) } : {}),
+    })),
+  };
 }
