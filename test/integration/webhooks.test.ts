@@ -53,17 +53,20 @@ describe('webhooks: deliveries queued by transitions, sent by the delivery loop 
   ): Promise<{ engine: Engine; loop?: WebhookDelivery; close: () => Promise<void> }> {
     const redis = createRedis(server.url, 'webhooks');
     const subscriber = createRedis(server.url, 'webhooks-sub');
-    const engine = createEngine({ redis, subscriber }, {
-      REDIS_PREFIX: `{${uniquePrefix()}}`,
-      SESSION_IDLE_TTL_MS: 60_000,
-      WEBHOOK_SECRET: SECRET,
-      WEBHOOK_ALLOWED_TARGETS: '127.0.0.1',
-      WEBHOOK_BACKOFF_MS: 30,
-      WEBHOOK_BACKOFF_MAX_MS: 120,
-      WEBHOOK_TIMEOUT_MS: 1000,
-      WEBHOOK_POLL_MS: 50,
-      ...settings,
-    });
+    const engine = createEngine(
+      { redis, subscriber },
+      {
+        REDIS_PREFIX: `{${uniquePrefix()}}`,
+        SESSION_IDLE_TTL_MS: 60_000,
+        WEBHOOK_SECRET: SECRET,
+        WEBHOOK_ALLOWED_TARGETS: '127.0.0.1',
+        WEBHOOK_BACKOFF_MS: 30,
+        WEBHOOK_BACKOFF_MAX_MS: 120,
+        WEBHOOK_TIMEOUT_MS: 1000,
+        WEBHOOK_POLL_MS: 50,
+        ...settings,
+      },
+    );
     const loop = withLoop
       ? new WebhookDelivery(engine.store, engine.events, engine.subscriber, engine.keys, {
           worker: 'test-worker',
