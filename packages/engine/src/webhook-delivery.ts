@@ -18,6 +18,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { KeySpace } from './keys.ts';
 import type { Logger } from './logger.ts';
+import { isConnectionError } from './redis-log.ts';
 import type { TaskStore } from './records/store.ts';
 import type { DeliveryAttempt, DeliverySettlement, QueuedDelivery, WebhookOutbox } from './records/webhooks.ts';
 import type { SessionEvents } from './session-events.ts';
@@ -139,7 +140,9 @@ export class WebhookDelivery {
         const now = Date.now();
         const leaseEnd = now + this.#leaseMs;
         const ids = await this.#outbox.claim(now, free, leaseEnd).catch((error: unknown) => {
-          this.options.log.warn('webhook deliveries not claimed', { error: String(error) });
+          // Redis away: the process's connection log tells that story once (redis-log.ts).
+          if (!isConnectionError(error))
+            this.options.log.warn('webhook deliveries not claimed', { error: String(error) });
           return [];
         });
         claimed = ids.length;
@@ -157,7 +160,8 @@ export class WebhookDelivery {
   #track(delivery: Promise<void>): void {
     const tracked = delivery
       .catch((error: unknown) => {
-        this.options.log.warn('webhook delivery failed', { error: String(error) });
+        // Not settled: the claim's lease ends and the delivery is attempted again.
+        if (!isConnectionError(error)) this.options.log.warn('webhook delivery failed', { error: String(error) });
       })
       .finally(() => {
         this.#inFlight.delete(tracked);
