@@ -13,6 +13,7 @@ import {
   type Engine,
   type TaskInspection,
 } from '@mcp-tasks/engine';
+import { runCli } from '@mcp-tasks/cli';
 import { TaskStatus, type TaskRecord, type WebhookTarget } from '@mcp-tasks/protocol';
 import { commandsDuring } from '../support/command-stats.ts';
 import { eventually } from '../support/mcp-client.ts';
@@ -260,6 +261,45 @@ describe('webhooks: deliveries queued by transitions, sent by the delivery loop 
     const full = (await inspection(idle, busy.taskId)).webhook;
     expect(full.pending.map((p) => p.status)).to.deep.equal(['input_required', 'working', 'completed']);
     expect(full.dropped).to.equal(2);
+  });
+
+  it('mcpt inspect shows the webhook (query values masked), the deliveries left and every attempt, as text and --json', async () => {
+    const { engine } = await open({ WEBHOOK_MAX_ATTEMPTS: 2 });
+    receiver.mode = 'fail';
+    const task = await create(engine, { url: `${receiver.url}/inspected?token=abc123&tag=x`, events: 'terminal' });
+    await complete(engine, task);
+    await eventually(async () => {
+      const view = (await inspection(engine, task.taskId)).webhook;
+      return view.attempts.length === 2 ? true : undefined;
+    });
+    const run = async (...args: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await runCli(args, {
+        out: (text) => (out += text),
+        err: (text) => (err += text),
+        env: { REDIS_URL: server.url, REDIS_PREFIX: engine.keys.prefix },
+      });
+      expect(code, err).to.equal(0);
+      return out;
+    };
+    const text = await run('inspect', task.taskId);
+    expect(text).to.match(
+      /^webhook\s+http:\/\/127\.0\.0\.1:\d+\/inspected\?token=\*\*\*&tag=\*\*\* \(terminal changes\)$/m,
+    );
+    expect(text).to.match(/^deliveries left\s+none$/m);
+    expect(text).to.include('Webhook attempts:');
+    expect(text).to.match(new RegExp(`${task.taskId}_\\d+\\s+completed\\s+1\\s+failed\\s+HTTP 503: receiver down`));
+    expect(text).to.match(/\s2\s+abandoned\s+HTTP 503: .*given up: 2 attempts made \(WEBHOOK_MAX_ATTEMPTS\)/);
+    expect(text).not.to.include('abc123');
+    const json = JSON.parse(await run('inspect', task.taskId, '--json')) as {
+      webhook: { url: string; pending: unknown[]; attempts: { outcome: string; at: string; worker: string }[] };
+    };
+    expect(json.webhook.url).not.to.include('abc123');
+    expect(json.webhook.pending).to.deep.equal([]);
+    expect(json.webhook.attempts.map((a) => a.outcome)).to.deep.equal(['failed', 'abandoned']);
+    expect(json.webhook.attempts[0]?.at).to.match(/^\d{4}-\d\d-\d\dT/);
+    expect(json.webhook.attempts[0]?.worker).to.equal('test-worker');
   });
 
   it('a claim whose worker died is delivered again once its lease ends, with the same webhook-id', async () => {

@@ -196,9 +196,7 @@ function renderWebhook(webhook) {
     ['not delivered', webhook.dropped ? webhook.dropped + ' changes (WEBHOOK_MAX_PENDING)' : undefined],
   ]);
   for (const attempt of webhook.attempts) {
-    const answer = [attempt.code === undefined ? '' : 'HTTP ' + attempt.code, attempt.error || '']
-      .filter(Boolean)
-      .join(': ');
+    const answer = attempt.error || (attempt.code === undefined ? '' : 'HTTP ' + attempt.code);
     const at = new Date(attempt.at).toISOString();
     const cells = [
       at,

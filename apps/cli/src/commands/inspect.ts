@@ -81,6 +81,8 @@ function inspectionText(inspection: TaskInspection, now: number): string {
   if (inspection.inconsistency) pairs.push(['inconsistent', inspection.inconsistency]);
   const { durable } = inspection;
   if (durable) pairs.push(...durablePairs(durable, now));
+  const { webhook } = inspection;
+  if (webhook) pairs.push(...webhookPairs(webhook, now));
   const parts = [
     keyValues(pairs),
     '',
@@ -89,8 +91,6 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
     ),
   ];
-  const { webhook } = inspection;
-  if (webhook) pairs.push(...webhookPairs(webhook, now));
   if (durable && durable.children.length > 0) {
     parts.push(
       '',
@@ -112,7 +112,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
           { title: 'status' },
           { title: 'try' },
           { title: 'outcome' },
-          { title: 'answer', max: 80 },
+          { title: 'answer', max: 100 },
           { title: 'ms' },
           { title: 'worker' },
         ],
@@ -122,7 +122,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
           attempt.status,
           String(attempt.attempt),
           attempt.outcome,
-          [attempt.code !== undefined ? `HTTP ${attempt.code}` : '', attempt.error ?? ''].filter(Boolean).join(': '),
+          attempt.error ?? (attempt.code !== undefined ? `HTTP ${attempt.code}` : ''),
           String(attempt.ms),
           attempt.worker,
         ]),
