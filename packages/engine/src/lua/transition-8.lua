@@ -219,7 +219,9 @@ end
 -- The task's webhook delivery, queued with the change that causes it: a worker that delivers it later may die, but
 -- the change cannot happen without it (docs/webhooks.md).
 if f[12] then
-  local events = cjson.decode(f[12]).events
+  -- A field this script cannot read never fails the move itself (it is ours, written as JSON by the create step).
+  local read, hook = pcall(cjson.decode, f[12])
+  local events = read and type(hook) == 'table' and hook.events or 'terminal'
   if args.terminal or (events == 'all' and to ~= current) then
     if not args.terminal and redis.call('LLEN', KEYS[7]) >= args.webhooks.maxPending then
       redis.call('HINCRBY', KEYS[1], 'webhookDropped', 1)
