@@ -23,8 +23,11 @@ export default defineConfig({
   outDir: 'dist',
   clean: true,
   splitting: true,
-  // Types of the workspace packages are inlined too: the tarball must not refer to them.
-  dts: { entry: { index: 'src/index.ts' }, resolve: [/^@mcp-tasks\//] },
+  // Types of the workspace packages are inlined too: the tarball must not refer to them. The declaration bundler
+  // (rollup-plugin-dts) finds their sources through the paths of tsconfig.json; tsup's own `dts.resolve` must stay
+  // off, because it looks for a `types` field the workspace packages do not have and marks them external instead.
+  // scripts/check-declarations.mjs fails the build if dist/index.d.ts still imports anything undeclared.
+  dts: { entry: { index: 'src/index.ts' } },
   tsconfig: 'tsconfig.json',
   external: [...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)],
   noExternal: [/^@mcp-tasks\//],

@@ -58,6 +58,10 @@ function benchContext(): ToolContext {
     checkpoint: () => Promise.reject(new Error('the bench keeps no checkpoint')),
     step: async (_name, run) => run(),
     callTool: () => Promise.reject(new Error('the bench starts no child task')),
+    sleep: () => Promise.reject(new Error('the bench does not wait')),
+    sleepUntil: () => Promise.reject(new Error('the bench does not wait')),
+    waitForEvent: () => Promise.reject(new Error('the bench does not wait')),
+    signalTask: () => Promise.reject(new Error('the bench sends no event')),
   };
 }
 

@@ -149,6 +149,11 @@ describe('attempts: a worker killed or cut off mid-task (1 api, workers with 1 s
     expect(statuses.filter((status) => status === 'completed' || status === 'failed')).to.deep.equal(['completed']);
     expect(stored?.history.filter((entry) => entry.statusMessage?.startsWith('Running on'))).to.have.length(2);
     expect(await system.redis.hget(tasks.record(taskId), 'attempt')).to.equal('2');
+    // The history lists both attempts: the first ended as lost when the second started (nobody noted its end).
+    expect(stored?.attempts.map(({ attempt, ending }) => ({ attempt, ending }))).to.deep.equal([
+      { attempt: 1, ending: 'lost' },
+      { attempt: 2, ending: 'completed' },
+    ]);
     const result = await client.call('tasks/result', { taskId }, { headers: { accept: 'application/json' } });
     expect(result['content']).to.deep.equal([{ type: 'text', text: 'Waited 3s' }]);
   });

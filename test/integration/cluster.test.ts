@@ -15,6 +15,7 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
   let system: System;
   let client: McpTestClient;
   let onB: McpTestClient;
+  let startedAt = 0;
 
   before(async () => {
     cluster = await startRedisCluster({ replicas: 1, password: 'cluster secret', nodeTimeoutMs: 1000 });
@@ -30,6 +31,7 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
         CANCEL_CHECK_INTERVAL_MS: '600000',
       },
     });
+    startedAt = Date.now();
     client = await McpTestClient.connect(String(system.apis[0]?.url));
     // The same session on the other replica.
     onB = new McpTestClient(String(system.apis[1]?.url));
@@ -41,6 +43,10 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
   });
 
   const statusOf = async (taskId: unknown) => (await onB.call('tasks/get', { taskId }))['status'];
+  const statusMessageOf = async (taskId: unknown) => {
+    const message = (await onB.call('tasks/get', { taskId }))['statusMessage'];
+    return typeof message === 'string' ? message : '';
+  };
 
   /** Cancels a task once a worker runs it, on replica B, and waits for its tool to stop. */
   async function cancelWhileRunning(taskId: unknown): Promise<void> {
@@ -180,6 +186,23 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
     expect(final.message['result']).to.deep.include({ content: [{ type: 'text', text: 'one' }] });
     await stream.finished();
     expect((await askerOnB.call('tasks/get', { taskId: task['taskId'] }))['status']).to.equal('completed');
+  });
+
+  it('a worker SIGKILLed mid-tool: the other finds its connections gone on every master and continues the task within 15 s', async () => {
+    // A worker tells who is gone once its own connections are an interval old (WORKER_LIVENESS_CHECK_MS, 5 s).
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, startedAt + 5500 - Date.now())));
+    const taskId = String((await client.createTask('wait', { seconds: 120 }))['taskId']);
+    const runningOn = async () => /^Running on (\S+)\.$/.exec(await statusMessageOf(taskId))?.[1];
+    const holder = await eventually(runningOn);
+    const victim = system.workers.find((worker) => holder.endsWith(`-${String(worker.process.pid)}`));
+    if (!victim) throw new Error(`no worker named ${holder}`);
+    const killedAt = Date.now();
+    await victim.stop('SIGKILL');
+    await eventually(async () => ((await runningOn()) ?? holder) !== holder || undefined, 20_000, 100);
+    expect(Date.now() - killedAt, 'from kill -9 to the next attempt').to.be.below(15_000);
+    await onB.call('tasks/cancel', { taskId });
+    // Two workers again for what follows.
+    await system.addWorker();
   });
 
   it('refuses to start on a cluster with a prefix that has no hash tag, and says what to write', async () => {

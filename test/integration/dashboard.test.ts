@@ -240,10 +240,15 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       expect(job).to.include('stateactive (running)');
       expect(job.find((line) => line.startsWith('attempts'))).to.match(/^attempts1 started, 0 made, at most \d+$/);
       expect(job.find((line) => line.startsWith('worker'))).to.match(/^worker.+/);
+      // The attempts: the one under way, on its worker, then ended by the cancel.
+      await page.waitForSelector('#attempts tbody td[data-ending="running"]');
       await page.click('#cancel');
       await page.waitForSelector('#status[data-status="cancelled"]');
       expect(await page.textContent('#message')).to.equal('Cancelled.');
       expect((await client.call('tasks/get', { taskId: primes['taskId'] }))['status']).to.equal('cancelled');
+      await page.waitForSelector('#attempts tbody td[data-ending="cancelled"]');
+      const [attempt] = await page.locator('#attempts tbody tr').allTextContents();
+      expect(attempt).to.match(/^1worker-\S+-\d+\d{4}-.+Z.+cancelled$/);
 
       const asking = await client.createTask('ask_user', { question: 'Which colour?' });
       await page.goto(`${base}/admin/tasks/${String(asking['taskId'])}`);
@@ -283,7 +288,13 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       const parent = await engine.store.get(String((await client.createTask('wait', { seconds: 2 }))['taskId']));
       if (!parent) throw new Error('no parent record');
       // What a running tool's ctx.checkpoint() and ctx.callTool() store, through the same engine calls.
-      await engine.store.durable.save(parent, { attempt: 1, kind: 'checkpoint', json: '{"next":5}', maxEntries: 10 });
+      await engine.store.durable.save(parent, {
+        attempt: 1,
+        kind: 'checkpoint',
+        json: '{"next":5}',
+        maxEntries: 10,
+        maxTotalBytes: 4096,
+      });
       const child = await engine.tasks.create({
         kind: TaskKind.Task,
         owner: parent.owner,

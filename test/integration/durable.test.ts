@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@mcp-tasks/cli';
-import { KeySpace, TaskKeys, type DurableView } from '@mcp-tasks/engine';
+import { KeySpace, TaskKeys, TaskStore, type DurableView } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
@@ -184,22 +184,46 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     expect(parentOf(child)).to.equal(parent);
   });
 
-  it("a child's failure rejects callTool with an error the parent catches: a failed child, an unknown tool, invalid arguments", async () => {
+  it("a child's failure rejects callTool with an error the parent catches: a ChildTaskError (instanceof, name) for a failed child, an InvalidInputError for an unknown tool, invalid arguments or a ttl that is not a number", async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const outcomes: Record<string, Task> = {};
-    for (const how of ['throws', 'unknown', 'invalid']) {
+    for (const how of ['throws', 'unknown', 'invalid', 'bad_ttl']) {
       const taskId = String((await client.createTask('call_failing', { how }))['taskId']);
       expect((await settled(client, taskId))['status']).to.equal('completed');
       outcomes[how] = (await result(client, taskId))['structuredContent'] as Task;
     }
-    expect(outcomes['throws']).to.include({ name: 'ProtocolError', code: -32603 });
+    // The parent's catch tells a failed child by its class and its name (issue 38).
+    expect(outcomes['throws']).to.include({ name: 'ChildTaskError', childTaskError: true, code: -32603 });
     expect(outcomes['throws']?.['message']).to.match(
       /^Child task \S+ \(tool 'throws'\) failed: Tool 'throws' failed: the child broke$/,
     );
+    expect(outcomes['unknown']).to.include({ name: 'InvalidInputError', childTaskError: false });
     expect(outcomes['unknown']?.['message']).to.match(/Unknown tool: 'no_such_tool'/);
+    expect(outcomes['invalid']).to.include({ name: 'InvalidInputError', childTaskError: false });
     expect(outcomes['invalid']?.['message']).to.match(/Invalid arguments for tool 'count_words': text: must be string/);
+    // Issue 37: a ttl that is not a number is the tool's mistake, said so (it was a raw Lua error).
+    expect(outcomes['bad_ttl']).to.include({
+      name: 'InvalidInputError',
+      message: `callTool's ttl must be a whole number of milliseconds above 0 (or left out for the rest of the parent's), got "abc"`,
+    });
     // Neither an unknown tool nor invalid arguments started a child: the failing one is the only child.
     expect((await listAll(client)).filter((task) => parentOf(task) !== undefined)).to.have.length(1);
+  });
+
+  it('cost: a task keeps at most DURABLE_MAX_TOTAL_BYTES (4 MiB) of checkpoint and step results, however many steps it may keep', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask('fill_steps', { bytes: 60_000 }))['taskId']);
+    expect((await settled(client, taskId))['status']).to.equal('completed');
+    const outcome = (await result(client, taskId))['structuredContent'] as Record<string, unknown>;
+    // 69 steps of 60,000 bytes and their names take 4,140,335 bytes; the 70th would pass 4,194,304.
+    expect(outcome).to.deep.include({ kept: 69, code: 'durable-full' });
+    expect(outcome['message']).to.match(
+      /would keep 4200340 bytes of checkpoint and step results with this step, more than the 4194304 DURABLE_MAX_TOTAL_BYTES allows/,
+    );
+    const stored = await system.redis.hgetall(tasks.durable(taskId));
+    const bytes = Object.entries(stored).reduce((sum, [field, value]) => sum + field.length + value.length, 0);
+    expect(bytes).to.equal(4_140_335);
+    expect(Number(await system.redis.hget(tasks.record(taskId), 'durableBytes'))).to.equal(bytes);
   });
 
   it('T-CANCEL-2: cancelling a parent cancels its children, the running one and the queued one, and stops their tools', async () => {
@@ -274,5 +298,69 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     const inspected = JSON.parse(out) as { durable: { checkpoint: { at: string; bytes: number }; steps: number } };
     expect(inspected.durable.checkpoint.bytes).to.equal(Buffer.byteLength(JSON.stringify({ next: 40 })));
     expect(Date.parse(inspected.durable.checkpoint.at)).to.be.above(0);
+  });
+});
+
+describe('cost: child tasks (issue 37): a cap per task that the api sets, and their principal’s rate limit', function () {
+  this.timeout(60_000);
+  const RATE_LIMIT = 100;
+  const WINDOW_MS = 1e12;
+  let system: System;
+
+  before(async () => {
+    system = await startSystem({
+      workers: 0,
+      env: {
+        MCPT_TOOLS: './test/fixtures/durable/tools.ts',
+        MAX_CHILDREN_PER_TASK: '3',
+        // One window for the whole file: no count is split in two.
+        RATE_LIMIT_WINDOW_MS: String(WINDOW_MS),
+        RATE_LIMIT_PER_PRINCIPAL: String(RATE_LIMIT),
+      },
+    });
+    // The worker's own setting is higher: the api's, on the task, decides.
+    await system.addWorker({ MAX_CHILDREN_PER_TASK: '1000' });
+  });
+  after(async () => {
+    await system?.stop();
+  });
+
+  /** The task's outcome as the record holds it (read from Redis: the principal's requests may be spent). */
+  async function outcomeOf(taskId: string): Promise<Record<string, unknown>> {
+    const store = new TaskStore(system.redis, new KeySpace(system.prefix));
+    const record = await eventually(async () => {
+      const found = await store.get(taskId);
+      return found?.status === 'completed' ? found : undefined;
+    }, 20_000);
+    const outcome = record.outcome as { result?: { structuredContent?: Record<string, unknown> } } | undefined;
+    return outcome?.result?.structuredContent ?? {};
+  }
+
+  it('cost: a task starts at most MAX_CHILDREN_PER_TASK children as the api set it (3), whatever the worker’s own setting (1000)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask('spawn_children', { count: 10 }))['taskId']);
+    const outcome = await outcomeOf(taskId);
+    expect(outcome, JSON.stringify(outcome)).to.include({ started: 3, name: 'LimitExceededError' });
+    expect(outcome['message']).to.match(/has started 3 child tasks, the most MAX_CHILDREN_PER_TASK allows/);
+    expect(await system.redis.hget(`${system.prefix}:task:${taskId}`, 'maxChildren')).to.equal('3');
+  });
+
+  it('cost: child tasks are charged to their principal’s rate limit (RATE_LIMIT_PER_PRINCIPAL) as its requests are; past it ctx.callTool is refused', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    // The principal has spent all but three operations of its window (its requests fill the same bucket).
+    const bucket = new KeySpace(system.prefix).rateBucket(
+      'principal',
+      `session:${String(client.sessionId)}`,
+      Math.floor(Date.now() / WINDOW_MS),
+    );
+    await system.redis.set(bucket, RATE_LIMIT - 3, 'PX', 600_000);
+    const taskId = String((await client.createTask('spawn_children', { count: 3 }))['taskId']);
+    const outcome = await outcomeOf(taskId);
+    // The call took one operation, two children the rest; the third child is refused.
+    expect(outcome).to.include({ started: 2, name: 'LimitExceededError' });
+    expect(outcome['message']).to.match(
+      /at most 100 per 1000000000000 ms \(RATE_LIMIT_PER_PRINCIPAL\), child tasks included/,
+    );
+    expect(Number(await system.redis.get(bucket))).to.equal(RATE_LIMIT + 1);
   });
 });

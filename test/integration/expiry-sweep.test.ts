@@ -281,10 +281,23 @@ describe('expiry sweep (T-RSRC-1, T-TTL-1)', function () {
     // What a running tool keeps (docs/durable-execution.md), written by the scripts that keep it.
     const parent = newRecord(owners[2]!, 'working', now, 60_000);
     await store.create({ record: parent, arguments: {} });
-    await store.durable.save(parent, { attempt: 1, kind: 'checkpoint', json: '{"next":1}', maxEntries: 10 });
-    await store.durable.save(parent, { attempt: 1, kind: 'step', name: 'fetch', json: '1', maxEntries: 10 });
+    await store.durable.save(parent, {
+      attempt: 1,
+      kind: 'checkpoint',
+      json: '{"next":1}',
+      maxEntries: 10,
+      maxTotalBytes: 4096,
+    });
+    await store.durable.save(parent, {
+      attempt: 1,
+      kind: 'step',
+      name: 'fetch',
+      json: '1',
+      maxEntries: 10,
+      maxTotalBytes: 4096,
+    });
     const child = { ...newRecord(owners[2]!, 'working', now, 60_000), parent: parent.taskId };
-    const filed = { taskId: parent.taskId, field: 'c:wait#1', attempt: 1, maxEntries: 10 };
+    const filed = { taskId: parent.taskId, field: 'c:wait#1', attempt: 1, maxEntries: 10, maxChildren: 10 };
     await store.create({ record: child, arguments: {}, parent: filed });
     expect(await redis.exists(taskKeys.durable(parent.taskId), taskKeys.children(parent.taskId))).to.equal(2);
 

@@ -184,6 +184,28 @@ describe('external tools: work that runs elsewhere (fake batch system in its own
     await client.call('tasks/cancel', { taskId: otherId });
   });
 
+  it('edges: a callback is authenticated before its body is read: without a valid token a malformed body gets 401, not a parse error', async () => {
+    const task = await client.createTask('batch_report', { rows: 500, delivery: 'callback' });
+    const taskId = String(task['taskId']);
+    const job = await eventually(() => batchJob(taskId));
+    const send = (token: string | undefined) =>
+      fetch(`${new URL(system.apiUrl).origin}/callbacks/tasks/${taskId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: '{"type": "progress", "progress": ',
+      });
+    for (const token of [undefined, 'not-a-token']) {
+      const refused = await send(token);
+      expect(refused.status).to.equal(401);
+      expect(((await refused.json()) as { error: string }).error).to.equal('invalid_token');
+    }
+    // With the task's token the same body is read, and refused for what it is.
+    const parsed = await send(job.callback!.token);
+    expect(parsed.status).to.equal(400);
+    expect(((await parsed.json()) as { error: string }).error).to.equal('invalid_payload');
+    await client.call('tasks/cancel', { taskId });
+  });
+
   it('duplicate final callbacks racing each other settle the task once', async () => {
     const task = await client.createTask('batch_report', { rows: 1000, delivery: 'callback' });
     const taskId = String(task['taskId']);

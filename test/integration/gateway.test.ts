@@ -23,6 +23,7 @@ import { runCli } from '@mcp-tasks/cli';
 import type { UpstreamStatus } from '@mcp-tasks/engine';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
+import { modernPost, WITH_TASKS } from '../support/modern-client.ts';
 import { repoRoot, spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 import { startRecordingProxy, type RecordingProxy } from '../support/recording-proxy.ts';
 import { track } from '../support/resources.ts';
@@ -33,6 +34,9 @@ const FILESYSTEM = join(repoRoot, 'node_modules/@modelcontextprotocol/server-fil
 const WIRETAP = join(repoRoot, 'test/fixtures/upstream/wiretap.mjs');
 const CHANGING = join(repoRoot, 'test/fixtures/upstream/changing-server.mjs');
 const STATEFUL = join(repoRoot, 'test/fixtures/upstream/stateful-server.mjs');
+const LEAKY = join(repoRoot, 'test/fixtures/upstream/leaky-server.mjs');
+/** What the leaky upstream is configured with, and echoes when it refuses initialize (issue 37). */
+const LEAKY_KEY = 'opensesame-4242-leaky';
 const TTL = 120_000;
 const ADMIN_TOKEN = 'gateway-admin-token-0123456789';
 
@@ -148,6 +152,17 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       });
   const sentUpstream = () => sentWithPids().map(({ message }) => message);
 
+  /** The api's /readyz, with ADMIN_TOKEN as bearer when given. */
+  async function readyz(token?: string): Promise<{
+    status: string;
+    upstreams: { upstream: string; state: string; reason?: string }[];
+  }> {
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+    return (await (await fetch(new URL('/readyz', system.apiUrl), { headers })).json()) as Awaited<
+      ReturnType<typeof readyz>
+    >;
+  }
+
   before(async () => {
     dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcpt-gateway-')));
     files = join(dir, 'files');
@@ -214,6 +229,14 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         prefix: 'hostile_',
         env: { PASSWORD: 'hunter2' },
       },
+      // Serves its first process; later ones refuse initialize echoing their credential, padded (issue 37).
+      {
+        name: 'leaky',
+        command: process.execPath,
+        args: [LEAKY],
+        prefix: 'leaky_',
+        env: { LEAKY_KEY, LEAKY_MARKER: join(dir, 'leaky-started'), PAD: '5000' },
+      },
     ];
     const config = join(dir, 'upstreams.json');
     writeFileSync(config, JSON.stringify({ upstreams }));
@@ -240,7 +263,17 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       const { tools } = await eventually(async () => {
         const listed = await client.listTools();
         const names = listed.tools.map((tool) => tool.name);
-        const all = ['echo', 'again_', 'slow_', 'http_echo', 'fs_read_text_file', 'chg_', 'hostile_', 'lazy_'];
+        const all = [
+          'echo',
+          'again_',
+          'slow_',
+          'http_echo',
+          'fs_read_text_file',
+          'chg_',
+          'hostile_',
+          'lazy_',
+          'leaky_',
+        ];
         return all.every((name) => names.some((listedName) => listedName.startsWith(name))) ? listed : undefined;
       }, 30_000);
       const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -717,10 +750,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
     );
     expect(hanging).to.deep.include({ transport: 'stdio', affinity: 'stateless', state: 'unavailable', tools: 0 });
     expect(hanging.reason).to.equal('it did not answer initialize within 1000 ms (connectTimeoutMs)');
-    const ready = (await (await fetch(new URL('/readyz', system.apiUrl))).json()) as {
-      status: string;
-      upstreams: { upstream: string; state: string; reason?: string }[];
-    };
+    const ready = await readyz(ADMIN_TOKEN);
     expect(ready.status, 'an upstream does not make the api unready').to.equal('ready');
     expect(ready.upstreams.find((upstream) => upstream.upstream === 'hanging')).to.deep.include({
       state: 'unavailable',
@@ -817,6 +847,84 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       expect(progressToken).to.be.a('string');
       expect(String(progressToken)).not.to.include(created.task.taskId);
       expect(String(progressToken)).not.to.include(created.task.taskId.slice(0, 8));
+    });
+  });
+
+  describe('cost and edges (issue 37)', () => {
+    it('cost: an upstream’s 4 MB progress message is stored cut to 1024 bytes (maxTextBytes), as the 2026-07-28 tasks/get serves it', async () => {
+      const bytes = 4 * 1024 * 1024;
+      const created = await modernPost(
+        system.apiUrl,
+        'tools/call',
+        { name: 'hostile_big_progress', arguments: { bytes, holdMs: 3000 } },
+        { capabilities: WITH_TASKS },
+      );
+      const taskId = created.body.result?.['taskId'];
+      if (typeof taskId !== 'string') throw new Error(`no task: ${JSON.stringify(created.body)}`);
+      const message = await eventually(async () => {
+        const got = await modernPost(system.apiUrl, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
+        const statusMessage = got.body.result?.['statusMessage'];
+        return typeof statusMessage === 'string' && statusMessage.startsWith('xxx') ? statusMessage : undefined;
+      });
+      expect(Buffer.byteLength(message, 'utf8')).to.equal(1024);
+      expect(message.endsWith('…')).to.equal(true);
+      // What Redis keeps of the task: the record with its status history, a few KB however large the message was.
+      const record = `${system.prefix}:task:${taskId}`;
+      expect(await system.redis.hstrlen(record, 'statusMessage')).to.equal(1024);
+      expect(Number(await system.redis.memory('USAGE', record))).to.be.below(16 * 1024);
+    });
+
+    it('cost: an upstream’s elicitation/create of 1 MB is refused to it (maxRequestBytes), never relayed to the client', async () => {
+      let asked = 0;
+      const { client, close } = await connect(system.apiUrl, { elicitation: { form: {} } }, (c) =>
+        c.setRequestHandler(ElicitRequestSchema, () => {
+          asked++;
+          return { action: 'decline' };
+        }),
+      );
+      try {
+        const result = await client.callTool({ name: 'hostile_big_elicit', arguments: { bytes: 1024 * 1024 } });
+        expect(text(result as CallToolResult)).to.match(
+          /^refused: .*elicitation\/create takes \d+ bytes of JSON, more than the 65536 relayed \(maxRequestBytes\); it was not relayed/,
+        );
+        expect(asked).to.equal(0);
+        // A small one is relayed as before.
+        const small = await client.callTool({ name: 'hostile_big_elicit', arguments: { bytes: 10 } });
+        expect(text(small as CallToolResult)).to.include('decline');
+        expect(asked).to.equal(1);
+      } finally {
+        await close();
+      }
+    });
+
+    it('edges: a secret an upstream echoes when it refuses initialize is masked, and the reason cut, for clients and logs; /readyz shows the state, the reason only with ADMIN_TOKEN', async () => {
+      await withClient(async (client) => {
+        // The first process serves and dies in the call; the next ones refuse initialize, echoing LEAKY_KEY.
+        await client.callTool({ name: 'leaky_crash', arguments: {} }).catch(() => undefined);
+        const refused = await eventually(async () => {
+          const error = await client.callTool({ name: 'leaky_crash', arguments: {} }).then(
+            () => undefined,
+            (failure: McpError) => failure,
+          );
+          return error && /is unavailable/.test(error.message) ? error : undefined;
+        });
+        expect(refused.message).to.include("upstream 'leaky' is unavailable: cannot log in as *** ppp");
+        expect(refused.message).not.to.include(LEAKY_KEY);
+        expect(Buffer.byteLength(refused.message)).to.be.below(1200);
+      });
+      const open = await readyz();
+      const leaky = open.upstreams.find((upstream) => upstream.upstream === 'leaky');
+      expect(leaky?.state).to.equal('unavailable');
+      expect(open.upstreams.every((upstream) => upstream.reason === undefined)).to.equal(true);
+      expect(JSON.stringify(open)).not.to.include(LEAKY_KEY);
+      const withToken = await readyz(ADMIN_TOKEN);
+      const reason = withToken.upstreams.find((upstream) => upstream.upstream === 'leaky')?.reason ?? '';
+      expect(reason).to.match(/^cannot log in as \*\*\* p+…$/);
+      expect(Buffer.byteLength(reason)).to.equal(1024);
+      expect((await readyz('not-the-admin-token')).upstreams.every((upstream) => !upstream.reason)).to.equal(true);
+      const worker = system.workers[0] as ChildHandle;
+      expect(worker.logs.join('\n')).not.to.include(LEAKY_KEY);
+      expect(JSON.stringify(await overview())).not.to.include(LEAKY_KEY);
     });
   });
 

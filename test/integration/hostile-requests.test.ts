@@ -11,7 +11,7 @@ import { modernPost, openStream, WITH_TASKS, type ModernOptions, type ModernRepl
 import { startSystem, type System } from '../support/processes.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
-const PRINCIPALS = ['capped', 'lister', 'mrtr', 'other', 'rotor', 'flusher'] as const;
+const PRINCIPALS = ['capped', 'lister', 'mrtr', 'other', 'rotor', 'flusher', 'prober'] as const;
 type Principal = (typeof PRINCIPALS)[number];
 const KEYS = Object.fromEntries(PRINCIPALS.map((name) => [name, `${name}-${randomUUID()}`])) as Record<
   Principal,
@@ -269,6 +269,31 @@ describe('hostile input at the 2026-07-28 boundaries: request states, request co
       const tools = await openStream(a, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, options);
       expect((await tools.next())['method']).to.equal('notifications/subscriptions/acknowledged');
       tools.close();
+    });
+  });
+
+  describe('edges (issue 37)', () => {
+    it('T-SEC-3: a task id that names another key of a task (<id>:children, :durable, :inputs) is not found like an unknown id, and spends a failed lookup, without an error', async () => {
+      const options = as('prober', { capabilities: WITH_TASKS });
+      const created = await resultOf(
+        modernPost(a, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, options),
+      );
+      const id = String(created['taskId']);
+      // The keys a parent with children and durable state has beside its record.
+      await system.redis.sadd(`${system.prefix}:task:${id}:children`, randomUUID());
+      await system.redis.hset(`${system.prefix}:task:${id}:durable`, 'checkpoint', '{}');
+      await system.redis.sadd(`${system.prefix}:task:${id}:inputs`, 'i-1');
+      const unknown = (await modernPost(a, 'tasks/get', { taskId: randomUUID() }, options)).body.error;
+      expect(unknown?.code).to.equal(-32602);
+      for (const suffix of [':children', ':durable', ':inputs']) {
+        const reply = await modernPost(b, 'tasks/get', { taskId: `${id}${suffix}` }, options);
+        expect(reply.body.error, suffix).to.deep.equal(unknown);
+      }
+      const buckets = await system.redis.keys(`${system.prefix}:rate:failed-lookups-principal:*:principal:key:prober`);
+      const counted = await Promise.all(buckets.map((key) => system.redis.get(key)));
+      expect(counted.map(Number).reduce((sum, count) => sum + count, 0)).to.equal(4);
+      const errors = system.apis.flatMap((api) => api.records()).filter((record) => record['level'] === 'error');
+      expect(errors.map((record) => record['message'])).to.deep.equal([]);
     });
   });
 

@@ -3,6 +3,7 @@
 // replicas and at once; another call under the key is refused with -32602; keys are per principal, bounded in
 // length and in number, live as long as their task, and mean nothing on a call that is not a task.
 import { expect } from 'chai';
+import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
@@ -208,6 +209,27 @@ describe('idempotency keys of tools/call (2 api replicas, 1 worker)', function (
     expect(await system.redis.zcard(`${system.prefix}:idempotency-order:principal:key:bob`)).to.equal(20);
     const again = await legacyCall(client, oldest, { seconds: 0 });
     expect(again['taskId']).to.not.equal(first['taskId']);
+  });
+
+  it('edges: after mcpt purge deleted its task, the key is gone: a call under it with other arguments starts a new task', async () => {
+    const key = newKey();
+    const client = await legacy();
+    const first = await legacyCall(client, key, { seconds: 0 });
+    await client.call('tasks/result', { taskId: first['taskId'] }, { headers: { accept: 'application/json' } });
+    let out = '';
+    let err = '';
+    const code = await runCli(['purge', '--older-than', '1ms', '--yes', '--json'], {
+      out: (chunk) => (out += chunk),
+      err: (chunk) => (err += chunk),
+      env: { REDIS_URL: system.redisUrl, REDIS_PREFIX: system.prefix },
+    });
+    expect(code, err).to.equal(0);
+    expect((JSON.parse(out) as { taskIds: string[] }).taskIds).to.include(first['taskId']);
+    const other = await legacyCall(client, key, { seconds: 0.1 });
+    expect(other['taskId']).to.not.equal(first['taskId']);
+    // The key now names the new task, for its own call only.
+    expect((await legacyCall(client, key, { seconds: 0.1 }))['taskId']).to.equal(other['taskId']);
+    await expectRpcError(legacyCall(client, key, { seconds: 0 }), -32602, /was used for another call \(task /);
   });
 
   it('a key on a call that is not a task means nothing: two plain calls under one key run twice', async () => {

@@ -96,7 +96,9 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
       `BullMQ ${version} is installed, but create-task-6.lua writes the job layout of BullMQ ` +
         `${BULLMQ_JOB_LAYOUT_VERSION}. Compare BullMQ's addPrioritizedJob-9.lua and its includes (storeJob, ` +
         'getOrSetMaxEvents, isQueuePausedOrMaxed, addJobWithPriority) and the options Queue.add stores with what ' +
-        'create-task-6.lua and queue.ts scriptedJob write, run this file, then change BULLMQ_JOB_LAYOUT_VERSION ' +
+        'create-task-6.lua and queue.ts scriptedJob write; and the lock, holder fields and stalled-job check that ' +
+        'queue.ts heldJobKeys and release-lost-3.lua rely on (moveToActive, moveStalledJobsToWait, ' +
+        'Worker.startStalledCheckTimer); run this file and lost-jobs.test.ts, then change BULLMQ_JOB_LAYOUT_VERSION ' +
         '(packages/engine/src/queue.ts).',
     ).to.equal(BULLMQ_JOB_LAYOUT_VERSION);
   });

@@ -1,99 +1,33 @@
 // Every fenced block of the two READMEs (the repository's README.md and the package's manual, apps/runner/README.md)
-// is run, or says why not, so that none can rot (issue 31). Each block follows an HTML comment:
-//   <!-- run: <how> [#id] -->   this test runs it (below), in a newcomer's project
-//   <!-- same as: #id -->        the same text as the block run under that id
-//   <!-- not run: <reason> -->   it cannot run here (docker, a cluster, a transcript, ...)
-// <how> is `commands` (a shell script in the project; `npm install mcp-task-runner` installs the packed tarball),
-// `file <name>` (written into the project), `background` (a long-running command, up once `ready:` matches its
-// output), `node <file>` / `module <file>` (written and run with node; the endpoint http://127.0.0.1:3000/mcp is
-// the live one), with `; expect: <regex>` on what it prints. The newcomer: a temp directory, the manual's blocks in
-// order (npm init -y, the tarball, tools.js, `mcpt start` on a Redis of the test, clients of both wires, `mcpt
-// overview` and `list`), then the README's on a worker of the demo tools, all on Node 22.15.0, the lowest the package
-// admits.
+// is run, or says why not, so that none can rot (issue 31): each follows a marker comment (test/support/readme-blocks.ts).
+// This test runs the `run:` blocks: `commands` (a shell script in the project; `npm install` of the package's
+// tarball, by its name or its path, installs the packed tarball), `file <name>` (written into the project),
+// `background` (a long-running command, up once `ready:` matches its output), `node <file>` / `module <file>` (written
+// and run with node; the endpoint http://127.0.0.1:3000/mcp is the live one), with `; expect: <regex>` on what it
+// prints. The newcomer: a temp directory, the manual's blocks in order (npm init -y, the tarball, tools.js, `mcpt
+// start` on a Redis of the test, clients of both wires, `mcpt overview` and `list`), then the README's on a worker of
+// the demo tools, all on Node 22.15.0, the lowest the package admits.
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { nodeBinary, packedTarball, pathFor } from '../support/packed-runner.ts';
-import { repoRoot } from '../support/processes.ts';
+import { blocksOf, READMES, where, type Block } from '../support/readme-blocks.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
 const run = promisify(execFile);
 const LOWEST_NODE = '22.15.0';
-const READMES = ['apps/runner/README.md', 'README.md'];
 const DOCUMENTED_URL = 'http://127.0.0.1:3000/mcp';
-
-type Marker =
-  | { kind: 'run'; how: string; arg?: string; id?: string; expect?: RegExp; ready?: RegExp }
-  | { kind: 'same'; id: string }
-  | { kind: 'not-run'; reason: string };
-
-interface Block {
-  file: string;
-  line: number;
-  lang: string;
-  text: string;
-  marker?: Marker;
-  markerError?: string;
-}
-
-function parseMarker(comment: string): Marker | string {
-  const body = /^<!--\s*(.*?)\s*-->$/.exec(comment)?.[1];
-  if (body === undefined) return 'no marker comment before it';
-  const same = /^same as:\s*#([\w-]+)$/.exec(body);
-  if (same?.[1]) return { kind: 'same', id: same[1] };
-  const notRun = /^not run:\s*(.+)$/.exec(body);
-  if (notRun?.[1]) return { kind: 'not-run', reason: notRun[1] };
-  const runs = /^run:\s*(.+)$/.exec(body);
-  if (!runs?.[1]) return `not a marker: ${comment}`;
-  const [head = '', ...options] = runs[1].split(';').map((part) => part.trim());
-  const words = head.split(/\s+/);
-  const id = words.find((word) => word.startsWith('#'))?.slice(1);
-  const [how = '', arg] = words.filter((word) => !word.startsWith('#'));
-  if (!['commands', 'file', 'background', 'node', 'module'].includes(how)) return `unknown run kind: ${how}`;
-  const option = (name: string) => {
-    const found = options.find((part) => part.startsWith(`${name}:`));
-    return found === undefined ? undefined : new RegExp(found.slice(name.length + 1).trim());
-  };
-  return {
-    kind: 'run',
-    how,
-    ...(arg ? { arg } : {}),
-    ...(id ? { id } : {}),
-    expect: option('expect'),
-    ready: option('ready'),
-  };
-}
-
-/** The fenced blocks of a Markdown file, each with the comment on the last non-blank line before it. */
-function blocksOf(file: string): Block[] {
-  const lines = readFileSync(join(repoRoot, file), 'utf8').split('\n');
-  const blocks: Block[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(`{3,})(\S*)\s*$/.exec(lines[i] ?? '');
-    if (!open?.[1]) continue;
-    const end = lines.findIndex((line, j) => j > i && line.startsWith(open[1] ?? '```') && line.trim() === open[1]);
-    if (end < 0) throw new Error(`${file}:${i + 1}: unclosed fence`);
-    let before = i - 1;
-    while (before >= 0 && (lines[before] ?? '').trim() === '') before--;
-    const parsed = parseMarker((lines[before] ?? '').trim());
-    const block: Block = { file, line: i + 1, lang: open[2] ?? '', text: lines.slice(i + 1, end).join('\n') + '\n' };
-    if (typeof parsed === 'string') block.markerError = parsed;
-    else block.marker = parsed;
-    blocks.push(block);
-    i = end;
-  }
-  return blocks;
-}
+/** The package in an `npm install` line: its name, or the path of its tarball (`../x/dist/mcp-task-runner-0.1.0.tgz`). */
+const TARBALL_IN_INSTALL = /^(npm install .*?)(?:\S*\/)?(mcp-task-runner(?:-\d[\w.-]*\.tgz)?)(?=\s|$)/gm;
 
 const blocks = READMES.flatMap(blocksOf);
-const where = (block: Block) => `${block.file}:${block.line}`;
 const runId = (block: Block) => (block.marker?.kind === 'run' ? block.marker.id : undefined);
 
 /** A long-running command in its own process group (npx and what it starts stop together). */
@@ -215,7 +149,11 @@ describe('every fenced block of README.md and apps/runner/README.md is run, or s
     if (marker.how === 'file') {
       writeFileSync(join(project, marker.arg ?? ''), text);
     } else if (marker.how === 'commands') {
-      const script = text.replace(/^(npm install .*?)\bmcp-task-runner\b/gm, `$1${tarball}`);
+      const script = text.replace(TARBALL_IN_INSTALL, (_all, install: string, name: string) => {
+        // The documented path names the tarball `npm run pack` writes for this version.
+        if (name.endsWith('.tgz')) expect(name, `${where(block)}: the tarball's name`).to.equal(basename(tarball));
+        return `${install}${tarball}`;
+      });
       const result = await run('sh', ['-e', '-c', script], { cwd: project, env, timeout: 180_000 }).catch(
         (error: { stdout?: string; stderr?: string }) => {
           throw new Error(`${where(block)} failed:\n${script}\n${error.stdout ?? ''}${error.stderr ?? ''}`);

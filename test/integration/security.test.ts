@@ -1,7 +1,8 @@
 // Security end to end through real api and worker processes: bearer authentication (API keys, HS256 JWTs), tasks
 // bound to principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -10,8 +11,10 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
-import { spawnService, startSystem, type System } from '../support/processes.ts';
+import { repoRoot, spawnService, startSystem, type System } from '../support/processes.ts';
+import { modernPost, WITH_TASKS } from '../support/modern-client.ts';
 import { rawRequest } from '../support/raw-http.ts';
+import { track } from '../support/resources.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
 const ALICE_KEY = `alice-${randomUUID()}`;
@@ -823,6 +826,61 @@ describe('without authentication (session binding, tasks/list off, per-address l
     expect(await system.redis.keys(`${system.prefix}:rate:*`)).to.have.members(before);
   });
 
+  it('edges: on a loopback bind, /metrics, /readyz and /healthz of the api and of a worker answer only a loopback Host (a DNS-rebinding page reads nothing); /METRICS and /metrics/ are not /metrics', async () => {
+    const port = await freePort();
+    const worker = await system.addWorker({ WORKER_METRICS_PORT: String(port) });
+    const api = `http://127.0.0.1:${new URL(system.apiUrl).port}`;
+    const targets = [
+      { base: api, paths: ['/metrics', '/readyz', '/healthz'] },
+      { base: `http://127.0.0.1:${port}`, paths: ['/metrics', '/healthz'] },
+    ];
+    try {
+      for (const { base, paths } of targets) {
+        const { port: bound } = new URL(base);
+        for (const path of paths) {
+          const get = (host: string) => rawRequest(`${base}${path}`, { method: 'GET', headers: { host } });
+          // The rebinding page's own name, now resolving to 127.0.0.1: refused before anything is read.
+          const rebound = await get(`rebind.example.com:${bound}`);
+          expect(rebound.status, `${base}${path}`).to.equal(403);
+          expect(rebound.text).to.match(
+            /^Forbidden: Host 'rebind\.example\.com:\d+' is not allowed on a loopback bind/,
+          );
+          expect(rebound.text).not.to.match(/mcpt_|ready/);
+          for (const host of [`localhost:${bound}`, `127.0.0.1:${bound}`, `[::1]:${bound}`]) {
+            expect((await get(host)).status, `${host}${path}`).to.equal(200);
+          }
+        }
+      }
+      for (const path of ['/METRICS', '/metrics/', '/Metrics']) {
+        const spelled = await rawRequest(`${api}${path}`, { method: 'GET', headers: { host: '127.0.0.1' } });
+        expect(spelled.status, path).to.equal(404);
+        expect(spelled.text).not.to.match(/mcpt_/);
+      }
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('edges: on 2026-07-28 an Idempotency-Key refusal names no task id: another client of the same address cannot learn (and then read) the task filed under it', async () => {
+    const key = `shared-${randomUUID()}`;
+    const call = (seconds: number) =>
+      modernPost(
+        system.apiUrl,
+        'tools/call',
+        { name: 'wait', arguments: { seconds } },
+        { capabilities: WITH_TASKS, headers: { 'idempotency-key': key } },
+      );
+    const first = await call(0.1);
+    const taskId = first.body.result?.['taskId'];
+    expect(taskId, JSON.stringify(first.body)).to.be.a('string');
+    const refused = await call(0.2);
+    expect(refused.body.error?.code).to.equal(-32602);
+    expect(refused.body.error?.message).to.equal(
+      `Idempotency-Key '${key}' was used for another call: a retry must repeat the same tool and arguments, and a new call needs a new key`,
+    );
+    expect(JSON.stringify(refused.body)).not.to.include(String(taskId));
+  });
+
   it('T-SEC-3: the per-address limit is shared by every session and every replica', async () => {
     const clients = [
       await McpTestClient.connect(system.apiUrl),
@@ -869,6 +927,15 @@ describe('secrets stay out of start-up errors (real api and worker processes)', 
     }
     expect(api).to.match(/ADMIN_TOKEN \(value hidden, 12 characters\): use at least 16 characters/);
     expect(api).to.match(/AUTH_JWT_SECRET \(value hidden, 30 characters\): an HS256 secret needs at least 32/);
+  });
+
+  it('edges: JWT authentication without AUTH_JWT_AUDIENCE refuses to start, saying why and what to set', async () => {
+    const secret = `jwt-${randomUUID()}-${randomUUID()}`;
+    const output = await refusedStart('api', { AUTH_JWT_SECRET: secret });
+    expect(output).to.match(
+      /AUTH_JWT_AUDIENCE \(unset\): JWT authentication needs the audience of this server.*MCP authorization requires audience validation.*AUTH_JWT_AUDIENCE_OPTIONAL=1/,
+    );
+    expect(output).not.to.contain(secret);
   });
 });
 
@@ -961,5 +1028,88 @@ describe('Origin and /metrics on a non-loopback bind (HOST=0.0.0.0, without auth
     for (const origin of ['https://app.example.com', 'http://app.example.com:8443', 'http://localhost:5174']) {
       expect((await post(listed, { origin })).status, origin).to.equal(403);
     }
+  });
+});
+
+describe('deploy/nginx.conf in front of a real api (nginx of the Debian package)', function () {
+  this.timeout(60_000);
+  const NGINX = '/usr/sbin/nginx';
+  const METRICS_TOKEN = `metrics-${randomUUID()}`;
+  let system: System;
+  let nginx: ChildProcess | undefined;
+  let releaseNginx: (() => Promise<void>) | undefined;
+  let base: string;
+  let dir: string;
+
+  before(async function () {
+    if (!existsSync(NGINX) && !process.env['CI']) {
+      console.log(`    (skipped: ${NGINX} is missing; apt-get install nginx, as .ci/run does)`);
+      this.skip();
+    }
+    // As in docker-compose.yml: the api binds every address behind the balancer; the token opens its /metrics.
+    system = await startSystem({ workers: 0, env: { HOST: '0.0.0.0', METRICS_TOKEN } });
+    const port = await freePort();
+    dir = mkdtempSync(join(tmpdir(), 'mcpt-nginx-'));
+    chmodSync(dir, 0o777);
+    // The file as deployed, but for what only Docker has: its DNS resolver and the service name of the replicas.
+    const site = readFileSync(join(repoRoot, 'deploy', 'nginx.conf'), 'utf8')
+      .replace(/^resolver .*$/m, '')
+      .replace(/server api:\d+ resolve;/, `server 127.0.0.1:${new URL(system.apiUrl).port};`)
+      .replace(/listen 80;/, `listen 127.0.0.1:${port};`);
+    expect(site).to.include(`listen 127.0.0.1:${port};`);
+    writeFileSync(join(dir, 'site.conf'), site);
+    const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+      (name) => `${name}_temp_path ${dir}/${name};`,
+    );
+    writeFileSync(
+      join(dir, 'nginx.conf'),
+      `events {}\nhttp {\n  access_log off;\n  ${temp.join('\n  ')}\n  include ${dir}/site.conf;\n}\n`,
+    );
+    nginx = spawn(
+      NGINX,
+      ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', `daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;`],
+      { stdio: 'ignore' },
+    );
+    releaseNginx = track('nginx', () => stopNginx());
+    base = `http://127.0.0.1:${port}`;
+    await eventually(() =>
+      fetch(`${base}/healthz`).then(
+        (reply) => (reply.ok ? true : undefined),
+        () => undefined,
+      ),
+    );
+  });
+
+  async function stopNginx(): Promise<void> {
+    const child = nginx;
+    nginx = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGQUIT');
+    await exited;
+  }
+
+  after(async () => {
+    await releaseNginx?.();
+    await system?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('edges: /metrics is not served on the public side however it is spelled (/METRICS, /metrics/, /Metrics/x, %6detrics, //metrics), even with METRICS_TOKEN; the rest is proxied', async () => {
+    const authorization = `Bearer ${METRICS_TOKEN}`;
+    // The replica itself serves the token's bearer: what the balancer must keep inside.
+    const direct = `http://127.0.0.1:${new URL(system.apiUrl).port}/metrics`;
+    expect((await fetch(direct, { headers: { authorization } })).status).to.equal(200);
+    for (const path of ['/metrics', '/METRICS', '/metrics/', '/Metrics/x', '/%6detrics', '//metrics', '/metrics?x=1']) {
+      const reply = await rawRequest(`${base}${path}`, {
+        method: 'GET',
+        headers: { host: 'mcp.example.com', authorization },
+      });
+      expect(reply.status, path).to.equal(404);
+      // nginx's own page: the request never reached a replica (whose routes refuse these spellings too).
+      expect(reply.text, path).to.match(/<center>nginx[/<]/);
+    }
+    expect((await fetch(`${base}/healthz`)).status).to.equal(200);
+    expect((await rawPost(`${base}/mcp`, {}, INITIALIZE)).status).to.equal(200);
   });
 });

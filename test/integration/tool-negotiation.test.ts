@@ -334,13 +334,15 @@ describe('tool task negotiation (api + worker processes, real Redis)', function 
       });
     });
 
-    it("T-TOOL-5, T-TOOL-4: on a 2025-06-18 session 'count_primes' (required) is a plain call, hence -32601", async () => {
+    it("T-TOOL-5: on a 2025-06-18 session 'count_primes' (required) is a plain call, which task handles let run (listed optional there)", async () => {
+      // A revision without Tasks gets task handles (docs/clients.md; task-handles.test.ts): the tool is listed optional
+      // to it and its plain call runs. With TASK_HANDLES=off it is -32601 (task-handles.test.ts).
       const old = await McpTestClient.connect(system.apiUrl, '2025-06-18');
-      await expectRpcError(
-        old.call('tools/call', { name: 'count_primes', arguments: { below: 10 }, task: {} }),
-        -32601,
-        /must be called as a task/,
-      );
+      const { tools } = (await old.call('tools/list')) as { tools: { name: string; execution?: unknown }[] };
+      expect(tools.find((tool) => tool.name === 'count_primes')?.execution).to.deep.equal({ taskSupport: 'optional' });
+      expect(
+        await old.call('tools/call', { name: 'count_primes', arguments: { below: 10 }, task: {} }),
+      ).to.deep.include({ structuredContent: { below: 10, count: 4 } });
     });
 
     it("T-TOOL-1, T-CAP-3: what counts is the server's declaration for the session, not the client's capabilities", async () => {

@@ -4,9 +4,10 @@
 // without touching the system Node, as scripts/conformance.mjs fetches Node 22), and npm run on that Node.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { repoRoot } from './processes.ts';
 
@@ -28,8 +29,13 @@ async function sourcesDigest(): Promise<string> {
 }
 
 let packing: Promise<string> | undefined;
+const PACK_TIMEOUT_MS = 240_000;
 
-/** The path of mcp-task-runner-<version>.tgz built from the sources as they are now. */
+/**
+ * The path of mcp-task-runner-<version>.tgz built from the sources as they are now. The test shards are processes of
+ * their own: the first to get here packs, holding a lock directory beside the cache entry, and the others wait for
+ * its tarball (two builds at once would also share apps/runner/dist).
+ */
 export function packedTarball(): Promise<string> {
   packing ??= (async () => {
     const { version } = JSON.parse(readFileSync(join(repoRoot, 'apps', 'runner', 'package.json'), 'utf8')) as {
@@ -37,14 +43,45 @@ export function packedTarball(): Promise<string> {
     };
     const cache = join(tmpdir(), 'mcpt-pack-cache', await sourcesDigest());
     const tarball = join(cache, `mcp-task-runner-${version}.tgz`);
-    if (existsSync(tarball)) return tarball;
-    await run(process.execPath, ['scripts/pack.mjs'], { cwd: repoRoot, timeout: 240_000 });
-    mkdirSync(cache, { recursive: true });
-    copyFileSync(join(repoRoot, 'dist', `mcp-task-runner-${version}.tgz`), `${tarball}.part`);
-    renameSync(`${tarball}.part`, tarball);
+    const lock = `${cache}.lock`;
+    mkdirSync(dirname(cache), { recursive: true });
+    const deadline = Date.now() + PACK_TIMEOUT_MS;
+    while (!existsSync(tarball)) {
+      if (tryLock(lock)) {
+        try {
+          if (existsSync(tarball)) break;
+          await run(process.execPath, ['scripts/pack.mjs'], { cwd: repoRoot, timeout: PACK_TIMEOUT_MS });
+          mkdirSync(cache, { recursive: true });
+          copyFileSync(join(repoRoot, 'dist', `mcp-task-runner-${version}.tgz`), `${tarball}.part`);
+          renameSync(`${tarball}.part`, tarball);
+        } finally {
+          rmSync(lock, { recursive: true, force: true });
+        }
+        break;
+      }
+      if (Date.now() > deadline)
+        throw new Error(`no tarball after ${PACK_TIMEOUT_MS} ms: another process holds ${lock}`);
+      await sleep(500);
+    }
     return tarball;
   })();
   return packing;
+}
+
+/** Takes the lock directory, or one a packing process left behind when it died (older than a pack may take). */
+function tryLock(lock: string): boolean {
+  try {
+    mkdirSync(lock);
+    return true;
+  } catch {
+    try {
+      if (Date.now() - statSync(lock).mtimeMs < PACK_TIMEOUT_MS) return false;
+      rmSync(lock, { recursive: true, force: true });
+    } catch {
+      // gone meanwhile: try again on the next round
+    }
+    return false;
+  }
 }
 
 const nodes = new Map<string, Promise<string>>();

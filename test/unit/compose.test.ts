@@ -111,7 +111,8 @@ describe('docker-compose.yml', () => {
     expect(Number(major) * 1000 + Number(minor), 'nginx version').to.be.at.least(1028);
     expect(nginx).to.match(/proxy_buffering off;/);
     // /metrics has no token: the balancer keeps it inside (scraped per replica).
-    expect(nginx).to.match(/location = \/metrics \{\s*return 404;\s*\}/);
+    // Whatever the case or a trailing part (/METRICS, /metrics/): test/integration/security.test.ts runs nginx on it.
+    expect(nginx).to.match(/location ~\* \^\/metrics\(\/\|\$\) \{\s*return 404;\s*\}/);
     expect(service('lb').ports).to.deep.equal(['3000:80']);
     expect(service('lb').volumes?.[0]).to.match(/^\.\/deploy\/nginx\.conf:/);
     expect(service('lb').depends_on?.['api']?.condition).to.equal('service_healthy');

@@ -22,11 +22,11 @@ function recorder(answer: 'stored' | { value: string } = 'stored') {
   return { saves, store };
 }
 
-const LIMITS = { maxBytes: 1024, maxEntries: 100 };
+const LIMITS = { maxBytes: 1024, maxEntries: 100, maxTotalBytes: 4096 };
 const TASK = { taskId: 'task-1' };
 
 function snapshot(steps: Record<string, string> = {}, checkpoint?: string): DurableSnapshot {
-  return { checkpoint, steps: new Map(Object.entries(steps)), children: new Map() };
+  return { checkpoint, steps: new Map(Object.entries(steps)), children: new Map(), waits: new Map() };
 }
 
 async function refusal(promise: Promise<unknown>): Promise<LocalError> {
@@ -49,7 +49,14 @@ describe('durable run (ctx.checkpoint, ctx.step, ctx.callTool keys)', () => {
     });
     expect(value).to.deep.equal({ at: '1970-01-01T00:00:00.000Z', n: 1 });
     expect(saves).to.deep.equal([
-      { attempt: 1, kind: 'step', name: 'fetch', json: '{"at":"1970-01-01T00:00:00.000Z","n":1}', maxEntries: 100 },
+      {
+        attempt: 1,
+        kind: 'step',
+        name: 'fetch',
+        json: '{"at":"1970-01-01T00:00:00.000Z","n":1}',
+        maxEntries: 100,
+        maxTotalBytes: 4096,
+      },
     ]);
     const later = new DurableRun(store, TASK, 2, LIMITS, snapshot({ fetch: '{"n":1}' }));
     expect(await later.step('fetch', () => runs++)).to.deep.equal({ n: 1 });

@@ -2,7 +2,14 @@
 // failed run, operators' overrides, and the fair-order step of a weight.
 import { expect } from 'chai';
 import { ConfigError, fairStep, loadSchedulingSettings, SchedulingEnvSchema } from '@mcp-tasks/engine';
-import { catalogEntryOf, defineTool, FinalError, mergeScheduling, retryDelayMs } from '@mcp-tasks/protocol';
+import {
+  catalogEntryOf,
+  ChildTaskError,
+  defineTool,
+  FinalError,
+  mergeScheduling,
+  retryDelayMs,
+} from '@mcp-tasks/protocol';
 import { z } from 'zod';
 import { afterFailedRun, backoffStrategy, RetryLater, RunTimeoutError } from '@mcp-tasks/worker/scheduling';
 
@@ -29,6 +36,13 @@ describe('scheduling settings', () => {
     expect(afterFailedRun({ retry }, 1, 4, new FinalError('never'))).to.deep.equal({
       retry: false,
       statusMessage: 'Attempt 1 of 4 failed: never. The error is final: no retry.',
+    });
+    // A failed child: another attempt would wait for the same child (docs/durable-execution.md).
+    const child = new ChildTaskError('t-1', 'count_words', 'failed', { code: -32603, message: 'broke' });
+    expect(afterFailedRun({ retry }, 1, 4, child)).to.deep.equal({
+      retry: false,
+      statusMessage:
+        "Attempt 1 of 4 failed: Child task t-1 (tool 'count_words') failed: broke. The error is final: no retry.",
     });
     expect(afterFailedRun({ retry }, 4, 4, new Error('again'))).to.deep.equal({
       retry: false,

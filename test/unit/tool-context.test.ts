@@ -27,6 +27,11 @@ describe('tool context', () => {
       lastCheckpoint: undefined,
       step: (_name, fn) => Promise.resolve(fn()),
       callTool: () => Promise.reject(new Error('no children here')),
+      sleep: () => Promise.reject(new Error('no waits here')),
+      sleepUntil: () => Promise.reject(new Error('no waits here')),
+      waitForEvent: () => Promise.reject(new Error('no waits here')),
+      signalTask: () => Promise.reject(new Error('no events here')),
+      askParked: () => Promise.reject(new Error('no waits here')),
     },
   );
   armed = true;

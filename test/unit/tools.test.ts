@@ -47,6 +47,10 @@ describe('tool registry and demo tools', () => {
         lastCheckpoint: undefined,
         step: (_name, fn) => Promise.resolve(fn()),
         callTool: () => Promise.reject(new Error('no worker')),
+        sleep: () => Promise.reject(new Error('no worker')),
+        sleepUntil: () => Promise.reject(new Error('no worker')),
+        waitForEvent: () => Promise.reject(new Error('no worker')),
+        signalTask: () => Promise.reject(new Error('no worker')),
       },
     );
     setTimeout(() => controller.abort('cancelled'), 50);

@@ -165,10 +165,8 @@ function labelledJobData(data: unknown): unknown {
 
 /** Accepts `Authorization: Bearer <token>` or Basic auth with the token as password (any user name). */
 export function requireAdminToken(token: string) {
-  const expected = digest(token);
   return (req: Request, res: Response, next: NextFunction) => {
-    const given = presentedToken(req.headers.authorization);
-    if (given !== undefined && timingSafeEqual(digest(given), expected)) {
+    if (carriesAdminToken(req.headers.authorization, token)) {
       next();
       return;
     }
@@ -177,6 +175,13 @@ export function requireAdminToken(token: string) {
       .set('WWW-Authenticate', 'Basic realm="mcp-task-runner admin", charset="UTF-8"')
       .json({ error: 'Unauthorized: send the ADMIN_TOKEN as a Bearer token or as the Basic auth password' });
   };
+}
+
+/** Whether an Authorization header carries ADMIN_TOKEN (Bearer, or the Basic password); never without a token set. */
+export function carriesAdminToken(header: string | undefined, token: string | undefined): boolean {
+  if (token === undefined) return false;
+  const given = presentedToken(header);
+  return given !== undefined && timingSafeEqual(digest(given), digest(token));
 }
 
 function presentedToken(header: string | undefined): string | undefined {

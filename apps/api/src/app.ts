@@ -35,9 +35,11 @@ import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices, SecurityServices } from './context.ts';
 import { metricsGate, operationsRouter } from './ops.ts';
+import { TaskHandles } from './calls/handle-policy.ts';
 import { PlainCalls } from './calls/plain-calls.ts';
 import { RequestStateSigner } from './modern/request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
+import { signalsRouter } from './signals.ts';
 import { ApiTools } from './tool-catalog.ts';
 import { mcpEndpoint } from './transport/router.ts';
 
@@ -165,6 +167,11 @@ async function apiServices(
       events: engine.events,
       streamAfterMs: config.RESULT_STREAM_AFTER_MS,
     }),
+    handles: new TaskHandles({
+      enabled: config.TASK_HANDLES,
+      afterMs: config.HANDLE_AFTER_MS,
+      prefix: config.TASK_HANDLE_TOOL_PREFIX,
+    }),
     tools: new ApiTools(catalogView, config.CATALOG_EMPTY_WAIT_MS),
     requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {
       rotationMs: config.REQUEST_STATE_KEY_ROTATION_MS,
@@ -234,6 +241,19 @@ async function expressApp(
     const deps = { secret: config.CALLBACK_SECRET, maxBodyBytes: config.MAX_BODY_BYTES, store, external, log };
     app.use(callbacksRouter(deps)); // reports of external systems on their tasks (docs/external-tools.md)
   }
+  // Events for tasks whose tools wait for them (docs/durable-execution.md, "Waits").
+  app.use(
+    signalsRouter({
+      signals: engine.signals,
+      auth: services.security.auth,
+      rates: services.security.rates,
+      adminToken: config.ADMIN_TOKEN,
+      callbackSecret: config.CALLBACK_SECRET,
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      audit: services.security.audit,
+      log,
+    }),
+  );
   return app;
 }
 
@@ -273,6 +293,7 @@ function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator):
   }
   const closedMetrics = metricsWarning(metricsGate(config));
   if (closedMetrics !== undefined) log.warn(closedMetrics);
+  for (const warning of auth.warnings) log.warn(warning);
   if (auth.enabled) {
     log.info('authentication on: every /mcp request needs a bearer token; tasks are bound to its principal', {
       methods: auth.methods,

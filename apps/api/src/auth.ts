@@ -16,6 +16,8 @@ export interface Authenticator {
   readonly enabled: boolean;
   /** What is accepted, for the start-up log (no secrets). */
   readonly methods: readonly string[];
+  /** What the start-up log warns about: a setting that weakens a check. */
+  readonly warnings: readonly string[];
   authenticate(authorization: string | undefined): Promise<AuthOutcome>;
   /**
    * Reads AUTH_API_KEYS_FILE again (SIGHUP), so keys are added and revoked without a restart; answers how many
@@ -66,7 +68,8 @@ type SecurityConfig = Pick<
   | 'AUTH_JWT_AUDIENCE'
   | 'AUTH_JWT_ALGORITHMS'
   | 'AUTH_JWT_MAX_LIFETIME_MS'
->;
+> &
+  Partial<Pick<ApiConfig, 'AUTH_JWT_AUDIENCE_OPTIONAL'>>;
 
 export function createAuthenticator(config: SecurityConfig): Authenticator {
   const listed = keysFromList(config.AUTH_API_KEYS);
@@ -82,6 +85,7 @@ export function createAuthenticator(config: SecurityConfig): Authenticator {
   return {
     enabled: methods.length > 0,
     methods,
+    warnings: jwt?.warning !== undefined ? [jwt.warning] : [],
     reloadKeyFile() {
       if (config.AUTH_API_KEYS_FILE === undefined) throw new ConfigError('AUTH_API_KEYS_FILE is not set');
       fromFile = keysFromFile(config.AUTH_API_KEYS_FILE);
@@ -215,6 +219,8 @@ function keysFromFile(path: string | undefined): KeyEntry[] {
 interface JwtVerifier {
   /** For the start-up log. */
   description: string;
+  /** A weakened check the start-up log warns about. */
+  warning?: string;
   /** The token's principal; throws when the token is not accepted. */
   verify(token: string): Promise<string>;
 }
@@ -228,6 +234,15 @@ function jwtVerifier(config: SecurityConfig): JwtVerifier | undefined {
   if (config.AUTH_JWT_ALGORITHMS && !config.AUTH_JWKS_URL) {
     throw new ConfigError(
       'Invalid configuration:\n  AUTH_JWT_ALGORITHMS: applies to AUTH_JWKS_URL only (AUTH_JWT_SECRET tokens are HS256)',
+    );
+  }
+  const jwt = config.AUTH_JWT_SECRET !== undefined || config.AUTH_JWKS_URL !== undefined;
+  if (jwt && !config.AUTH_JWT_AUDIENCE && !config.AUTH_JWT_AUDIENCE_OPTIONAL) {
+    throw new ConfigError(
+      'Invalid configuration:\n  AUTH_JWT_AUDIENCE (unset): JWT authentication needs the audience of this server, the ' +
+        'value its tokens carry in `aud` (e.g. https://mcp.example.com): without it a token the issuer minted for any ' +
+        'other service would be accepted here (MCP authorization requires audience validation). Set it, or set ' +
+        'AUTH_JWT_AUDIENCE_OPTIONAL=1 to accept any audience knowingly.',
     );
   }
   // `exp` is required: a token without one would be valid for ever.
@@ -255,6 +270,13 @@ function jwtVerifier(config: SecurityConfig): JwtVerifier | undefined {
   const maxLifetimeS = config.AUTH_JWT_MAX_LIFETIME_MS / 1000;
   return {
     description: `${description}, lifetime at most ${maxLifetimeS} s`,
+    ...(config.AUTH_JWT_AUDIENCE
+      ? {}
+      : {
+          warning:
+            'AUTH_JWT_AUDIENCE_OPTIONAL=1: JWTs are accepted whatever their audience (`aud`), so a token the issuer ' +
+            'minted for any other service is accepted here too. Set AUTH_JWT_AUDIENCE to this server’s audience.',
+        }),
     async verify(token) {
       const payload = await verify(token);
       // Counted from `iat`, or from now when it is absent or in the future, so a far `exp` never passes.

@@ -2,7 +2,7 @@
 // final result or failure). Authenticated by the task's callback token only (no MCP session): see
 // docs/external-tools.md for the payloads and answers.
 import { createHash } from 'node:crypto';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { verifyCallbackToken, type ExternalTasks, type Logger, type TaskStore } from '@mcp-tasks/engine';
 import {
   CallbackPayloadSchema,
@@ -22,9 +22,15 @@ export interface CallbackDeps {
 
 export function callbacksRouter(deps: CallbackDeps): Router {
   const router = express.Router();
-  router.post('/callbacks/tasks/:taskId', express.json({ limit: deps.maxBodyBytes }), (req, res, next) => {
-    handleCallback(deps, req, res).catch(next);
-  });
+  // The token first: a body is read and parsed only for a caller that holds one for this task.
+  router.post(
+    '/callbacks/tasks/:taskId',
+    requireCallbackToken(deps),
+    express.json({ limit: deps.maxBodyBytes }),
+    (req, res, next) => {
+      handleCallback(deps, req, res).catch(next);
+    },
+  );
   router.all('/callbacks/tasks/:taskId', (_req, res) => {
     res.set('Allow', 'POST');
     res.status(405).json({ error: 'method_not_allowed', message: 'Use POST' });
@@ -41,17 +47,33 @@ export function callbacksRouter(deps: CallbackDeps): Router {
   return router;
 }
 
+/** Answers 401 unless the request carries this task's callback token; keeps its expiry for the handler. */
+function requireCallbackToken(deps: CallbackDeps) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const taskId = String(req.params['taskId']);
+    const header = req.headers.authorization ?? '';
+    const token = header.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : '';
+    const verdict = verifyCallbackToken(deps.secret, token, taskId);
+    if (!verdict.ok) {
+      deps.log.warn('callback rejected', { taskId, problem: verdict.problem });
+      // The body is not read: the connection is closed after the answer rather than drained.
+      res.set({ 'WWW-Authenticate': 'Bearer error="invalid_token"', Connection: 'close' });
+      res.status(401).json({ error: 'invalid_token', message: tokenMessage(verdict.problem) });
+      return;
+    }
+    (res.locals as CallbackLocals).expiresAt = verdict.expiresAt;
+    next();
+  };
+}
+
+interface CallbackLocals {
+  /** When the request's token expires (epoch ms): a final report's claim lives as long. */
+  expiresAt: number;
+}
+
 async function handleCallback(deps: CallbackDeps, req: Request, res: Response): Promise<void> {
   const taskId = String(req.params['taskId']);
-  const header = req.headers.authorization ?? '';
-  const token = header.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : '';
-  const verdict = verifyCallbackToken(deps.secret, token, taskId);
-  if (!verdict.ok) {
-    deps.log.warn('callback rejected', { taskId, problem: verdict.problem });
-    res.set('WWW-Authenticate', 'Bearer error="invalid_token"');
-    res.status(401).json({ error: 'invalid_token', message: tokenMessage(verdict.problem) });
-    return;
-  }
+  const { expiresAt } = res.locals as CallbackLocals;
   const parsed = CallbackPayloadSchema.safeParse(req.body);
   if (!parsed.success) {
     res.status(400).json({ error: 'invalid_payload', message: describeIssues(parsed.error) });
@@ -75,7 +97,7 @@ async function handleCallback(deps: CallbackDeps, req: Request, res: Response): 
 
   // The final report: one per task. A retry of the same report is answered as success and changes nothing.
   const digest = createHash('sha256').update(JSON.stringify(req.body)).digest('hex');
-  const claim = await deps.external.claimFinal(taskId, digest, verdict.expiresAt);
+  const claim = await deps.external.claimFinal(taskId, digest, expiresAt);
   if (claim === 'conflict') {
     res.status(409).json({
       error: 'conflict',

@@ -9,6 +9,8 @@ import {
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
+  PrincipalRateEnvSchema,
+  SignalEnvSchema,
   TaskEnvSchema,
   WebhookEnvSchema,
 } from '@mcp-tasks/engine';
@@ -58,7 +60,13 @@ export const SecurityEnvSchema = z.object({
   /** JWKS document of the issuer whose JWTs are accepted (RS256, ES256, EdDSA, ...). */
   AUTH_JWKS_URL: z.string().url().optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
+  /** A JWT's `aud` must contain it; required with AUTH_JWT_SECRET or AUTH_JWKS_URL (see AUTH_JWT_AUDIENCE_OPTIONAL). */
   AUTH_JWT_AUDIENCE: z.string().optional(),
+  /**
+   * Accept JWTs without checking their audience: for an identity provider that sets no `aud`. Said at every start,
+   * since a token its issuer minted for any other service is then accepted here too.
+   */
+  AUTH_JWT_AUDIENCE_OPTIONAL: flag(false),
   /** JWS algorithms accepted with AUTH_JWKS_URL; unset: JWKS_DEFAULT_ALGORITHMS. Asymmetric ones only. */
   AUTH_JWT_ALGORITHMS: z
     .string()
@@ -89,8 +97,6 @@ export const SecurityEnvSchema = z.object({
   IDEMPOTENCY_KEYS_PER_PRINCIPAL: intFromEnv(1000, { min: 1, max: 1_000_000 }),
   MAX_ARGUMENTS_BYTES: intFromEnv(256 * 1024, { min: 2 }),
   MAX_STREAMS_PER_SESSION: intFromEnv(16, { min: 1, max: 10_000 }),
-  RATE_LIMIT_WINDOW_MS: intFromEnv(10_000, { min: 100 }),
-  RATE_LIMIT_PER_PRINCIPAL: intFromEnv(2000),
   RATE_LIMIT_PER_ADDRESS: intFromEnv(5000),
   RATE_LIMIT_FAILED_LOOKUPS: intFromEnv(100),
   RATE_LIMIT_FAILED_LOOKUPS_PER_ADDRESS: intFromEnv(500),
@@ -115,11 +121,14 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(CatalogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
+  .extend(PrincipalRateEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)
   // Accepts calls' webhooks and puts principals' configured ones on their tasks (docs/webhooks.md).
   .extend(WebhookEnvSchema.shape)
+  // The bounds of events sent to tasks (docs/durable-execution.md, "Limits").
+  .extend(SignalEnvSchema.shape)
   .extend({
     HOST: z.string().min(1).default('127.0.0.1'),
     PORT: intFromEnv(3000, { max: 65535 }),
@@ -132,6 +141,25 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     REQUEST_STATE_KEY_ROTATION_MS: intFromEnv(DAY, { min: 1000 }),
     REQUEST_STATE_KEY_OVERLAP_MS: intFromEnv(15 * 60_000, { max: DAY }),
     REQUEST_STATE_KEY_RECHECK_MS: intFromEnv(5000, { max: 60_000 }),
+    /**
+     * Task handles (docs/clients.md): a call of a client that did not negotiate Tasks still running after
+     * HANDLE_AFTER_MS is answered with a handle, and such clients get the handle tools (named with the prefix).
+     */
+    TASK_HANDLES: z
+      .enum(['on', 'off'], { message: "use 'on' or 'off'" })
+      .default('on')
+      .transform((value) => value === 'on'),
+    HANDLE_AFTER_MS: intFromEnv(10_000, { max: 600_000 }),
+    TASK_HANDLE_TOOL_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{0,32}$/, 'use at most 32 letters, digits, _, - or . (a tool name prefix)')
+      .default('task_'),
+    /**
+     * While a call waits for its tool on an open request whose client sent a progress token, a progress notification
+     * this often when the tool reported none, so that a client resetting its timeout on progress never times out
+     * (0: none).
+     */
+    PROGRESS_KEEPALIVE_MS: intFromEnv(10_000, { max: 600_000 }),
     /** How often an SSE stream with nothing to send gets a `:` comment line (C26-SSE-2). */
     SSE_KEEPALIVE_MS: intFromEnv(15_000, { min: 100, max: SSE_KEEPALIVE_MAX_MS }),
     LIST_PAGE_SIZE: intFromEnv(50, { min: 1, max: 1000 }),

@@ -24,6 +24,7 @@ import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { RequestStateSigner } from './modern/request-state.ts';
+import type { TaskHandles } from './calls/handle-policy.ts';
 import type { PlainCalls } from './calls/plain-calls.ts';
 import type { StreamReply } from './stream-reply.ts';
 import type { ApiTools } from './tool-catalog.ts';
@@ -35,6 +36,8 @@ export interface ApiServices {
   sessions: SessionStore;
   tasks: TaskService;
   plainCalls: PlainCalls;
+  /** Task handles for clients that did not negotiate Tasks (calls/handles.ts, docs/clients.md). */
+  handles: TaskHandles;
   /** The live tool catalog (docs/catalog.md). */
   tools: ApiTools;
   /** Signs and checks the MRTR requestState of 2026-07-28 synchronous calls (modern/request-state.ts). */

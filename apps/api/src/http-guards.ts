@@ -1,16 +1,9 @@
 // Transport-level checks of the Streamable HTTP spec that run before any JSON-RPC: DNS-rebinding protection
 // (Host and Origin). Content negotiation is in responses.ts.
 import type { NextFunction, Request, Response } from 'express';
-import { isLoopbackHost } from '@mcp-tasks/engine';
+import { hostAllowed, hostRefusal, isLoopbackHost } from '@mcp-tasks/engine';
 import { ErrorCode } from '@mcp-tasks/protocol';
 import { sendHttpError } from './responses.ts';
-
-function hostnameOf(hostHeader: string): string {
-  // "[::1]:3000" -> "[::1]", "localhost:3000" -> "localhost"
-  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
-  const colon = hostHeader.lastIndexOf(':');
-  return colon === -1 ? hostHeader : hostHeader.slice(0, colon);
-}
 
 export interface GuardOptions {
   /** Bound address; a loopback bind accepts only loopback Host names, and loopback Origins unless a list is given. */
@@ -27,7 +20,7 @@ export function rebindingGuard(options: GuardOptions) {
   return (req: Request, res: Response, next: NextFunction) => {
     const host = req.headers.host;
     if (loopbackOnly && (host === undefined || host !== allowedHost)) {
-      if (!host || !isLoopbackHost(hostnameOf(host))) {
+      if (!hostAllowed(host, options.bindHost)) {
         sendHttpError(res, 403, ErrorCode.InvalidRequest, `Forbidden: Host '${host ?? ''}' is not allowed`);
         return;
       }
@@ -44,6 +37,21 @@ export function rebindingGuard(options: GuardOptions) {
       return;
     }
     next();
+  };
+}
+
+/**
+ * The operators' routes (/healthz, /readyz, /metrics) on a loopback bind answer only a loopback Host: what they
+ * serve there without a token must not be read by a page that rebinds its name to 127.0.0.1. Plain text: they are
+ * not JSON-RPC endpoints.
+ */
+export function loopbackHostGuard(bindHost: string) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (hostAllowed(req.headers.host, bindHost)) {
+      next();
+      return;
+    }
+    res.status(403).type('text/plain').send(hostRefusal(req.headers.host));
   };
 }
 

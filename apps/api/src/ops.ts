@@ -15,8 +15,12 @@ import {
 } from '@mcp-tasks/engine';
 import type { CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import { adminRouter, operatorActions } from './admin.ts';
+import { adminRouter, carriesAdminToken, operatorActions } from './admin.ts';
 import type { ApiConfig } from './config.ts';
+import { loopbackHostGuard } from './http-guards.ts';
+
+/** The routes for probes and scrapers: on a loopback bind they answer only a loopback Host (DNS rebinding). */
+const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
 
 /** How often an api with the dashboard samples the queue depth for its chart. */
 const QUEUE_DEPTH_SAMPLE_MS = 15_000;
@@ -41,7 +45,10 @@ export interface OperationsDeps {
 
 export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
   const { config, redis, admin, queue, metrics, catalog } = deps;
-  const router = express.Router();
+  // Case-sensitive and strict, as a balancer's rules are: /METRICS or /metrics/ is not /metrics here either, so a
+  // proxy that hides /metrics (deploy/nginx.conf) cannot be walked around by spelling it otherwise.
+  const router = express.Router({ caseSensitive: true, strict: true });
+  router.use(OPS_PATHS, loopbackHostGuard(config.HOST));
   metrics.addClusterGauges(admin, queue, {
     redisReady: () => redis.status === 'ready',
     liveScanLimit: config.METRICS_LIVE_SCAN_LIMIT,
@@ -52,10 +59,13 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  router.get('/readyz', (_req, res) => {
+  router.get('/readyz', (req, res) => {
+    // Probes and anyone who reaches the port read states; why (an upstream's failure, which may quote it) is for
+    // operators: with ADMIN_TOKEN, as the dashboard shows it (docs/security.md, "Health and readiness").
+    const reasons = carriesAdminToken(req.headers.authorization, config.ADMIN_TOKEN);
     redisReady(redis).then(
       // The gateway's upstreams are detail: the api serves whatever state they are in (docs/gateway.md).
-      () => upstreamDetail(deps.engine).then((upstreams) => res.json({ status: 'ready', ...upstreams })),
+      () => upstreamDetail(deps.engine, reasons).then((upstreams) => res.json({ status: 'ready', ...upstreams })),
       (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
     );
   });
@@ -120,8 +130,11 @@ async function redisReady(redis: RedisClient): Promise<void> {
   }
 }
 
-/** Each worker's upstream MCP servers, for /readyz: state and reason (nothing when there are none, or on error). */
-async function upstreamDetail(engine: Engine): Promise<{ upstreams?: Record<string, unknown>[] }> {
+/**
+ * Each worker's upstream MCP servers, for /readyz: their states, and with `reasons` why (nothing when there are none,
+ * or on error).
+ */
+async function upstreamDetail(engine: Engine, reasons: boolean): Promise<{ upstreams?: Record<string, unknown>[] }> {
   const upstreams = await engine.gateway.upstreams().catch(() => []);
   if (upstreams.length === 0) return {};
   return {
@@ -129,7 +142,7 @@ async function upstreamDetail(engine: Engine): Promise<{ upstreams?: Record<stri
       upstream,
       worker,
       state,
-      ...(reason !== undefined ? { reason } : {}),
+      ...(reasons && reason !== undefined ? { reason } : {}),
       since: new Date(since).toISOString(),
       tools,
     })),

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { audit, AuditEvent, type Session, type StreamEvent, type StreamMessage } from '@mcp-tasks/engine';
 import {
   errorResponse,
+  handleStartedResult,
   isTerminal,
   plainResultOf,
   ProtocolError,
@@ -18,6 +19,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { ApiServices } from './context.ts';
+import { ProgressKeepAlive } from './progress-keepalive.ts';
 import { eventIdOf, type SseWriter } from './sse.ts';
 
 export interface AnswerStream {
@@ -32,7 +34,11 @@ export interface AnswerStream {
   since?: string;
 }
 
-/** Streams one task's messages until it is terminal, then the request's answer. */
+/**
+ * Streams one task's messages until it is terminal, then the request's answer. The answer stream of a plain call of a
+ * client with task handles ends at its deadline with the handle instead (calls/handles.ts), and, when the call asked
+ * for progress, carries keep-alive progress while its tool is quiet (progress-keepalive.ts).
+ */
 export async function streamAnswer(
   services: ApiServices,
   session: Session,
@@ -71,20 +77,39 @@ export async function streamAnswer(
         sse.send(pending.message, id(cursor));
       }
     }
+    let call: PlainCallWait | undefined;
     const forwardTaskEvents = (from: string) =>
-      forward(services, sessionId, from, sse, async (event) => {
-        if (event.taskId !== spec.taskId) return undefined;
-        const requestId = inputRequestId(event.message);
-        if (requestId !== undefined) {
-          if (sentRequests.has(requestId) || !(await services.events.claimDelivery(requestId, 'result')))
-            return undefined;
-          sentRequests.add(requestId);
-        }
-        return id(event.id);
-      });
+      forward(
+        services,
+        sessionId,
+        from,
+        sse,
+        async (event) => {
+          if (event.taskId !== spec.taskId) return undefined;
+          const requestId = inputRequestId(event.message);
+          if (requestId !== undefined) {
+            if (sentRequests.has(requestId) || !(await services.events.claimDelivery(requestId, 'result')))
+              return undefined;
+            sentRequests.add(requestId);
+          }
+          return id(event.id);
+        },
+        (message) => call?.keepAlive?.forwarded(message) ?? message,
+      );
     for (;;) {
       cursor = await forwardTaskEvents(cursor);
       const record = await read();
+      if (spec.taskKind === TaskKind.PlainToolCall) {
+        call ??= plainCallWait(services, session, record);
+        // Handed out already (a stream resumed after its handle was sent): the handle is the answer again.
+        const handed = record.kind === TaskKind.Task ? record : await handOutWhenDue(services, call, record, spec);
+        if (handed) {
+          const answer = handleStartedResult({ record: handed }, services.handles.names);
+          sse.send(successResponse(spec.requestId, answer) as unknown as Record<string, unknown>, id(cursor));
+          return;
+        }
+        if (call.keepAlive && call.keepAlive.dueIn() === 0) sse.send(call.keepAlive.next());
+      }
       if (isTerminal(record.status)) {
         // The terminal status notification was appended with the status itself: send it before the answer.
         cursor = await forwardTaskEvents(cursor);
@@ -103,13 +128,52 @@ export async function streamAnswer(
         return;
       }
       if (sse.closed || signal.aborted) return;
-      await waiter.next(services.config.RESULT_RECHECK_MS, signal);
+      await waiter.next(Math.min(services.config.RESULT_RECHECK_MS, call ? untilDue(call) : Infinity), signal);
     }
   } finally {
     clearInterval(renewal);
     await waiter.close();
     await lease.close().catch(() => undefined);
   }
+}
+
+/** What the answer stream of a plain call waits for besides its end: its handle deadline, its keep-alives. */
+interface PlainCallWait {
+  handAt?: number;
+  keepAlive?: ProgressKeepAlive;
+}
+
+function plainCallWait(services: ApiServices, session: Session, record: TaskRecord): PlainCallWait {
+  const { handles, config } = services;
+  // The request began as the call's record was made: a stream resumed on any replica finds the same deadline.
+  const handAt = handles.deadline(
+    handles.offeredToSession(session),
+    services.tools.view.entries().get(record.tool),
+    record.createdAt,
+  );
+  const keepAlive =
+    record.progressToken !== undefined && config.PROGRESS_KEEPALIVE_MS > 0
+      ? new ProgressKeepAlive(record.progressToken, config.PROGRESS_KEEPALIVE_MS)
+      : undefined;
+  return { ...(handAt !== undefined ? { handAt } : {}), ...(keepAlive ? { keepAlive } : {}) };
+}
+
+/** A call still running at its deadline, handed out (as a task); undefined before it, or when it ended first. */
+async function handOutWhenDue(
+  services: ApiServices,
+  call: PlainCallWait,
+  record: TaskRecord,
+  spec: AnswerStream,
+): Promise<TaskRecord | undefined> {
+  if (call.handAt === undefined || Date.now() < call.handAt || isTerminal(record.status)) return undefined;
+  return services.plainCalls.handOut(record, spec.requestId);
+}
+
+/** How long the stream may sleep before its plain call needs it: the handle deadline, the next keep-alive. */
+function untilDue(call: PlainCallWait): number {
+  const now = Date.now();
+  const handle = call.handAt !== undefined ? Math.max(0, call.handAt - now) : Infinity;
+  return Math.min(handle, call.keepAlive?.dueIn(now) ?? Infinity);
 }
 
 /** The session's GET stream: every message of the session not taken by an open answer stream, until the client leaves. */
@@ -167,13 +231,14 @@ async function forward(
   cursor: string,
   sse: SseWriter,
   eventId: (event: StreamMessage) => Promise<string | undefined>,
+  transform: (message: Record<string, unknown>) => Record<string, unknown> = (message) => message,
 ): Promise<string> {
   for (;;) {
     const events = await services.events.after(sessionId, cursor);
     for (const event of events) {
       const message = render(event);
       const id = await eventId(message);
-      if (id !== undefined) sse.send(message.message, id);
+      if (id !== undefined) sse.send(transform(message.message), id);
       cursor = event.id;
     }
     if (events.length < 200) return cursor;

@@ -3,12 +3,29 @@
 // The catalog admits only entries within its bounds whose schema compiles (docs/catalog.md, "Bounds"), each with its
 // own validator: the one implementation of schema validation (engine ArgumentValidator over protocol's).
 import { ArgumentValidator, type CatalogView } from '@mcp-tasks/engine';
-import { InvalidInputError, listingOfEntry, UnavailableError, type CatalogEntry } from '@mcp-tasks/protocol';
+import {
+  handleToolListing,
+  InvalidInputError,
+  listingOfEntry,
+  TaskSupport,
+  UnavailableError,
+  type CatalogEntry,
+  type HandleToolNames,
+} from '@mcp-tasks/protocol';
+
+/** Which tools a listing for clients with task handles shows as handed out (calls/handles.ts). */
+export interface HandleListing {
+  names: HandleToolNames;
+  /** A tool that requires a task may be called plainly and handed out (2025-11-25): listed as optional. */
+  requiredTools: boolean;
+}
 
 export class ApiTools {
   /** The one validation of arguments against a published schema (the worker's child calls use it too). */
   readonly #arguments = new ArgumentValidator();
   #listing: Record<string, unknown>[] | undefined;
+  /** The listings for clients with task handles, by whether required tools are handed out too. */
+  readonly #handleListings = new Map<boolean, Record<string, unknown>[]>();
 
   constructor(
     readonly view: CatalogView,
@@ -17,6 +34,7 @@ export class ApiTools {
   ) {
     view.onChange(() => {
       this.#listing = undefined;
+      this.#handleListings.clear();
     });
   }
 
@@ -26,6 +44,35 @@ export class ApiTools {
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .map(listingOfEntry);
     return this.#listing;
+  }
+
+  /**
+   * tools/list for clients that get task handles (docs/clients.md): the catalog's tools as such a client may call them,
+   * and the handle tools. A tool that may be handed out lists no outputSchema (its answer may be a handle, which a
+   * client validating structuredContent against it would refuse) and, when required tools are handed out too, is
+   * listed optional (such a client may call it plainly). The handle tools' names are the server's while handles are
+   * on: a catalog tool of the same name is not listed (TASK_HANDLE_TOOL_PREFIX moves them aside). Computed once per
+   * catalog change.
+   */
+  listWithHandles(handles: HandleListing): Record<string, unknown>[] {
+    let listing = this.#handleListings.get(handles.requiredTools);
+    if (listing) return listing;
+    const handedOut = (entry: CatalogEntry) =>
+      entry.taskSupport === TaskSupport.Optional ||
+      (handles.requiredTools && entry.taskSupport === TaskSupport.Required);
+    const catalog = this.list()
+      .filter((tool) => !handles.names.has(String(tool['name'])))
+      .map((tool) => {
+        const entry = this.view.entries().get(String(tool['name']));
+        if (!entry || !handedOut(entry)) return tool;
+        const { outputSchema: _dropped, ...rest } = tool;
+        return { ...rest, execution: { taskSupport: TaskSupport.Optional } };
+      });
+    listing = [...catalog, ...handleToolListing(handles.names)].sort((a, b) =>
+      String(a['name']) < String(b['name']) ? -1 : String(a['name']) > String(b['name']) ? 1 : 0,
+    );
+    this.#handleListings.set(handles.requiredTools, listing);
+    return listing;
   }
 
   names(): string[] {

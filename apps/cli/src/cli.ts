@@ -8,6 +8,7 @@ import { registerList } from './commands/list.ts';
 import { registerOverview } from './commands/overview.ts';
 import { registerPurge } from './commands/purge.ts';
 import { registerRetry } from './commands/retry.ts';
+import { registerSignal } from './commands/signal.ts';
 import { processIo, type CliIo } from './io.ts';
 import { CliError } from './operator.ts';
 
@@ -40,6 +41,7 @@ export function buildProgram(io: CliIo): Command {
   registerInspect(program, io);
   registerCancel(program, io);
   registerRetry(program, io);
+  registerSignal(program, io);
   registerPurge(program, io);
   return program;
 }

@@ -9,6 +9,7 @@ import {
   type RedisClient,
   type TaskAdmin,
   type TaskService,
+  type TaskSignals,
   type TaskStore,
   type ToolJobData,
 } from '@mcp-tasks/engine';
@@ -26,6 +27,8 @@ export interface Operator {
   store: TaskStore;
   queue: Queue<ToolJobData>;
   admin: TaskAdmin;
+  /** Events for tasks (mcpt signal; docs/durable-execution.md, "Waits"). */
+  signals: TaskSignals;
   /** The TaskService for cancels and retries; a retry keeps the original task's ttl and pollInterval. */
   service: (original?: TaskRecord) => TaskService;
   /** A tool's catalog entry: whether it may run again after a worker crash, its scheduling (an unknown tool is refused). */
@@ -68,6 +71,7 @@ export async function withOperator<T>(
       store: engine.store,
       queue: engine.queue,
       admin: engine.admin,
+      signals: engine.signals,
       // A retried task keeps its ttl, whatever the api's TASK_TTL_MAX_MS, and its pollInterval.
       service: (original) =>
         original

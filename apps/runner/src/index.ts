@@ -17,33 +17,37 @@
  *   }),
  * ];
  */
-export {
-  ChildTaskError,
-  defineExternalTool,
-  defineQueueTool,
-  defineTool,
-  FinalError,
-  TaskSupport,
-} from '@mcp-tasks/protocol';
+export { defineExternalTool, defineQueueTool, defineTool, TaskSupport } from '@mcp-tasks/protocol';
+// The errors a tool throws or catches, each with its own `name`, for `instanceof`: FinalError (fail without retry),
+// ProtocolError (fail with this JSON-RPC code), ChildTaskError (a child task failed: ctx.callTool), LocalError with
+// its LocalErrorCode (ctx.elicit, ctx.checkpoint, ctx.step ... refused).
+export { ChildTaskError, FinalError, LocalError, LocalErrorCode, ProtocolError } from '@mcp-tasks/protocol';
 export type {
   CallbackTarget,
   CallToolOptions,
   CallToolResult,
   CatalogEntry,
   ElicitParams,
+  EventOutcome,
   ExternalContext,
   ExternalHandlers,
+  ExternalRef,
   ExternalStatus,
   ExternalSubmission,
   ExternalToolDefinition,
+  InputOptions,
   QueueToolDefinition,
   RetryPolicy,
   Scheduling,
   SchedulingInput,
+  SignalOutcome,
+  StepOptions,
   ToolAnnotations,
   ToolContext,
   ToolDefinition,
   ToolLogger,
+  WaitForEventOptions,
+  WaitOptions,
 } from '@mcp-tasks/protocol';
 export { startApi, startWorker } from './start.ts';
 // The loader of MCPT_TOOLS, for embedding: a tools file in ESM or CommonJS, whatever the project's own type.

@@ -1,11 +1,20 @@
 // What the steps of one attempt of a tool job share: the processor's dependencies, and the attempt itself once its
 // task has been read.
 import type { Job } from 'bullmq';
-import type { Logger, OwnerCaps, SchedulingCounter, TaskStore, ToolJobData } from '@mcp-tasks/engine';
+import type {
+  AttemptEnding,
+  AttemptRun,
+  Logger,
+  OwnerCaps,
+  SchedulingCounter,
+  TaskStore,
+  ToolJobData,
+} from '@mcp-tasks/engine';
 import type { Scheduling, TaskRecord, ToolRegistry } from '@mcp-tasks/protocol';
 import type { ChildCallDeps } from './child-calls.ts';
 import type { DelayedCalls } from './delayed-calls.ts';
 import type { DurableLimits } from './durable-run.ts';
+import type { WaitDeps } from './durable-waits.ts';
 import type { ExternalDeps } from './external-job.ts';
 import type { JobTrace } from './job-trace.ts';
 import type { RunningTasks } from './running-tasks.ts';
@@ -32,6 +41,8 @@ export interface JobDeps extends ContextDeps {
   durable: DurableLimits;
   /** What ctx.callTool needs (child-calls.ts). */
   children: ChildCallDeps;
+  /** What ctx.sleep, waitForEvent and signalTask need beside the store (durable-waits.ts). */
+  durableWaits: Pick<WaitDeps, 'signals' | 'maxWaits'>;
 }
 
 /** What one processor's attempts share: the deps, and the running notes of its first attempts, on one timer. */
@@ -61,4 +72,17 @@ export interface Attempt {
 /** An attempt of a tool this worker runs itself: all its moves carry its number. */
 export interface FencedAttempt extends Attempt {
   readonly fence: number;
+}
+
+/**
+ * The attempt as the history entry of its moves records it (TaskStore's `run`): its number, its worker, its start (when
+ * BullMQ gave the job to this worker) and, once known, how it ended.
+ */
+export function attemptRun(attempt: FencedAttempt, worker: string, ending?: AttemptEnding): AttemptRun {
+  return {
+    attempt: attempt.fence,
+    worker,
+    startedAt: attempt.job.processedOn ?? Date.now(),
+    ...(ending !== undefined ? { ending } : {}),
+  };
 }

@@ -10,6 +10,7 @@ import {
   type ArgumentValidator,
   type CatalogView,
   type Logger,
+  type RateLimiter,
   type TaskService,
   type TaskStore,
   type TraceContext,
@@ -19,6 +20,7 @@ import {
   ErrorCode,
   InvalidInputError,
   isTerminal,
+  LimitExceededError,
   TaskKind,
   TaskNotFoundError,
   TaskStatus,
@@ -38,6 +40,8 @@ export interface ChildCallDeps {
   arguments: ArgumentValidator;
   /** The audit child logger: a child task is a task created on its principal's behalf (T-AUDIT-1). */
   audit: Logger;
+  /** Charges a child's creation to its principal's rate bucket, which the api's requests fill too (T-SEC-3). */
+  rates: Pick<RateLimiter, 'admit' | 'chargeOwner' | 'limits'>;
 }
 
 /** One attempt's part of a child call: its durable state, its task, its signal and how it lends its slot. */
@@ -54,6 +58,7 @@ export interface ChildCallScope {
 export function childCaller(deps: ChildCallDeps, scope: ChildCallScope): ToolContext['callTool'] {
   return async (name, args, options = {}) => {
     const { run } = scope;
+    checkTtl(options.ttl, scope.parent);
     const callKey = run.claimCall(name, options.key);
     let childId = run.childOf(callKey);
     if (childId === undefined) {
@@ -69,6 +74,18 @@ export function childCaller(deps: ChildCallDeps, scope: ChildCallScope): ToolCon
   };
 }
 
+/**
+ * A child's ttl comes from the tool's code, unchecked by any schema: anything but a whole number of milliseconds is
+ * the tool's mistake, said so (it reached the create script as NaN, which answered a raw Lua error).
+ */
+function checkTtl(ttl: unknown, parent: TaskRecord): void {
+  if (ttl === undefined || (typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl > 0)) return;
+  throw new InvalidInputError(
+    `callTool's ttl must be a whole number of milliseconds above 0 (or left out for the rest of the parent's), got ${JSON.stringify(ttl) ?? typeof ttl}`,
+    { taskId: parent.taskId },
+  );
+}
+
 async function startChild(
   deps: ChildCallDeps,
   scope: ChildCallScope,
@@ -80,6 +97,17 @@ async function startChild(
   const { parent, run } = scope;
   const entry = await (await deps.catalog()).get(name);
   if (!entry) throw new InvalidInputError(`Unknown tool: '${name}' (no live worker serves it)`);
+  const admitted = await deps.rates.admit(deps.rates.chargeOwner(parent.owner));
+  if (!admitted.ok) {
+    const { limit, retryAfterMs } = admitted;
+    throw new LimitExceededError(
+      'rate_principal',
+      limit,
+      `Too many task operations by this task's requestor: at most ${limit} per ${deps.rates.limits.windowMs} ms ` +
+        `(RATE_LIMIT_PER_PRINCIPAL), child tasks included; retry in ${retryAfterMs} ms`,
+      { retryAfterMs },
+    );
+  }
   const trace = carrierFor(scope.trace);
   const child = await deps.tasks.create({
     kind: TaskKind.Task,

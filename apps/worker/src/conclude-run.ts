@@ -2,9 +2,17 @@
 // the delayed set (BullMQ's DelayedError), its next run after the backoff (RetryLater), or nothing; and with it the
 // attempt's log line, its trace attributes and the scheduling counters.
 import { DelayedError, type Job } from 'bullmq';
-import type { Logger, ToolJobData } from '@mcp-tasks/engine';
-import { ErrorCode, settleWithError, settleWithResult, TaskStatus, type Settlement } from '@mcp-tasks/protocol';
-import type { Attempt, AttemptDeps } from './attempt.ts';
+import { AttemptEnding, handedBackMessage, type AttemptRun, type Logger, type ToolJobData } from '@mcp-tasks/engine';
+import {
+  ErrorCode,
+  isTerminal,
+  settleWithError,
+  settleWithResult,
+  TaskStatus,
+  WaitKind,
+  type Settlement,
+} from '@mcp-tasks/protocol';
+import { attemptRun, type Attempt, type AttemptDeps } from './attempt.ts';
 import { inChildSpan, type JobTrace } from './job-trace.ts';
 import type { AttemptRefusal, RunOutcome, Skip } from './run-outcome.ts';
 import { AbortReason } from './running-tasks.ts';
@@ -33,11 +41,14 @@ export async function concludeRun(deps: AttemptDeps, attempt: Attempt, outcome: 
       return retryLater(deps, attempt, outcome);
     case 'held':
       return hold(deps, attempt, outcome);
+    case 'parked':
+      return park(deps, attempt, outcome);
     case 'pollLater':
       return moveBack(attempt, Date.now() + outcome.delayMs);
     case 'handedBack':
       // Without spending an attempt: another worker picks the job up.
       log.info('handing the task back on shutdown');
+      await noteHandBack(deps, attempt);
       return moveBack(attempt, Date.now());
     case 'lockLost':
       // No settlement: the job's next attempt (stalled-job recovery) runs the tool again and settles the task.
@@ -96,8 +107,10 @@ function countTimeout(deps: AttemptDeps, attempt: Attempt, error: unknown): void
 
 async function retryLater(deps: AttemptDeps, attempt: Attempt, retry: Outcome<'retryLater'>): Promise<void> {
   // The task stays working and says why and when the next run starts; BullMQ delays the job (backoffStrategy).
+  const run = runOf(deps, attempt, AttemptEnding.Failed);
   const noted = await deps.store.note(attempt.record, TaskStatus.Working, retry.statusMessage, {
     attempt: attempt.fence,
+    ...(run ? { run } : {}),
   });
   if (!noted.ok) return;
   deps.count?.(attempt.job.data.tool, 'retries');
@@ -119,6 +132,49 @@ async function hold(deps: AttemptDeps, attempt: Attempt, held: Outcome<'held'>):
   return moveBack(attempt, Date.now() + held.parkMs);
 }
 
+/**
+ * Parks the job on its tool's wait (docs/durable-execution.md, "Waits"): the task says what it waits for and until
+ * when, and the job waits in the delayed set until then, or until an event or the client's answer wakes it
+ * (TaskSignals.wake). An answer that came while the job was still being moved found nothing to wake: it is looked for
+ * once the job is parked.
+ */
+async function park(deps: AttemptDeps, attempt: Attempt, parked: Outcome<'parked'>): Promise<void> {
+  const { record, log, traced } = attempt;
+  const { wait, statusMessage, requestId } = parked.parking;
+  const status = wait.kind === WaitKind.Input ? TaskStatus.InputRequired : TaskStatus.Working;
+  // The attempt ends parked, so that the wake's attempt does not read it as lost with its worker.
+  const run = runOf(deps, attempt, AttemptEnding.Parked);
+  const moved = await deps.store.transition(record, status, {
+    statusMessage,
+    from: [TaskStatus.Working],
+    ...(attempt.fence !== undefined ? { attempt: attempt.fence, ...(run ? { run } : {}) } : {}),
+  });
+  // Refused when the task is where it should be already (input_required since its request went out), or waits for
+  // its client otherwise; else it ended (cancelled) or a later attempt runs it: nothing to park.
+  if (!moved.ok && (moved.reason !== 'rejected' || isTerminal(moved.current))) {
+    // Ended (a cancel that came while the wait was stored): nothing waits any more, a parked question included.
+    if (moved.reason !== 'stale') {
+      const withdrawn = await deps.store.waits.abandon({
+        ...record,
+        wait: { ...wait, ...(requestId ? { requestId } : {}) },
+      });
+      if (withdrawn !== undefined) {
+        await deps.inputs.abandoned(record, withdrawn, 'The task no longer needs the answer.').catch(() => undefined);
+      }
+    }
+    log.info('task not parked: it ended or a later attempt runs it', { reason: moved.reason });
+    return;
+  }
+  log.info('task parked', { wait: wait.kind, until: new Date(wait.until).toISOString(), key: wait.key });
+  traced?.note({ 'mcp.task.parked': wait.kind });
+  if (!attempt.token) throw new Error('cannot park a job without its lock token');
+  await attempt.job.moveToDelayed(wait.until, attempt.token);
+  if (wait.kind !== WaitKind.Sleep && (await deps.store.waits.settled(record.taskId, wait.key, requestId))) {
+    await attempt.job.promote().catch(() => undefined);
+  }
+  throw new DelayedError();
+}
+
 /** Moves the job back to the delayed set until `at`, which spends no attempt, and tells BullMQ so. */
 async function moveBack({ job, token }: Attempt, at: number): Promise<never> {
   if (!token) throw new Error('cannot move a job back to the delayed set without its lock token');
@@ -126,9 +182,32 @@ async function moveBack({ job, token }: Attempt, at: number): Promise<never> {
   throw new DelayedError();
 }
 
+/**
+ * The attempt for the history entry of a move (TaskStore's `run`); none for an external tool's poll, which is no
+ * attempt of its own (unfenced). A settlement's run needs no ending: the terminal status ends it.
+ */
+function runOf(deps: AttemptDeps, attempt: Attempt, ending?: AttemptEnding): AttemptRun | undefined {
+  const { fence } = attempt;
+  return fence === undefined ? undefined : attemptRun({ ...attempt, fence }, deps.workerName, ending);
+}
+
+/**
+ * The task says that its attempt was handed back and waits for another worker, the record counts the hand-back (the
+ * next run's ctx.attempt includes it); best effort: the job goes back to the queue whatever comes of it.
+ */
+async function noteHandBack(deps: AttemptDeps, attempt: Attempt): Promise<void> {
+  const run = runOf(deps, attempt, AttemptEnding.HandedBack);
+  if (!run) return;
+  const message = handedBackMessage(run.attempt, deps.workerName);
+  await deps.store
+    .endAttempt(attempt.record, { ...run, ending: AttemptEnding.HandedBack }, message)
+    .catch((error: unknown) => attempt.log.warn('hand-back not noted on the task', { error: String(error) }));
+}
+
 async function settle(deps: AttemptDeps, attempt: Attempt, settlement: Settlement, endsChildren?: true): Promise<void> {
   const { record: task, traced, log } = attempt;
-  const options = attempt.fence === undefined ? {} : { attempt: attempt.fence };
+  const run = runOf(deps, attempt);
+  const options = attempt.fence === undefined ? {} : { attempt: attempt.fence, ...(run ? { run } : {}) };
   let moved;
   if (!traced) moved = await deps.store.settle(task, settlement, options);
   else {

@@ -6,9 +6,11 @@ import {
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
+  PrincipalRateEnvSchema,
   RedisEnvSchema,
   SchedulingEnvSchema,
   SessionEnvSchema,
+  SignalEnvSchema,
   TaskEnvSchema,
   WebhookEnvSchema,
 } from '@mcp-tasks/engine';
@@ -24,12 +26,21 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(TaskEnvSchema.shape)
   // Signs and delivers tasks' webhooks (docs/webhooks.md): the same settings as the api's.
   .extend(WebhookEnvSchema.shape)
+  // The bounds of the events its tools send (ctx.signalTask), as the api's for those sent to its endpoint.
+  .extend(SignalEnvSchema.shape)
+  // Child tasks are charged to their principal's rate bucket, as the api charges its requests (same settings).
+  .extend(PrincipalRateEnvSchema.shape)
   .extend({
     WORKER_CONCURRENCY: intFromEnv(16, { min: 1, max: 10_000 }),
     WORKER_SHUTDOWN_GRACE_MS: intFromEnv(10_000),
     WORKER_LOCK_DURATION_MS: intFromEnv(30_000, { min: 1000 }),
     WORKER_STALLED_INTERVAL_MS: intFromEnv(30_000, { min: 1000 }),
     WORKER_MAX_STALLED_COUNT: intFromEnv(2, { min: 0, max: 100 }),
+    /**
+     * How often the workers of a queue look for jobs whose worker is gone (no Redis connection left), which go to
+     * another worker after a second look half an interval later (docs/reliability.md, "A worker dies"); 0: never.
+     */
+    WORKER_LIVENESS_CHECK_MS: intFromEnv(5000, { min: 0, max: 600_000 }),
     CANCEL_CHECK_INTERVAL_MS: intFromEnv(2000, { min: 50 }),
     RUNNING_NOTE_AFTER_MS: intFromEnv(200, { min: 0, max: 60_000 }),
     MAINTENANCE_INTERVAL_MS: intFromEnv(5000, { min: 50 }),
@@ -47,6 +58,13 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
     DURABLE_MAX_BYTES: intFromEnv(64 * 1024, { min: 1024, max: 16 * 1024 * 1024 }),
     /** The most checkpoint, step results and child tasks one task may keep (docs/durable-execution.md). */
     DURABLE_MAX_STEPS: intFromEnv(10_000, { min: 1, max: 1_000_000 }),
+    /**
+     * The most sleeps and waits one task may make in its life (docs/durable-execution.md, "Waits"): each wake runs the
+     * tool again from the top, replaying what it stored.
+     */
+    DURABLE_MAX_WAITS: intFromEnv(1000, { min: 1, max: 1_000_000 }),
+    /** The most bytes one task's checkpoint and step results may take together (docs/durable-execution.md). */
+    DURABLE_MAX_TOTAL_BYTES: intFromEnv(4 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
     /** Serve the demo tools (`crash` included): only when asked, never by default (`mcpt worker --demo` sets it). */
     MCPT_DEMO: z
       .enum(['true', 'false', '1', '0'], { message: "use '1' or '0'" })

@@ -4,12 +4,14 @@
 import { EMPTY_SNAPSHOT, type DurableSnapshot, type TaskStore } from '@mcp-tasks/engine';
 import { LocalError, LocalErrorCode, type TaskRecord } from '@mcp-tasks/protocol';
 
-/** The bounds of what a task keeps (worker settings DURABLE_MAX_BYTES and DURABLE_MAX_STEPS). */
+/** The bounds of what a task keeps (worker settings DURABLE_MAX_BYTES, DURABLE_MAX_TOTAL_BYTES, DURABLE_MAX_STEPS). */
 export interface DurableLimits {
   /** The most bytes of JSON one checkpoint or step result may take. */
   maxBytes: number;
   /** The most checkpoint, step results and child tasks one task may keep together. */
   maxEntries: number;
+  /** The most bytes its checkpoint and step results may take together. */
+  maxTotalBytes: number;
 }
 
 /** Step names and child call keys: what a tool names its durable work with. */
@@ -59,6 +61,7 @@ export class DurableRun {
       kind: 'checkpoint',
       json,
       maxEntries: this.limits.maxEntries,
+      maxTotalBytes: this.limits.maxTotalBytes,
     });
   }
 
@@ -81,6 +84,7 @@ export class DurableRun {
       name,
       json,
       maxEntries: this.limits.maxEntries,
+      maxTotalBytes: this.limits.maxTotalBytes,
     });
     // An earlier attempt still running (it lost its lock) stored the step first: its result is the step's.
     return fromJson(saved.stored ? json : saved.value) as T;
@@ -106,6 +110,11 @@ export class DurableRun {
   /** The child task an earlier attempt started under `callKey`, if any. */
   childOf(callKey: string): string | undefined {
     return this.snapshot.children.get(callKey);
+  }
+
+  /** A wait an earlier attempt stored under `key` (durable-waits.ts): its JSON, or undefined. */
+  waitOf(key: string): string | undefined {
+    return this.snapshot.waits.get(key);
   }
 
   /** Notes a child task started (or found) by this attempt. */

@@ -1,9 +1,11 @@
 // The worker's optional HTTP listener (WORKER_METRICS_PORT): /metrics for Prometheus (behind METRICS_TOKEN, or open
-// on a loopback bind only) and /healthz. Workers have no other HTTP server; the counters they own (tasks finished, durations, queue
-// wait) can only be scraped here.
+// on a loopback bind only) and /healthz; on a loopback bind both answer only a loopback Host. Workers have no other
+// HTTP server; the counters they own (tasks finished, durations, queue wait) can only be scraped here.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  hostAllowed,
+  hostRefusal,
   listenOn,
   metricsAccess,
   metricsWarning,
@@ -47,6 +49,11 @@ export async function startMetricsServer(
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
+      return;
+    }
+    // On a loopback bind, a loopback Host only: a page that rebinds its name to 127.0.0.1 reads nothing here.
+    if (!hostAllowed(req.headers.host, listen.host)) {
+      res.writeHead(403, { 'Content-Type': 'text/plain' }).end(hostRefusal(req.headers.host));
       return;
     }
     if (path === '/healthz') {

@@ -26,8 +26,11 @@ export interface QueueWorkerDeps {
   config: WorkerConfig;
   /** BullMQ's connection (worker-engine.ts). */
   connection: RedisClient;
-  /** The worker's name, BullMQ's too. */
-  name: string;
+  /**
+   * The name BullMQ records as the holder of the jobs this process takes (a job's processedBy): the worker's instance
+   * when other workers can see its connections (lost-jobs.ts in the engine), its plain name otherwise.
+   */
+  holder: string;
   /** The processor of one queue's jobs; a tool waiting for its client lends that queue's slot (wait-budget.ts). */
   processor: (lender: SlotLender) => Processor;
   waitBudget: WaitBudget;
@@ -65,7 +68,7 @@ export class QueueWorkers {
         lockDuration: config.WORKER_LOCK_DURATION_MS,
         stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
         maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
-        name: this.deps.name,
+        name: this.deps.holder,
         // Waits between runs of a job (RETRY_BACKOFF_TYPE): the tool's retry policy, through RetryLater.
         settings: { backoffStrategy },
       },
@@ -100,6 +103,11 @@ export class QueueWorkers {
 
   async close(): Promise<void> {
     await Promise.all([...this.#workers.values()].map((worker) => this.#close(worker)));
+  }
+
+  /** The queues this process takes jobs from now, each with its Worker. */
+  running(): IterableIterator<[string, ToolQueueWorker<ToolJobData>]> {
+    return this.#workers.entries();
   }
 
   #handle(queueName: string, worker: ToolQueueWorker<ToolJobData>): void {

@@ -4,6 +4,7 @@
 // RetryLater, or nothing. An error thrown instead (Redis failing, say) is no outcome: BullMQ retries the job.
 import type { InputBroker, OwnerCaps } from '@mcp-tasks/engine';
 import type { CallToolResult, TaskStatus } from '@mcp-tasks/protocol';
+import type { Parking } from './durable-waits.ts';
 import type { AbortReason } from './running-tasks.ts';
 
 export type RunOutcome =
@@ -48,6 +49,11 @@ export type RunOutcome =
    * or the task ended while the external work was being submitted or polled.
    */
   | { readonly kind: 'noSettlement' }
+  /**
+   * The tool parked on a wait (a sleep, an event, its client's answer): the job goes to the delayed set until the
+   * wait's end, without spending an attempt, and the task stays live (docs/durable-execution.md, "Waits").
+   */
+  | { readonly kind: 'parked'; readonly parking: Parking }
   /** Nothing was run: the task is gone or ended, or it refused this attempt's start. */
   | { readonly kind: 'skipped'; readonly skip: Skip };
 

@@ -3,9 +3,10 @@
 import type { Job } from 'bullmq';
 import type { ToolJobData } from '@mcp-tasks/engine';
 import { describeIssues, TaskStatus, type Scheduling, type ToolDefinition } from '@mcp-tasks/protocol';
-import type { Attempt, AttemptDeps, FencedAttempt } from './attempt.ts';
+import { attemptRun, type Attempt, type AttemptDeps, type FencedAttempt } from './attempt.ts';
 import { childCaller } from './child-calls.ts';
 import { DurableRun } from './durable-run.ts';
+import { AttemptWaits, type Parking } from './durable-waits.ts';
 import { attachResumePoint, resumableUpstreamTask } from './resume-point.ts';
 import { HANDED_BACK, INTERRUPTED, LOCK_LOST, type RunOutcome } from './run-outcome.ts';
 import { AbortReason } from './running-tasks.ts';
@@ -23,6 +24,8 @@ export interface ToolRun {
   readonly aborted: AbortReason | undefined;
   /** The task has started child tasks (ctx.callTool), in this run or an earlier one. */
   readonly children?: boolean;
+  /** The tool parked on a wait (durable-waits.ts): the attempt ends, and its job waits in the delayed set. */
+  readonly parked?: Parking;
 }
 
 export async function runTool(
@@ -41,7 +44,12 @@ export async function runTool(
   if (attempt.fence > 1) {
     // From here on an earlier attempt (a worker that died, or lost the job's lock and runs on) can no longer move
     // the task, and the input requests it left waiting are withdrawn (T-INPUT-4).
-    const begun = await deps.inputs.beginAttempt(attempt.record, attempt.fence, deps.runningNote);
+    const begun = await deps.inputs.beginAttempt(
+      attempt.record,
+      attempt.fence,
+      deps.runningNote,
+      attemptRun(attempt, deps.workerName),
+    );
     if (!begun.ok) return { kind: 'skipped', skip: { reason: 'refused', refusal: begun } };
     kept = begun.durable === true;
   }
@@ -51,6 +59,8 @@ export async function runTool(
   if (attempt.job.stalledCounter > 0 && !mayRunAgain(tool, attempt.job)) {
     return (attempt.record.durable?.children ?? 0) > 0 ? { kind: 'interrupted', endsChildren: true } : INTERRUPTED;
   }
+  // Woken from a wait: the record no longer says the task waits (the wait itself is replayed from the durable hash).
+  if (attempt.record.wait) await deps.store.waits.resume(attempt.record);
   const durable = await DurableRun.open(deps.store, attempt.record, attempt.fence, deps.durable, kept);
   return outcomeOf(await execute(deps, attempt, tool, scheduling?.timeoutMs, durable), attempt, tool, scheduling);
 }
@@ -62,6 +72,7 @@ export function outcomeOf(
   tool: ToolDefinition,
   scheduling: Scheduling | undefined,
 ): RunOutcome {
+  if (run.parked) return { kind: 'parked', parking: run.parked };
   const outcome = runOutcome(run, attempt, tool, scheduling);
   // A task that ends has no use for the children still running (a retry keeps them: it waits for the same ones).
   if (run.children !== true) return outcome;
@@ -106,11 +117,25 @@ async function execute(
     log,
     trace,
   });
+  const parking = new AttemptWaits(
+    { ...deps.durableWaits, store: deps.store, inputs: deps.inputs, inputTimeoutMs: deps.input.timeoutMs },
+    durable,
+    record,
+    controller.signal,
+  );
   const context = createToolContext({ ...deps, waitBudget: waits }, record, job, controller.signal, log, trace, {
     checkpoint: (value) => durable.checkpoint(value),
     lastCheckpoint: durable.lastCheckpoint,
-    step: (name, fn) => durable.step(name, fn),
+    step: (name, fn, options) =>
+      options?.retry === undefined
+        ? durable.step(name, fn)
+        : durable.step(name, () => parking.retried(name, fn, options.retry)),
     callTool,
+    sleep: (ms, options) => parking.sleep(ms, options?.key),
+    sleepUntil: (at, options) => parking.sleepUntil(at, options?.key),
+    waitForEvent: (name, options) => parking.waitForEvent(name, options),
+    signalTask: (taskId, name, data) => parking.signalTask(taskId, name, data),
+    askParked: (method, params, key) => parking.askParked(method, params, key),
   });
   attachResumePoint(context, job, log);
   attachCallOrigin(context, record, deps.sessions);
@@ -118,9 +143,12 @@ async function execute(
     fence <= 1
       ? deps.runningNotes.add(() => {
           // Only while the task is plainly working: a tool waiting for its client keeps that status message.
-          deps.store.note(record, TaskStatus.Working, deps.runningNote, { attempt: fence }).catch((error: unknown) => {
-            log.warn('could not note the task as running', { error: String(error) });
-          });
+          const run = attemptRun(attempt, deps.workerName);
+          deps.store
+            .note(record, TaskStatus.Working, deps.runningNote, { attempt: fence, run })
+            .catch((error: unknown) => {
+              log.warn('could not note the task as running', { error: String(error) });
+            });
         })
       : undefined;
   const timer =
@@ -131,9 +159,20 @@ async function execute(
       : undefined;
   let returned: ToolResultCheck | undefined;
   let thrown: unknown;
+  let parked: Parking | undefined;
   try {
     const args = deps.tools.parseArguments(tool, job.data.arguments);
-    returned = checkToolResult(await tool.run(args, context));
+    // A wait that parks ends the attempt while the tool's promise stays pending (it never settles: durable-waits.ts).
+    const ran = await Promise.race([
+      // A tool written in plain JavaScript may return its result rather than a promise of it.
+      Promise.resolve(tool.run(args, context)).then((value) => ({ value })),
+      parking.parked.then((parking) => ({ parking })),
+    ]);
+    if ('parking' in ran) {
+      parked = ran.parking;
+      // Work the tool does beside the wait stops: the attempt is over (AbortReason.Parked is no failure).
+      controller.abort(AbortReason.Parked);
+    } else returned = checkToolResult(ran.value);
   } catch (error) {
     thrown = error;
   } finally {
@@ -141,6 +180,7 @@ async function execute(
     clearTimeout(timer);
     deps.running.finish(record.taskId, controller);
   }
+  if (parked) return { returned: undefined, thrown: undefined, aborted: undefined, parked };
   const aborted = controller.signal.aborted ? (controller.signal.reason as AbortReason) : undefined;
   return { returned, thrown, aborted, ...(durable.hasChildren ? { children: true } : {}) };
 }

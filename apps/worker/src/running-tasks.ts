@@ -8,6 +8,8 @@ export const AbortReason = {
   LockLost: 'lock-lost',
   /** The run reached its tool's timeoutMs: it counts as a failed attempt (docs/scheduling.md). */
   Timeout: 'timeout',
+  /** The tool parked on a wait (docs/durable-execution.md, "Waits"): its attempt is over, its task is not. */
+  Parked: 'parked',
 } as const;
 export type AbortReason = (typeof AbortReason)[keyof typeof AbortReason];
 

@@ -20,6 +20,7 @@ import {
   relatedTaskMeta,
   TaskKind,
   TaskStatus,
+  type InputOptions,
   type TaskRecord,
   type ToolContext,
 } from '@mcp-tasks/protocol';
@@ -43,8 +44,14 @@ export interface ContextDeps {
   workerName: string;
 }
 
-/** What a tool keeps durably, as its attempt provides it (run-tool.ts). */
-export type DurableParts = Pick<ToolContext, 'checkpoint' | 'lastCheckpoint' | 'step' | 'callTool'>;
+/** What a tool keeps durably, as its attempt provides it (run-tool.ts), and its waits (durable-waits.ts). */
+export type DurableParts = Pick<
+  ToolContext,
+  'checkpoint' | 'lastCheckpoint' | 'step' | 'callTool' | 'sleep' | 'sleepUntil' | 'waitForEvent' | 'signalTask'
+> & {
+  /** An input request the attempt parks on until the answer (`park: true`; docs/durable-execution.md). */
+  askParked: (method: string, params: Record<string, unknown>, key?: string) => Promise<Record<string, unknown>>;
+};
 
 export function createToolContext(
   deps: ContextDeps,
@@ -56,11 +63,17 @@ export function createToolContext(
   trace: TraceContext | undefined,
   durable: DurableParts,
 ): ToolContext {
-  const ask = (method: string, capability: string, params: Record<string, unknown>, key?: string) =>
+  const ask = (method: string, capability: string, params: Record<string, unknown>, options?: InputOptions) =>
     inChildSpan(trace, `input wait ${method}`, { 'mcp.task.id': task.taskId, 'mcp.method.name': method }, () =>
-      askClient(method, capability, params, key),
+      askClient(method, capability, params, options?.key, options?.park === true),
     );
-  const askClient = async (method: string, capability: string, params: Record<string, unknown>, key?: string) => {
+  const askClient = async (
+    method: string,
+    capability: string,
+    params: Record<string, unknown>,
+    key?: string,
+    park = false,
+  ) => {
     const session = await deps.sessions.get(task.sessionId);
     if (!session) {
       throw new LocalError(LocalErrorCode.SessionEnded, `Cannot send ${method}: the client's session has ended`, {
@@ -84,6 +97,9 @@ export function createToolContext(
         },
       );
     }
+    // Parked, the attempt ends until the answer (durable-waits.ts); a client that runs such requests as tasks of its
+    // own is asked as below instead: its answer comes from a second request (tasks/result) the worker waits on.
+    if (park && !clientRunsAsTask(session.clientCapabilities, method)) return durable.askParked(method, params, key);
     const release = deps.waitBudget.enter();
     const options = {
       signal,
@@ -122,8 +138,9 @@ export function createToolContext(
   };
   return {
     taskId: task.taskId,
-    // Failed runs and crashes count; a job held back by a per-requestor cap or handed back on shutdown did not run.
-    attempt: job.attemptsMade + job.stalledCounter + 1,
+    // Every earlier run counts: failed ones, crashes and lost locks (stalls), and hand-backs on shutdown (the record
+    // counts those: BullMQ does not). A job held back by a per-requestor cap did not run.
+    attempt: job.attemptsMade + job.stalledCounter + (task.handBacks ?? 0) + 1,
     signal,
     log,
     progress: relayProgress(deps, task, job),
@@ -139,14 +156,18 @@ export function createToolContext(
           ),
         );
       }
-      return ask('elicitation/create', 'elicitation', { mode: 'form', ...params }, options?.key);
+      return ask('elicitation/create', 'elicitation', { mode: 'form', ...params }, options);
     },
-    sample: (params, options) => ask('sampling/createMessage', 'sampling', params, options?.key),
-    listRoots: (options) => ask('roots/list', 'roots', {}, options?.key),
+    sample: (params, options) => ask('sampling/createMessage', 'sampling', params, options),
+    listRoots: (options) => ask('roots/list', 'roots', {}, options),
     checkpoint: durable.checkpoint,
     lastCheckpoint: durable.lastCheckpoint,
     step: durable.step,
     callTool: durable.callTool,
+    sleep: durable.sleep,
+    sleepUntil: durable.sleepUntil,
+    waitForEvent: durable.waitForEvent,
+    signalTask: durable.signalTask,
   };
 }
 

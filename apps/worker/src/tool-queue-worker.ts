@@ -61,6 +61,17 @@ export class ToolQueueWorker<DataType = unknown, ResultType = unknown> extends W
     if (raised) (this as unknown as { mainLoopQueue?: MainLoopQueue | null }).mainLoopQueue?.add(Promise.resolve());
   }
 
+  /**
+   * Runs BullMQ's stalled-job check of the queue now rather than at its next interval: the jobs of a gone worker were
+   * just released to it (lost-jobs.ts in the engine deleted their locks, put them in the stalled set and cleared the
+   * check's interval key), and it moves them back to wait as any stalled job, counting the stall. BullMQ's public
+   * startStalledCheckTimer runs one check at once and restarts the interval from there (BullMQ 6.7.0, the version
+   * queue.ts pins).
+   */
+  checkStalledNow(): Promise<void> {
+    return this.startStalledCheckTimer();
+  }
+
   /** Whether settling a job now would also try to take the next one (given a free slot). */
   get fetchesNextOnSettle(): boolean {
     return !this.#foundEmpty || this.#limited();

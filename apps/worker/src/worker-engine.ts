@@ -1,5 +1,6 @@
 // The worker's three Redis connections and the engine over them, each registered on the cleanup stack as it is
-// opened, so that a start that fails half way closes what it opened.
+// opened, so that a start that fails half way closes what it opened. Each connection is named after the worker's
+// instance: while one is open, other workers know the process is alive (lost-jobs.ts in the engine).
 import {
   closeRedis,
   coalesceWrites,
@@ -7,6 +8,7 @@ import {
   createRedis,
   describeRedisTarget,
   RedisConnectionLog,
+  workerConnectionName,
   type CleanupStack,
   type Engine,
   type Logger,
@@ -24,10 +26,18 @@ export interface WorkerEngine {
   connectionLog: RedisConnectionLog;
 }
 
-export async function openEngine(config: WorkerConfig, log: Logger, cleanup: CleanupStack): Promise<WorkerEngine> {
-  const redis = cleanup.add('redis', createRedis(config, 'mcpt-worker'), closeRedis);
-  const bullmq = cleanup.add('redis-worker', createRedis(config, 'mcpt-worker-bull'), closeRedis);
-  const subscriber = cleanup.add('redis-subscriber', createRedis(config, 'mcpt-worker-sub'), closeRedis);
+export async function openEngine(
+  config: WorkerConfig,
+  log: Logger,
+  cleanup: CleanupStack,
+  /** The worker's instance (workerInstance): its connections carry it in their names. */
+  instance: string,
+): Promise<WorkerEngine> {
+  const named = (role: Parameters<typeof workerConnectionName>[0]) =>
+    createRedis(config, workerConnectionName(role, instance));
+  const redis = cleanup.add('redis', named('mcpt-worker'), closeRedis);
+  const bullmq = cleanup.add('redis-worker', named('mcpt-worker-bull'), closeRedis);
+  const subscriber = cleanup.add('redis-subscriber', named('mcpt-worker-sub'), closeRedis);
   const connectionLog = new RedisConnectionLog(log, {
     target: describeRedisTarget(config.REDIS_URL, config.REDIS_CLUSTER_NODES),
     intervalMs: config.REDIS_DOWN_LOG_INTERVAL_MS,

@@ -3,6 +3,7 @@
 import { hostname } from 'node:os';
 import {
   ArgumentValidator,
+  RateLimiter,
   auditLogger,
   catalogBoundsOf,
   CatalogView,
@@ -13,6 +14,7 @@ import {
   logCatalogRefusals,
   Maintenance,
   startTracing,
+  workerInstance,
   type Logger,
   type OwnerCaps,
   type SchedulingSettings,
@@ -26,6 +28,7 @@ import { listenToExternalQueues } from './external-listening.ts';
 import { serveMetrics } from './metrics-server.ts';
 import { PARK_MS, toolProcessor } from './process-job.ts';
 import { QueueWorkers } from './queue-workers.ts';
+import { connectionsVisible, keepRecoveringLostJobs } from './recovery.ts';
 import { observeRuns, type RunEventEmitter } from './run-events.ts';
 import { RunningTasks } from './running-tasks.ts';
 import type { HeldRuns } from './scheduling.ts';
@@ -59,6 +62,9 @@ export async function startWorker(
   sources: WorkerSources = {},
 ): Promise<RunningWorker> {
   const name = `worker-${hostname()}-${process.pid}`;
+  // Unique to this process: its connections and the jobs it takes carry it, so that other workers can tell that it is
+  // gone (lost-jobs.ts in the engine) even when a restarted container's process has the same name.
+  const instance = workerInstance(name);
   const log = createLogger({ service: 'worker', level: config.LOG_LEVEL, format: config.LOG_FORMAT }).child({
     worker: name,
   });
@@ -80,8 +86,9 @@ export async function startWorker(
     // First in, last out: the spans of the last attempts are exported after the BullMQ workers have closed.
     const tracing = await startTracing('mcp-task-runner-worker');
     if (tracing) cleanup.add('tracing', tracing, (t) => t.shutdown());
-    const opened = await openEngine(config, log, cleanup);
+    const opened = await openEngine(config, log, cleanup, instance);
     const { engine } = opened;
+    const recoverable = await connectionsVisible(opened.redis, instance, log);
     const { metrics, runEvents } = observeRuns(engine, log, config.DASHBOARD_FIGURES);
     const running = new RunningTasks();
     await listenForCancels(engine, running, config.CANCEL_CHECK_INTERVAL_MS, log, cleanup);
@@ -109,10 +116,16 @@ export async function startWorker(
     const caps = startOwnerCaps(opened, scheduling, config.WORKER_LOCK_DURATION_MS, log, cleanup);
     // The live catalog: the tools child tasks call (ctx.callTool), and the queues external consumers publish.
     const catalogView = await openCatalogView(config, engine, log, cleanup);
-    const parts = { name, served, running, runEvents, log, scheduling, caps, catalogView };
+    const holder = recoverable ? instance : name;
+    const parts = { name, holder, served, running, runEvents, log, scheduling, caps, catalogView };
     const queueWorkers = cleanup.add('bullmq-workers', toolQueueWorkers(config, opened, parts), (workers) =>
       workers.close(),
     );
+    if (recoverable) {
+      const { redis } = opened;
+      const recovery = { redis, keys: engine.keys, instance, queues: queueWorkers, store: engine.store, log };
+      keepRecoveringLostJobs({ ...recovery, intervalMs: config.WORKER_LIVENESS_CHECK_MS }, cleanup);
+    }
     const ownQueues = served.queuesRunHere();
     for (const queueName of ownQueues) await queueWorkers.start(queueName);
     await queueWorkers.drainSharedQueue(engine.queue);
@@ -168,6 +181,8 @@ async function openCatalogView(
 
 interface QueueParts {
   name: string;
+  /** What BullMQ records as the holder of this worker's jobs (QueueWorkerDeps.holder). */
+  holder: string;
   served: ServedTools;
   running: RunningTasks;
   runEvents: RunEventEmitter;
@@ -183,7 +198,7 @@ function toolQueueWorkers(config: WorkerConfig, opened: WorkerEngine, parts: Que
   return new QueueWorkers({
     config,
     connection: opened.bullmq,
-    name: parts.name,
+    holder: parts.holder,
     processor: (lender) => toolProcessor({ ...jobDeps, waitBudget: lender }),
     waitBudget: new WaitBudget(config.WORKER_INPUT_WAIT_SLOTS),
     served: parts.served,
@@ -218,13 +233,27 @@ function jobDepsOf(
     count: (tool, counter) => {
       countSchedulingEvent(redis, engine.keys, tool, counter).catch(() => undefined);
     },
-    durable: { maxBytes: config.DURABLE_MAX_BYTES, maxEntries: config.DURABLE_MAX_STEPS },
+    durable: {
+      maxBytes: config.DURABLE_MAX_BYTES,
+      maxEntries: config.DURABLE_MAX_STEPS,
+      maxTotalBytes: config.DURABLE_MAX_TOTAL_BYTES,
+    },
+    durableWaits: { signals: engine.signals, maxWaits: config.DURABLE_MAX_WAITS },
     children: {
       tasks: engine.tasks,
       store: engine.store,
       catalog: () => Promise.resolve(parts.catalogView),
       arguments: new ArgumentValidator(),
       audit: auditLogger(parts.log),
+      rates: new RateLimiter(redis, engine.keys, {
+        windowMs: config.RATE_LIMIT_WINDOW_MS,
+        perPrincipal: config.RATE_LIMIT_PER_PRINCIPAL,
+        perAddress: 0,
+        failedLookups: 0,
+        failedLookupsPerAddress: 0,
+        initializePerPrincipal: 0,
+        initializePerAddress: 0,
+      }),
     },
     external: {
       tasks: engine.external,

@@ -70,9 +70,17 @@ export class McpHttpClient {
 
   constructor(public url: string) {}
 
-  static async connect(url: string, protocolVersion: string = LATEST_PROTOCOL_VERSION): Promise<McpHttpClient> {
+  /**
+   * A client with a session. It declares the tasks capability (it creates tasks, T-CAP-1): a session that does not
+   * gets task handles for its long plain calls instead (docs/clients.md); `initialize` declares what it is given.
+   */
+  static async connect(
+    url: string,
+    protocolVersion: string = LATEST_PROTOCOL_VERSION,
+    capabilities: Record<string, unknown> = { tasks: {} },
+  ): Promise<McpHttpClient> {
     const client = new McpHttpClient(url);
-    await client.initialize(protocolVersion);
+    await client.initialize(protocolVersion, capabilities);
     return client;
   }
 

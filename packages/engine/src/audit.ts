@@ -13,6 +13,8 @@ export const AuditEvent = {
   TaskFailed: 'task.failed',
   TaskCancelled: 'task.cancelled',
   ResultRetrieved: 'task.result_retrieved',
+  /** An event was sent to a task (docs/durable-execution.md, "Waits"): by its principal, an operator or a callback. */
+  TaskSignalled: 'task.signalled',
   AccessRejected: 'access.rejected',
   /** AUTH_API_KEYS_FILE read again (SIGHUP): keys added or revoked. */
   KeysReloaded: 'auth.keys_reloaded',

@@ -104,9 +104,26 @@ export const TaskEnvSchema = z.object({
   TASK_TTL_MAX_MS: intFromEnv(24 * 3_600_000, { min: MIN_TASK_TTL_MS }),
   TASK_POLL_INTERVAL_MS: intFromEnv(1000, { min: 100 }),
   RESULT_RECHECK_MS: intFromEnv(5000, { min: 50 }),
+  /**
+   * The most child tasks (ctx.callTool) one task may start. The api writes its value on every task it creates, and a
+   * child inherits its parent's, so a worker's own setting applies only to tasks that carry none (an operator's retry,
+   * a task from before the setting).
+   */
+  MAX_CHILDREN_PER_TASK: intFromEnv(1000, { min: 0, max: 1_000_000 }),
 });
 
 export type TaskEnv = z.infer<typeof TaskEnvSchema>;
+
+/**
+ * A principal's task operations per window, shared by every api replica and worker through Redis (T-SEC-3): the
+ * api's requests, and the child tasks a worker's tools start on the principal's behalf (ctx.callTool).
+ */
+export const PrincipalRateEnvSchema = z.object({
+  RATE_LIMIT_WINDOW_MS: intFromEnv(10_000, { min: 100 }),
+  RATE_LIMIT_PER_PRINCIPAL: intFromEnv(2000),
+});
+
+export type PrincipalRateEnv = z.infer<typeof PrincipalRateEnvSchema>;
 
 /** Shared by api and workers: who may read /metrics. */
 export const MetricsEnvSchema = z.object({

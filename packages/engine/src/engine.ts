@@ -33,6 +33,7 @@ import { SessionStore } from './sessions.ts';
 import { Subscriber } from './subscriber.ts';
 import { TaskAdmin } from './task-admin.ts';
 import { TaskService, type TaskTiming } from './task-service.ts';
+import { SIGNAL_DEFAULTS, TaskSignals, type SignalEnv } from './task-signals.ts';
 import { DEFAULT_SESSION_STREAM, TaskStore } from './records/store.ts';
 import { loadWebhookSettings, WebhookEnvSchema, type WebhookEnv, type WebhookSettings } from './webhook-settings.ts';
 
@@ -58,7 +59,8 @@ export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
   Partial<CatalogEnv> &
   Partial<SchedulingEnv> &
   Partial<WebhookEnv> &
-  Partial<Pick<MetricsEnv, 'DASHBOARD_FLUSH_MS'>> & {
+  Partial<Pick<MetricsEnv, 'DASHBOARD_FLUSH_MS'>> &
+  Partial<SignalEnv> & {
     /** The most unfinished tasks one owner may have; absent: no cap. */
     MAX_TASKS_PER_OWNER?: number;
     /** The most live sessions of one principal and of one client address (0: no cap); absent: no cap. */
@@ -85,6 +87,8 @@ export interface Engine {
   /** What the workers' gateways to upstream MCP servers share (docs/gateway.md). */
   gateway: GatewayState;
   tasks: TaskService;
+  /** Events sent to tasks, and the waking of parked tasks (docs/durable-execution.md, "Waits"). */
+  signals: TaskSignals;
   /** Operators' scheduling settings (SCHEDULING, SCHEDULING_FILE, MAX_RUNNING_PER_OWNER; docs/scheduling.md). */
   scheduling: SchedulingSettings;
   /** What operators see of each tool's scheduling. */
@@ -138,7 +142,10 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     pollIntervalMs: config.TASK_POLL_INTERVAL_MS ?? TASK_DEFAULTS.TASK_POLL_INTERVAL_MS,
     recheckMs: config.RESULT_RECHECK_MS ?? TASK_DEFAULTS.RESULT_RECHECK_MS,
   };
-  const limits = config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {};
+  const limits = {
+    ...(config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {}),
+    maxChildrenPerTask: config.MAX_CHILDREN_PER_TASK ?? TASK_DEFAULTS.MAX_CHILDREN_PER_TASK,
+  };
   const scheduling = loadSchedulingSettings({
     ...SCHEDULING_DEFAULTS,
     ...definedOnly<SchedulingEnv>(config, Object.keys(SchedulingEnvSchema.shape)),
@@ -159,6 +166,10 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
   const schedulingView = new SchedulingView(redis, keys, externalQueues);
   const activity = new ActivityRecorder(redis, keys, { flushMs: config.DASHBOARD_FLUSH_MS });
   const gateway = new GatewayState(redis, keys);
+  const signals = new TaskSignals(store, externalQueues, {
+    EVENT_MAX_BYTES: config.EVENT_MAX_BYTES ?? SIGNAL_DEFAULTS.EVENT_MAX_BYTES,
+    EVENTS_MAX_KEPT: config.EVENTS_MAX_KEPT ?? SIGNAL_DEFAULTS.EVENTS_MAX_KEPT,
+  });
   return {
     keys,
     store,
@@ -168,10 +179,12 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     }),
     events,
     subscriber,
-    inputs: new InputBroker(redis, keys, store, events, subscriber),
+    // A parked input request's answer wakes its task's job (docs/durable-execution.md, "Waiting for the client").
+    inputs: new InputBroker(redis, keys, store, events, subscriber, (taskId, queue) => signals.wake(taskId, queue)),
     queue,
     externalQueues,
     tasks: tasksWith({}),
+    signals,
     scheduling,
     schedulingView,
     webhooks,

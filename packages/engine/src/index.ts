@@ -32,6 +32,7 @@ export {
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
+  PrincipalRateEnvSchema,
   RedisEnvSchema,
   SessionEnvSchema,
   TaskEnvSchema,
@@ -49,7 +50,14 @@ export { listenOn, type ListenTarget } from './listen.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
 export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
-export { isLoopbackHost, metricsAccess, type MetricsGate, metricsWarning } from './metrics-access.ts';
+export {
+  hostAllowed,
+  hostRefusal,
+  isLoopbackHost,
+  metricsAccess,
+  type MetricsGate,
+  metricsWarning,
+} from './metrics-access.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
 export {
   BULLMQ_JOB_LAYOUT_VERSION,
@@ -69,8 +77,34 @@ export {
 } from './rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
 export { type DurableSnapshot, EMPTY_SNAPSHOT } from './records/durable.ts';
-export { type AttemptStart, DEFAULT_SESSION_STREAM, type TaskPage, TaskStore } from './records/store.ts';
-export { traceLostAttempts } from './lost-attempts.ts';
+export { type ParkedEntry, type ParkedOverview, type WaitsView } from './parked-view.ts';
+export {
+  type ParkedTask,
+  type PendingWait,
+  readStoredWait,
+  stepTriesKey,
+  type StoredWait,
+  type WaitOutcome,
+} from './records/waits.ts';
+export {
+  AttemptEnding,
+  type AttemptRun,
+  type AttemptStart,
+  DEFAULT_SESSION_STREAM,
+  type TaskPage,
+  TaskStore,
+} from './records/store.ts';
+export { type AttemptEntry } from './records/codec.ts';
+export { handedBackMessage, lostAttemptMessage, traceLostAttempts } from './lost-attempts.ts';
+export {
+  connectedInstances,
+  isClientCommandRefused,
+  type LostJob,
+  LostJobs,
+  workerConnectionName,
+  workerInstance,
+  workerOf,
+} from './lost-jobs.ts';
 export {
   isSecretVariable,
   isSessionOwnerLabel,
@@ -109,6 +143,14 @@ export {
   type WebhookInspection,
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export {
+  EVENT_NAME,
+  SignalEnvSchema,
+  type SignalEnv,
+  type SignalOutcome,
+  type SignalRequest,
+  TaskSignals,
+} from './task-signals.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,

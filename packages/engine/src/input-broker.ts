@@ -53,6 +53,8 @@ export class InputBroker {
     private readonly store: TaskStore,
     private readonly events: SessionEvents,
     private readonly subscriber: Subscriber,
+    /** Wakes a task parked on one of its requests once the answer is in (TaskSignals.wake; docs/durable-execution.md). */
+    private readonly wake?: (taskId: string, queue: string) => Promise<void>,
   ) {
     this.#scripts = RedisScripts.on(redis);
   }
@@ -68,17 +70,7 @@ export class InputBroker {
     options: AskOptions,
   ): Promise<Record<string, unknown>> {
     const requestId = newRequestId();
-    const meta = {
-      ...(isPlainObject(params['_meta']) ? params['_meta'] : {}),
-      ...(task.kind === TaskKind.Task && options.relatedTask !== false ? relatedTaskMeta(task.taskId) : {}),
-    };
-    const { _meta: _given, ...rest } = params;
-    const message = {
-      jsonrpc: '2.0',
-      id: requestId,
-      method,
-      params: Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest,
-    };
+    const message = requestMessage(task, requestId, method, params, options.relatedTask !== false);
     const requestKey = this.keys.inputRequest(requestId);
     const deadline = Math.min(Date.now() + options.timeoutMs, task.createdAt + task.ttl);
     await this.#registerRequest(task, requestId, method, deadline)
@@ -153,6 +145,60 @@ export class InputBroker {
     }
   }
 
+  /**
+   * Sends `method` to the task's client for a tool that parks until the answer (docs/durable-execution.md, "Waiting
+   * for the client"): the request is registered as `ask` registers it, marked parked with the queue of the task's
+   * job (which the answer wakes: `answer`), and the task moves to input_required; nothing waits for the answer here.
+   * The request is not among those a new attempt withdraws (T-INPUT-4 is about requests whose waiter is gone: this
+   * one's waiter is the task's record). Answers the request's id and until when it may be answered.
+   */
+  async park(
+    task: TaskRecord,
+    method: string,
+    params: Record<string, unknown>,
+    options: { timeoutMs: number; attempt: number; queue: string; key?: string },
+  ): Promise<{ requestId: string; until: number }> {
+    const requestId = newRequestId();
+    const message = requestMessage(task, requestId, method, params, true);
+    const until = Math.min(Date.now() + options.timeoutMs, task.createdAt + task.ttl);
+    await this.#registerRequest(task, requestId, method, until)
+      .hset(this.keys.inputRequest(requestId), 'parked', options.queue)
+      .hset(
+        this.keys.sessionInputs(task.sessionId),
+        requestId,
+        JSON.stringify({ taskId: task.taskId, message, ...(options.key !== undefined ? { key: options.key } : {}) }),
+      )
+      .pexpire(this.keys.sessionInputs(task.sessionId), this.store.streams.idleMs)
+      .exec();
+    const moved = await this.store.transition(task, TaskStatus.InputRequired, {
+      statusMessage: `Waiting for the client to answer ${method}.`,
+      from: [TaskStatus.Working],
+      attempt: options.attempt,
+    });
+    if (!moved.ok && (moved.reason !== 'rejected' || moved.current !== TaskStatus.InputRequired)) {
+      await this.redis
+        .multi()
+        .del(this.keys.inputRequest(requestId))
+        .hdel(this.keys.sessionInputs(task.sessionId), requestId)
+        .exec();
+      throw moved.reason === 'stale'
+        ? new LocalError(LocalErrorCode.AttemptSuperseded, `A later attempt (${moved.attempt}) runs the task now`, {
+            taskId: task.taskId,
+            attempt: moved.attempt,
+          })
+        : new LocalError(LocalErrorCode.TaskEnded, `The task is no longer running (${moved.reason})`, {
+            taskId: task.taskId,
+          });
+    }
+    await this.events.append(task.sessionId, task.taskId, message);
+    return { requestId, until };
+  }
+
+  /** Tells the client that a parked request is void (notifications/cancelled): its time passed, or its task ended. */
+  async abandoned(task: TaskRecord, requestId: string, reason = 'No answer came in time.'): Promise<void> {
+    await this.events.append(task.sessionId, task.taskId, cancelledNotice(requestId, reason));
+  }
+
   /** The task's requests waiting for its client (operators' view): their ids, methods and params, oldest first. */
   async pending(task: TaskRecord): Promise<{ requestId: string; method: string; params: unknown }[]> {
     const ids = (await this.store.pendingInputIds(task.taskId)).sort();
@@ -172,9 +218,19 @@ export class InputBroker {
    * the client are withdrawn, the client is told with notifications/cancelled, and an answer to one of them is
    * refused as for an unknown request (T-INPUT-4).
    */
-  beginAttempt(task: TaskRecord, attempt: number, statusMessage: string): Promise<TransitionResult> {
-    return this.store.beginAttempt(task, attempt, statusMessage, (requestId) =>
-      cancelledNotice(requestId, 'The task was restarted: this request no longer applies.'),
+  beginAttempt(
+    task: TaskRecord,
+    attempt: number,
+    statusMessage: string,
+    /** The attempt's worker and start, for its history entry. */
+    run?: { worker: string; startedAt?: number },
+  ): Promise<TransitionResult> {
+    return this.store.beginAttempt(
+      task,
+      attempt,
+      statusMessage,
+      (requestId) => cancelledNotice(requestId, 'The task was restarted: this request no longer applies.'),
+      run,
     );
   }
 
@@ -210,13 +266,15 @@ export class InputBroker {
     answer: InputAnswer,
   ): Promise<AnswerVerdict> {
     if (typeof id !== 'string' || !id.startsWith(INPUT_REQUEST_ID_PREFIX)) return 'unknown';
-    const verdict = await this.#scripts.answerInput({
+    const { verdict, parked } = await this.#scripts.answerInput({
       keys: { request: this.keys.inputRequest(id) },
       sessionId: session.sessionId,
       owner: session.owner,
       answer: JSON.stringify(answer),
       channel: this.keys.inputChannel(id),
     });
+    // No worker waits for a parked request: its task's job is woken, and its next attempt takes the answer.
+    if (verdict === 1 && parked && this.wake) await this.wake(parked.taskId, parked.queue);
     return verdict === 1 ? 'accepted' : verdict === 2 ? 'already-answered' : 'unknown';
   }
 }
@@ -224,6 +282,27 @@ export class InputBroker {
 /** notifications/cancelled for a request we gave up on: the client may drop it (no answer expected). */
 function cancelledNotice(requestId: string, reason: string): Record<string, unknown> {
   return { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } };
+}
+
+/** The JSON-RPC request of an input request, with the related-task `_meta` unless `related` is false (T-META-2). */
+function requestMessage(
+  task: TaskRecord,
+  requestId: string,
+  method: string,
+  params: Record<string, unknown>,
+  related: boolean,
+): Record<string, unknown> {
+  const meta = {
+    ...(isPlainObject(params['_meta']) ? params['_meta'] : {}),
+    ...(task.kind === TaskKind.Task && related ? relatedTaskMeta(task.taskId) : {}),
+  };
+  const { _meta: _given, ...rest } = params;
+  return {
+    jsonrpc: '2.0',
+    id: requestId,
+    method,
+    params: Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest,
+  };
 }
 
 function newRequestId(): string {

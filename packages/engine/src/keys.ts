@@ -193,6 +193,22 @@ export class KeySpace {
   }
 
   /**
+   * String: the lease of the worker that looks for a tool queue's jobs held by gone workers this round (lost-jobs.ts;
+   * docs/reliability.md, "A worker dies"): one look per queue per round, whatever the number of workers.
+   */
+  lostJobsLease(queue: string): string {
+    return `${this.prefix}:lost-jobs:${queue}`;
+  }
+
+  /**
+   * Hash: a tool queue's jobs whose holder had no Redis connection at the last look, job id -> JSON {token, since}:
+   * a second look a while later with the same lock releases them (release-lost-4.lua).
+   */
+  lostJobsSuspects(queue: string): string {
+    return `${this.prefix}:lost-jobs:${queue}:suspects`;
+  }
+
+  /**
    * Hash: the gateway's upstream MCP servers as each worker sees them, `<worker>/<upstream>` -> JSON (state, reason,
    * tools; docs/gateway.md), for `mcpt overview`, /readyz and the dashboard.
    */

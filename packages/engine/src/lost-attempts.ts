@@ -6,6 +6,22 @@
 import type { AttemptStart } from './records/store.ts';
 import { SpanKind, SpanStatusCode, tracer, type Context } from './tracing.ts';
 
+/**
+ * What a task says once a worker found that the worker running it is gone (lost-jobs.ts): the attempt is lost, and
+ * the task waits for another worker (until one starts it: "Running on <worker>.").
+ */
+export function lostAttemptMessage(attempt: number, worker: string): string {
+  return (
+    `Attempt ${attempt} was lost: ${worker} stopped without finishing it (killed, out of memory, or cut off ` +
+    'from Redis). The task waits for another worker.'
+  );
+}
+
+/** What a task says once the worker running it handed it back on shutdown, until another worker starts it. */
+export function handedBackMessage(attempt: number, worker: string): string {
+  return `Attempt ${attempt} was handed back by ${worker}, which is shutting down. The task waits for another worker.`;
+}
+
 export function traceLostAttempts(
   parent: Context,
   task: { taskId: string; tool: string },

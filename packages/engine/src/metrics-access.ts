@@ -11,6 +11,29 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK_NAMES.has(host.toLowerCase());
 }
 
+/** The name part of a Host header: `[::1]:3000` -> `[::1]`, `localhost:3000` -> `localhost`. */
+export function hostnameOf(hostHeader: string): string {
+  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
+  const colon = hostHeader.lastIndexOf(':');
+  return colon === -1 ? hostHeader : hostHeader.slice(0, colon);
+}
+
+/**
+ * Whether a request with this Host header may be served by a process bound to `bindHost`: on a loopback bind only
+ * when it names a loopback host. A page of another site that rebinds its own name to 127.0.0.1 sends that name as
+ * Host; refusing it keeps the page from reading what a loopback bind serves without a token (docs/security.md,
+ * "Browsers and DNS rebinding"). On any other bind the Host is not checked.
+ */
+export function hostAllowed(hostHeader: string | undefined, bindHost: string): boolean {
+  if (!isLoopbackHost(bindHost)) return true;
+  return hostHeader !== undefined && hostHeader !== '' && isLoopbackHost(hostnameOf(hostHeader));
+}
+
+/** The body of the 403 a refused Host gets. */
+export function hostRefusal(hostHeader: string | undefined): string {
+  return `Forbidden: Host '${hostHeader ?? ''}' is not allowed on a loopback bind (use localhost or 127.0.0.1)\n`;
+}
+
 export interface MetricsGate {
   token: string | undefined;
   /** The address the process is bound to, and the variable that sets it (for the message). */

@@ -220,6 +220,19 @@ export class RunnerMetrics {
         });
       },
     });
+    new Gauge({
+      name: `${METRICS_PREFIX}tasks_parked`,
+      help:
+        'Parked tasks (cluster-wide) by what their tool waits for (docs/durable-execution.md, "Waits"): sleep, event, ' +
+        'input (the client\'s answer, without a worker); their jobs are among mcpt_queue_jobs{state="delayed"}',
+      labelNames: ['kind'],
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => {
+          for (const [kind, count] of Object.entries(await admin.parkedCounts())) this.set({ kind }, count);
+        });
+      },
+    });
     this.#addSchedulingGauges(admin, fromRedis, options.catalog);
     this.#addWebhookMetrics(admin, fromRedis);
     new Gauge({

@@ -186,6 +186,43 @@ export function scriptedJob(
   };
 }
 
+/**
+ * What the release of jobs held by gone workers (lost-jobs.ts) reads and writes of a BullMQ queue, in the layout of
+ * BULLMQ_JOB_LAYOUT_VERSION (checked against real Workers by test/integration/lost-jobs.test.ts): the active list,
+ * each job's lock (`<job key>:lock`, holding the token of the worker's attempt) and the fields of the job hash that
+ * name its holder, its start count and its start, and the two keys of BullMQ's stalled-job check (the set of jobs the
+ * next check examines, and the key that keeps a check from running again within its interval).
+ */
+export interface HeldJobKeys {
+  active: string;
+  stalled: string;
+  stalledCheck: string;
+  job(jobId: string): string;
+  lock(jobId: string): string;
+}
+
+export function heldJobKeys(queue: Pick<Queue, 'keys' | 'toKey'>): HeldJobKeys {
+  const keys = queue.keys as Record<string, string>;
+  const key = (type: string): string => {
+    const found = keys[type];
+    if (found === undefined) throw new Error(`BullMQ queue has no '${type}' key`);
+    return found;
+  };
+  return {
+    active: key('active'),
+    stalled: key('stalled'),
+    stalledCheck: key('stalled-check'),
+    job: (jobId) => queue.toKey(jobId),
+    lock: (jobId) => `${queue.toKey(jobId)}:lock`,
+  };
+}
+
+/**
+ * The job hash fields BullMQ's moveToActive writes as a worker takes a job: the worker's `name` option (processedBy),
+ * the job's start count (attemptsStarted) and the start (processedOn, epoch ms).
+ */
+export const HOLDER_FIELDS = ['pb', 'ats', 'processedOn'] as const;
+
 /** How long an external consumer's finished job stays readable (contract v1): see externalJobOptions. */
 export const EXTERNAL_JOB_RETENTION = { age: 24 * 60 * 60, count: 10_000 } as const;
 

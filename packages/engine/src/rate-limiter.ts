@@ -117,6 +117,15 @@ export class RateLimiter {
   }
 
   /**
+   * What a task operation made on a principal's behalf without a request (a child task a worker's tool starts) is
+   * counted against: the principal's bucket only, the one its requests to the api fill too.
+   */
+  chargeOwner(owner: string, now = Date.now()): RateCharge {
+    const charge = this.charge(owner, '-', 'operation', now);
+    return { ...charge, buckets: charge.buckets.map((bucket, i) => (i === 0 ? bucket : { ...bucket, limit: 0 })) };
+  }
+
+  /**
    * What an `initialize` is counted against: the initialize budget of its principal (`principalOwner`; undefined
    * without authentication, where only the address is counted) and of its address. SessionStore.create applies it
    * in the round trip that creates the session, and `verdictOf` reads the outcome.

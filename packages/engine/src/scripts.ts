@@ -166,6 +166,11 @@ export interface ParentCall {
   attempt: number;
   /** The most fields the parent's durable hash may hold (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /**
+   * The most child tasks the parent may start when its record carries no cap of its own (MAX_CHILDREN_PER_TASK of
+   * this process); a record's cap (the api's, inherited by its children) wins.
+   */
+  maxChildren: number;
 }
 
 /** How create-task-6.lua answered, beyond the request's opening. */
@@ -178,7 +183,7 @@ export type CreateTaskReply =
   /** The parent cannot start a child (include/child-call.lua). */
   | { opened: 0; verdict: 'parent-refused'; reason: ParentRefusal; detail: string | undefined };
 
-export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full';
+export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full' | 'children';
 
 /**
  * A job of one of our tool queues as create-task-6.lua adds it: what BullMQ's `queue.add` would write for the same
@@ -236,7 +241,8 @@ export interface TransitionCall {
     withdrawn: readonly string[];
   };
   taskId: string;
-  to: TaskStatus;
+  /** undefined: the status stays what it is (a note). */
+  to: TaskStatus | undefined;
   from: readonly TaskStatus[];
   now: number;
   /** undefined (or empty) removes it. */
@@ -256,6 +262,8 @@ export interface TransitionCall {
   begin: { withdraw: readonly { requestId: string; notice: string }[] } | undefined;
   /** What the caller read; the move is refused when the record changed since. */
   unchangedSince: { lastUpdatedAt: number; external: boolean } | undefined;
+  /** The attempt the move is part of: its history entry carries it. */
+  run?: { attempt: number; worker: string; startedAt?: number; ending?: string } | undefined;
   /** For a task with a webhook: the most deliveries its outbox holds, and the channel that wakes the delivery loops. */
   webhooks: { maxPending: number; channel: string };
 }
@@ -295,6 +303,8 @@ export interface SaveDurableCall {
   now: number;
   checkpoint: boolean;
   maxEntries: number;
+  /** The most bytes the task's checkpoint and step results may take together (field names included). */
+  maxTotalBytes: number;
 }
 
 export type SaveDurableReply =
@@ -302,7 +312,8 @@ export type SaveDurableReply =
   | { verdict: 'exists'; value: string }
   | { verdict: 'ended'; status: TaskStatus }
   | { verdict: 'stale'; attempt: number }
-  | { verdict: 'full'; count: number };
+  | { verdict: 'full'; count: number }
+  | { verdict: 'over'; bytes: number };
 
 export interface TouchSessionCall extends OpeningCall {
   /** The caller holds the session's fields: only its existence is checked (and its timer restarted). */
@@ -410,6 +421,7 @@ export class RedisScripts {
         field: parent.field,
         attempt: parent.attempt,
         maxEntries: parent.maxEntries,
+        maxChildren: parent.maxChildren,
       },
     })) as [number, number | string, (number | string)?];
     switch (verdict) {
@@ -456,6 +468,8 @@ export class RedisScripts {
         return { verdict, status: detail as TaskStatus };
       case 'stale':
         return { verdict, attempt: Number(detail) };
+      case 'over':
+        return { verdict, bytes: Number(detail) };
       default:
         return { verdict, count: Number(detail) };
     }
@@ -499,6 +513,7 @@ export class RedisScripts {
         })),
       },
       unchangedSince,
+      run: call.run,
       webhooks: call.webhooks,
     })) as [string, string?, string?, ...string[]];
     switch (verdict) {
@@ -574,6 +589,21 @@ export class RedisScripts {
     return status === undefined ? { verdict } : { verdict, status };
   }
 
+  /** hand-out-2.lua: makes a live plain call of `owner` a task (a task handle); answers what became of it. */
+  async handOut(call: {
+    keys: { record: string; ownerIndex: string };
+    owner: string;
+    member: string;
+    expiresAt: number;
+  }): Promise<{ verdict: 'handed' | 'ended' | 'missing'; status?: string }> {
+    const [verdict, status] = (await this.#run('handOut', new ScriptKeys([call.keys.record, call.keys.ownerIndex]), {
+      owner: call.owner,
+      member: call.member,
+      expiresAt: call.expiresAt,
+    })) as ['handed' | 'ended' | 'missing', string?];
+    return status === undefined ? { verdict } : { verdict, status };
+  }
+
   /** note-attempt-1.lua: notes an attempt's start or end, or takes every attempt left; answers those taken. */
   async noteAttempt(call: {
     keys: { record: string };
@@ -591,6 +621,26 @@ export class RedisScripts {
     return taken;
   }
 
+  /**
+   * release-lost-3.lua: files the jobs of `jobs` (whose holder had no connection at this look) as suspects, and
+   * releases those filed at or before `confirmAfter` whose lock still holds the same token; answers the ids released.
+   */
+  async releaseLost(call: {
+    keys: { suspects: string; stalled: string; stalledCheck: string };
+    now: number;
+    confirmAfter: number;
+    keepMs: number;
+    jobs: readonly { id: string; token: string; lockKey: string }[];
+  }): Promise<string[]> {
+    const keys = new ScriptKeys([call.keys.suspects, call.keys.stalled, call.keys.stalledCheck]);
+    return (await this.#run('releaseLost', keys, {
+      now: call.now,
+      confirmAfter: call.confirmAfter,
+      keepMs: call.keepMs,
+      jobs: call.jobs.map(({ id, token, lockKey }) => ({ id, token, key: keys.add(lockKey) })),
+    })) as string[];
+  }
+
   /** answer-input-1.lua: 1 accepted, 0 no such request for this session or owner, 2 answered already. */
   async answerInput(call: {
     keys: { request: string };
@@ -598,14 +648,16 @@ export class RedisScripts {
     owner: string;
     answer: string;
     channel: string;
-  }): Promise<number> {
+  }): Promise<{ verdict: number; parked?: { taskId: string; queue: string } }> {
     const { sessionId, owner, answer, channel } = call;
-    return (await this.#run('answerInput', new ScriptKeys([call.keys.request]), {
+    const reply = (await this.#run('answerInput', new ScriptKeys([call.keys.request]), {
       sessionId,
       owner,
       answer,
       channel,
-    })) as number;
+    })) as number | [number, string, string];
+    if (!Array.isArray(reply)) return { verdict: reply };
+    return { verdict: reply[0], parked: { taskId: reply[1], queue: reply[2] } };
   }
 
   /** claim-delivery-1.lua: whether streams of kind `via` deliver the input request. */
@@ -795,6 +847,59 @@ export class RedisScripts {
     return typeof next === 'string' ? next : undefined;
   }
 
+  /** park-wait-4.lua: parks a tool on a wait, or answers the wait's outcome (docs/durable-execution.md, "Waits"). */
+  async parkWait(call: ParkWaitCall): Promise<ParkWaitReply> {
+    const { keys, ...args } = call;
+    const reply = (await this.#run(
+      'parkWait',
+      new ScriptKeys([keys.record, keys.durable, keys.signals, keys.waiting]),
+      args,
+    )) as [string, string?];
+    return waitReply(reply) as ParkWaitReply;
+  }
+
+  /** signal-task-4.lua: an event for a task, given to its wait or kept for the next one. */
+  async signalTask(call: SignalTaskCall): Promise<SignalTaskReply> {
+    const { keys, ...args } = call;
+    const [verdict, detail] = (await this.#run(
+      'signalTask',
+      new ScriptKeys([keys.record, keys.durable, keys.signals, keys.waiting]),
+      args,
+    )) as [string, string?];
+    switch (verdict) {
+      case 'delivered':
+        return { verdict, tool: String(detail) };
+      case 'kept':
+      case 'full':
+        return { verdict, count: Number(detail) };
+      case 'ended':
+        return { verdict, status: detail as TaskStatus };
+      default:
+        return { verdict: 'missing' };
+    }
+  }
+
+  /** take-input-4.lua: the client's answer to a parked input request, or its timeout. */
+  async takeInput(call: TakeInputCall): Promise<TakeInputReply> {
+    const { keys, ...args } = call;
+    const reply = (await this.#run(
+      'takeInput',
+      new ScriptKeys([keys.record, keys.durable, keys.request, keys.sessionInputs]),
+      args,
+    )) as [string, string?];
+    return waitReply(reply) as TakeInputReply;
+  }
+
+  /** note-tries-2.lua: the failed tries of a step with a retry policy of its own. */
+  async noteTries(call: NoteTriesCall): Promise<DurableRefusalReply | { verdict: 'ok' }> {
+    const { keys, ...args } = call;
+    const reply = (await this.#run('noteTries', new ScriptKeys([keys.record, keys.durable]), args)) as [
+      string,
+      string?,
+    ];
+    return waitReply(reply) as DurableRefusalReply | { verdict: 'ok' };
+  }
+
   #run(command: string, keys: ScriptKeys, args: object): Promise<unknown> {
     const script = SCRIPTS.get(command);
     const count = keys.list.length;
@@ -826,4 +931,89 @@ export function hashOf(flat: readonly unknown[]): Record<string, string> {
   const hash: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) hash[String(flat[i])] = String(flat[i + 1]);
   return hash;
+}
+
+/** The refusals every fenced durable write may answer (save-durable-3.lua and the wait scripts). */
+export type DurableRefusalReply =
+  | { verdict: 'missing' }
+  | { verdict: 'ended'; status: TaskStatus }
+  | { verdict: 'stale'; attempt: number }
+  | { verdict: 'full'; count: number };
+
+export interface ParkWaitCall {
+  keys: { record: string; durable: string; signals: string; waiting: string };
+  taskId: string;
+  attempt: number;
+  field: string;
+  kind: string;
+  until: number;
+  pending: string;
+  wait: string;
+  prefix?: string;
+  now: number;
+  maxEntries: number;
+  maxWaits: number;
+}
+
+export type ParkWaitReply =
+  | { verdict: 'resolved'; value: string }
+  | { verdict: 'parked'; until: number }
+  | { verdict: 'too-many'; count: number }
+  | DurableRefusalReply;
+
+export interface SignalTaskCall {
+  keys: { record: string; durable: string; signals: string; waiting: string };
+  taskId: string;
+  owner?: string;
+  name: string;
+  entry: string;
+  maxKept: number;
+}
+
+export type SignalTaskReply =
+  | { verdict: 'delivered'; tool: string }
+  | { verdict: 'kept' | 'full'; count: number }
+  | { verdict: 'ended'; status: TaskStatus }
+  | { verdict: 'missing' };
+
+export interface TakeInputCall {
+  keys: { record: string; durable: string; request: string; sessionInputs: string };
+  attempt: number;
+  field: string;
+  requestId: string;
+  until: number;
+  now: number;
+}
+
+export type TakeInputReply =
+  | { verdict: 'resolved' | 'withdrawn'; value: string }
+  | { verdict: 'pending' }
+  | Exclude<DurableRefusalReply, { verdict: 'full' }>;
+
+export interface NoteTriesCall {
+  keys: { record: string; durable: string };
+  attempt: number;
+  field: string;
+  tries: number;
+  maxEntries: number;
+}
+
+/** The reply of a wait script (park-wait-4.lua, take-input-4.lua, note-tries-2.lua) as a value. */
+function waitReply([verdict, detail]: [string, string?]): Record<string, unknown> & { verdict: string } {
+  switch (verdict) {
+    case 'resolved':
+    case 'withdrawn':
+      return { verdict, value: String(detail) };
+    case 'parked':
+      return { verdict, until: Number(detail) };
+    case 'ended':
+      return { verdict, status: detail };
+    case 'stale':
+      return { verdict, attempt: Number(detail) };
+    case 'full':
+    case 'too-many':
+      return { verdict, count: Number(detail) };
+    default:
+      return { verdict };
+  }
 }

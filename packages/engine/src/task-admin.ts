@@ -20,12 +20,14 @@ import {
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
 import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
+import { parkedOverview, waitsView, type ParkedOverview, type WaitsView } from './parked-view.ts';
 import { withServedStatus } from './unserved.ts';
 import type { ExternalQueues } from './external-queues.ts';
 import type { GatewayState, UpstreamStatus } from './gateway.ts';
 import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
-import { isExpired, type HistoryEntry, type TaskSummary } from './records/codec.ts';
+import { isExpired, type AttemptEntry, type HistoryEntry, type TaskSummary } from './records/codec.ts';
+import { workerOf } from './lost-jobs.ts';
 import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
@@ -134,12 +136,19 @@ export interface TaskInspection {
   record: TaskRecord;
   arguments: unknown;
   history: HistoryEntry[];
+  /**
+   * The attempts of the task's job, oldest first: the worker that ran each, its start and, once over, its end and how
+   * it ended (completed, failed, lost with its worker, handed back on shutdown, or the terminal status that ended it).
+   */
+  attempts: AttemptEntry[];
   /** Undefined once the job is gone: finished jobs are removed, the record keeps the outcome. */
   job?: JobView;
   /** Set when the record and the job disagree so that the reconciler will fail the task. */
   inconsistency?: string;
   /** What the task's tool keeps durably and its place in a tree of tasks (docs/durable-execution.md). */
   durable?: DurableView;
+  /** What it waits for while parked, its waits and the events kept for it (docs/durable-execution.md, "Waits"). */
+  waits?: WaitsView;
   /** The task's webhook, its deliveries not made yet and its last attempts (docs/webhooks.md). */
   webhook?: WebhookInspection;
 }
@@ -198,6 +207,8 @@ export interface Overview {
   upstreams?: UpstreamStatus[];
   /** Working tasks per tool that no live worker serves (docs/catalog.md): they wait for one, up to their ttl. */
   unserved?: Record<string, number>;
+  /** Parked tasks by what they wait for, and those due first (docs/durable-execution.md, "Waits"). */
+  parked?: ParkedOverview;
 }
 
 export interface PurgeResult {
@@ -325,7 +336,8 @@ export class TaskAdmin {
         stalledCounter: job.stalledCounter,
         addedAt: job.timestamp,
         progress: job.progress,
-        ...(job.processedBy ? { processedBy: job.processedBy } : {}),
+        // The holder's instance (lost-jobs.ts), shown by its worker's name as "Running on <worker>." says it.
+        ...(job.processedBy ? { processedBy: workerOf(job.processedBy) } : {}),
         ...(job.processedOn ? { processedOn: job.processedOn } : {}),
         ...(job.finishedOn ? { finishedOn: job.finishedOn } : {}),
         ...(job.failedReason ? { failedReason: job.failedReason } : {}),
@@ -337,6 +349,7 @@ export class TaskAdmin {
     const webhook = record.webhook
       ? { ...record.webhook, ...(await this.store.webhooks.view(record.taskId)) }
       : undefined;
+    const waits = await waitsView(this.store, record);
     // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts). Only a working task
     // can: the catalog is not read for the others (the dashboard's task page asks every second).
     const live = this.tools && record.status === TaskStatus.Working ? await this.tools.catalog.read() : undefined;
@@ -347,7 +360,18 @@ export class TaskAdmin {
       ...(verdict.action === 'fail' ? { inconsistency: verdict.statusMessage } : {}),
       ...(durable ? { durable } : {}),
       ...(webhook ? { webhook } : {}),
+      ...(waits ? { waits } : {}),
     };
+  }
+
+  /** Parked tasks by what they wait for, and those due first (mcpt overview, the dashboard). */
+  parked(limit?: number): Promise<ParkedOverview> {
+    return parkedOverview(this.store, limit);
+  }
+
+  /** How many tasks are parked on each kind of wait (a command per kind: what a metrics scrape reads). */
+  parkedCounts(): ReturnType<TaskStore['waits']['counts']> {
+    return this.store.waits.counts();
   }
 
   /** The durable part of an inspection, read only for a task whose record says it has one (or a parent). */
@@ -484,6 +508,8 @@ export class TaskAdmin {
       const unserved = [...workingPerTool].filter(([tool]) => !catalog.entries.has(tool));
       if (unserved.length > 0) overview.unserved = Object.fromEntries(unserved.sort(([a], [b]) => a.localeCompare(b)));
     }
+    const parked = await this.parked();
+    if (parked.soonest.length > 0 || Object.values(parked.byKind).some((count) => count > 0)) overview.parked = parked;
     const upstreams = await this.tools?.gateway?.upstreams(now);
     if (upstreams && upstreams.length > 0) overview.upstreams = upstreams;
     const job = oldest;
@@ -637,7 +663,7 @@ function timeBound(epochMs: number): string {
 
 function workerName(clientName: string): string {
   const marker = clientName.indexOf(':w:');
-  return marker === -1 ? clientName : clientName.slice(marker + 3);
+  return workerOf(marker === -1 ? clientName : clientName.slice(marker + 3));
 }
 
 /** Whether a task of `owner` matches the filter's owner: the owner itself, or its label. */

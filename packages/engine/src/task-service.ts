@@ -21,6 +21,7 @@ import {
   type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
+import { SessionEvents } from './session-events.ts';
 import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
 import type { ExternalQueues } from './external-queues.ts';
@@ -70,7 +71,17 @@ export interface CreateTaskInput {
    * same owner lives, that task is answered (`reused`) and nothing is written; one filed for another call (`digest`:
    * of its tool and arguments) refuses this one.
    */
-  idempotency?: { key: string; digest: string; maxKeys: number };
+  idempotency?: {
+    key: string;
+    digest: string;
+    maxKeys: number;
+    /**
+     * Whether the caller proves it owns what the owner owns (a bearer token, a 2025-11-25 session): a refusal then
+     * names the task filed under the key. Without authentication on 2026-07-28 the owner is a client address that
+     * other clients share and a task id is the task's capability (X-SEC-2): the refusal names none.
+     */
+    namesTask?: boolean;
+  };
   /**
    * The task whose running tool starts this one (ctx.callTool): the child is filed under the call's key in the same
    * step, and a call key that names a child already answers that child (`reused`). Refused with a LocalError once a
@@ -103,7 +114,14 @@ export interface WaitOptions {
 export interface TaskLimits {
   /** The most unfinished tasks (and plain calls) one owner may have at once; absent: no cap. */
   maxLiveTasksPerOwner?: number;
+  /**
+   * The most child tasks a task may start (MAX_CHILDREN_PER_TASK): written on each task created here but a child,
+   * which inherits its parent's in the create script; absent: the default.
+   */
+  maxChildrenPerTask?: number;
 }
+
+const DEFAULT_MAX_CHILDREN_PER_TASK = 1000;
 
 export class TaskService {
   /**
@@ -119,6 +137,10 @@ export class TaskService {
     readonly timing: TaskTiming,
     readonly limits: TaskLimits = {},
   ) {}
+
+  get #maxChildren(): number {
+    return this.limits.maxChildrenPerTask ?? DEFAULT_MAX_CHILDREN_PER_TASK;
+  }
 
   #externalQueues: ExternalQueues | undefined;
   #fairQueue: FairQueue | undefined;
@@ -160,16 +182,17 @@ export class TaskService {
     opening: RequestOpening | undefined,
     replaced = false,
   ): Promise<CreatedTask> {
-    const { key } = input.idempotency ?? { key: '' };
-    if (!existing.sameCall) {
+    const { key, namesTask } = input.idempotency ?? { key: '' };
+    const record = await this.store.get(existing.taskId);
+    if (record && record.owner === input.owner) {
+      if (existing.sameCall) return { ...record, reused: true };
+      const task = namesTask === true ? ` (task ${existing.taskId})` : '';
       throw new InvalidInputError(
-        `Idempotency-Key '${key}' was used for another call (task ${existing.taskId}): a retry must repeat the same ` +
-          'tool and arguments, and a new call needs a new key',
-        { taskId: existing.taskId },
+        `Idempotency-Key '${key}' was used for another call${task}: a retry must repeat the same tool and arguments, ` +
+          'and a new call needs a new key',
+        namesTask === true ? { taskId: existing.taskId } : undefined,
       );
     }
-    const record = await this.store.get(existing.taskId);
-    if (record && record.owner === input.owner) return { ...record, reused: true };
     if (input.parent) {
       throw new LocalError(
         LocalErrorCode.TaskEnded,
@@ -183,7 +206,7 @@ export class TaskService {
       );
     }
     // Filed under the key but gone before its expiry (an operator's purge, a call answered synchronously): a new task
-    // takes the key over, in the same step that checks it still names the one found gone.
+    // takes the key over, whatever call it is, in the same step that checks it still names the one found gone.
     const again = await this.#create({ ...input, replaceKeyOf: existing.taskId }, opening);
     if (!('existing' in again)) return again.record;
     return this.#existing(input, again.existing, opening, true);
@@ -245,7 +268,8 @@ export class TaskService {
             ...(job ? { job } : {}),
             ...(open ? { open } : {}),
             ...(input.requestContext ? { requestContext: input.requestContext } : {}),
-            ...durableGroups(this.store, input),
+            maxChildren: this.#maxChildren,
+            ...durableGroups(this.store, input, this.#maxChildren),
           }),
         (error) => error instanceof LocalError,
       )) as Extract<Created, { opened: 0 }>;
@@ -385,6 +409,21 @@ export class TaskService {
   }
 
   /**
+   * The last progress the task's tool reported (`{progress, total?, message?}`, as its job keeps it for operators), or
+   * undefined when it reported none or its job is gone: what a task handle's status shows (docs/clients.md).
+   */
+  async progressOf(record: Pick<TaskRecord, 'taskId' | 'tool' | 'external'>): Promise<unknown> {
+    const queue = this.#externalQueue(jobQueueOf(record));
+    const raw = await this.publisher.hget(queue.toKey(record.taskId), 'progress');
+    if (raw === null) return undefined;
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Moves the task to `cancelled` before answering (T-CANCEL-2), then stops the work: a job still queued is
    * removed, a running one is aborted through the control channel.
    */
@@ -408,6 +447,20 @@ export class TaskService {
     // Read after the transition too: a child its tool starts from now on is refused (create-task-6.lua checks the
     // parent's status in its step), so every child is either in the set read here or never created.
     await this.cancelChildren(record.taskId, `Cancelled with its parent task ${record.taskId}.`);
+    // A parked task (its job removed above) no longer waits, and its parked question is withdrawn: the client is
+    // told, as for a question its worker stops waiting for (docs/durable-execution.md, "Waits").
+    if (record.wait) {
+      const withdrawn = await this.store.waits.abandon(record);
+      if (withdrawn !== undefined) {
+        await new SessionEvents(this.publisher, this.store.keys, this.store.streams)
+          .append(record.sessionId, record.taskId, {
+            jsonrpc: '2.0',
+            method: 'notifications/cancelled',
+            params: { requestId: withdrawn, reason: 'The task no longer needs the answer.' },
+          })
+          .catch(() => undefined);
+      }
+    }
     return {
       ...record,
       status: TaskStatus.Cancelled,
@@ -470,6 +523,7 @@ export class TaskService {
 function durableGroups(
   store: TaskStore,
   input: CreateTaskInput & { replaceKeyOf?: string },
+  maxChildren: number,
 ): Partial<Pick<NewTask, 'idempotency' | 'parent'>> {
   const { idempotency, parent, replaceKeyOf } = input;
   return {
@@ -483,6 +537,7 @@ function durableGroups(
             field: store.durable.childField(parent.key),
             attempt: parent.attempt,
             maxEntries: parent.maxEntries,
+            maxChildren,
           },
         }
       : {}),

@@ -49,6 +49,8 @@ export const LocalErrorCode = {
   DurableFull: 'durable-full',
   /** A step name (or a child call's key) was used twice in one attempt (docs/durable-execution.md). */
   StepNameReused: 'step-name-reused',
+  /** A sleep or a wait would end after its task expires (docs/durable-execution.md, "Waits"). */
+  WaitTooLong: 'wait-too-long',
 } as const;
 export type LocalErrorCode = (typeof LocalErrorCode)[keyof typeof LocalErrorCode];
 

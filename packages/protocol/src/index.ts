@@ -15,6 +15,7 @@ export * from './catalog.ts';
 export * from './catalog-admission.ts';
 export * from './errors.ts';
 export * from './external.ts';
+export * from './handles.ts';
 export * from './job-state.ts';
 export * from './jsonrpc.ts';
 export * from './meta.ts';

@@ -32,7 +32,8 @@ export interface JsonRpcErrorObject {
  * the wire use {@link LocalError} instead.
  */
 export class ProtocolError extends Error {
-  override readonly name = 'ProtocolError';
+  // A string, not the literal: each subclass (ChildTaskError) names itself.
+  override readonly name: string = 'ProtocolError';
   constructor(
     readonly code: number,
     message: string,

@@ -88,11 +88,17 @@ export class FinalError extends Error {
   override readonly name = 'FinalError';
 }
 
-/**
- * Whether a thrown error ends the task without retry: our FinalError, BullMQ's UnrecoverableError (by name: a tool
- * bundle may carry its own copy of either class), and protocol errors (invalid arguments).
- */
+/** The names of the errors that end a task without retry (by name: a tool bundle may carry its own copy of a class). */
+const FINAL_ERROR_NAMES: ReadonlySet<string> = new Set([
+  'FinalError',
+  // BullMQ's.
+  'UnrecoverableError',
+  // Protocol errors (invalid arguments), and a failed child's: another attempt would wait for the same child.
+  'ProtocolError',
+  'ChildTaskError',
+]);
+
+/** Whether a thrown error ends the task without retry (docs/scheduling.md). */
 export function isFinalError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  return error.name === 'FinalError' || error.name === 'UnrecoverableError' || error.name === 'ProtocolError';
+  return error instanceof Error && FINAL_ERROR_NAMES.has(error.name);
 }

@@ -48,8 +48,30 @@ export interface TaskRecord {
   parent?: string;
   /** What the task's tool keeps durably (docs/durable-execution.md); absent until it keeps anything. */
   durable?: DurableFacts;
+  /** How many times a worker shutting down handed the task's job back mid-run (counted in the tool's ctx.attempt). */
+  handBacks?: number;
+  /** What the task's tool waits for while its job is parked (docs/durable-execution.md, "Waits"); absent otherwise. */
+  wait?: TaskWait;
   /** Where the task is posted when it changes (docs/webhooks.md): the step that moves it queues the delivery. */
   webhook?: WebhookTarget;
+}
+
+/** What a parked task waits for: a time (`sleep`), an event (`event`) or its client's answer (`input`). */
+export const WaitKind = { Sleep: 'sleep', Event: 'event', Input: 'input' } as const;
+export type WaitKind = (typeof WaitKind)[keyof typeof WaitKind];
+export const WAIT_KINDS: readonly WaitKind[] = Object.values(WaitKind);
+
+/** A parked task's wait, as its record says it (docs/durable-execution.md, "Waits"). */
+export interface TaskWait {
+  kind: WaitKind;
+  /** Epoch ms: the end of the sleep, or the wait's timeout (the task's expiry when it has none). */
+  until: number;
+  /** The wait's key among the task's waits (`sleep#1`, `event:approved#1`, `input:confirm`). */
+  key: string;
+  /** The event's name (event), the request's method (input). */
+  name?: string;
+  /** The parked input request's id (input): a cancel withdraws it. */
+  requestId?: string;
 }
 
 /**

@@ -16,7 +16,11 @@ export interface ToolLogger {
 
 export interface ToolContext {
   taskId: string;
-  /** 1 on the first run; one more after each failed run (retry) and each crash of a worker running it. */
+  /**
+   * 1 on the first run; one more after each earlier run, however it ended: a failed run that is retried, a crash or a
+   * lost lock of the worker running it, a hand-back when that worker shut down. Above 1, this run resumes earlier work
+   * (whose side effects may have happened: see `lastCheckpoint` and `step`).
+   */
   attempt: number;
   /** Fires when the task is cancelled or the worker shuts down: stop promptly. */
   signal: AbortSignal;
@@ -50,7 +54,7 @@ export interface ToolContext {
    * (`step-name-reused` otherwise; a name whose `fn` threw may be used again). Resolves with the result as JSON has
    * it, also the first time, so that every attempt sees the same value.
    */
-  step: <T>(name: string, fn: () => T | Promise<T>) => Promise<T>;
+  step: <T>(name: string, fn: () => T | Promise<T>, options?: StepOptions) => Promise<T>;
   /**
    * Runs tool `name` as a child task of the same principal, on any worker, and resolves with its CallToolResult (an
    * `isError` result included); rejects with a ChildTaskError carrying the child's JSON-RPC error when it fails or is
@@ -59,6 +63,62 @@ export interface ToolContext {
    * docs/durable-execution.md.
    */
   callTool: (name: string, args?: Record<string, unknown>, options?: CallToolOptions) => Promise<CallToolResult>;
+  /**
+   * A durable timer: the attempt ends, its worker slot is free, and its job waits in Redis; after `ms` any worker
+   * runs the tool again, what it stored (steps, child calls, checkpoint, earlier waits) is replayed, and this call
+   * resolves. Rejects with a LocalError `wait-too-long` when the sleep would end after the task expires. See
+   * docs/durable-execution.md, "Waits".
+   */
+  sleep: (ms: number, options?: WaitOptions) => Promise<void>;
+  /** `sleep` until a time (a Date or epoch ms); a time past resolves at once. */
+  sleepUntil: (at: Date | number, options?: WaitOptions) => Promise<void>;
+  /**
+   * Waits, parked like a sleep, for an event named `name` sent to this task (`mcpt signal`, the api's
+   * `POST /tasks/{taskId}/events/{name}`, another tool's `ctx.signalTask`); an event sent before the wait is kept and
+   * consumed by it. Resolves with `{ timedOut: false, data }`, or `{ timedOut: true }` once `timeoutMs` has passed
+   * (default: until the task expires).
+   */
+  waitForEvent: (name: string, options?: WaitForEventOptions) => Promise<EventOutcome>;
+  /**
+   * Sends event `name` (with `data`, JSON) to a task of the same principal: it wakes the task when it waits for that
+   * event, or is kept for its next wait. Not `signal`: that name is the abort signal's. Rejects with a LocalError
+   * `task-not-found` (an unknown task, or another principal's), `invalid-state` (the task has ended),
+   * `limit-exceeded` (too many events kept, data too large) or `invalid-input` (a bad name). Not a step by itself:
+   * wrap it in `step` to send it once per task.
+   */
+  signalTask: (taskId: string, name: string, data?: unknown) => Promise<SignalOutcome>;
+}
+
+/** Options of a step (docs/durable-execution.md, "Steps"). */
+export interface StepOptions {
+  /**
+   * Tries `fn` again after an error (not after a FinalError), with the shape and defaults of a tool's `retry`, e.g.
+   * `{ attempts: 3, backoff: { type: 'fixed', delayMs: 500 } }`. The tries are counted for the task, so an attempt
+   * cut off mid-way (a crash) goes on counting; the last try's error goes to the tool. Default: one try.
+   */
+  retry?: SchedulingInput['retry'];
+}
+
+/** Options of a sleep. */
+export interface WaitOptions {
+  /**
+   * Names the wait among the task's waits, unique per attempt. Default: its kind and the count of its kind so far in
+   * the attempt (`sleep#2`), which names the same wait in every attempt that waits in the same order.
+   */
+  key?: string;
+}
+
+export interface WaitForEventOptions extends WaitOptions {
+  /** Give up after this long (ms): resolves `{ timedOut: true }`. Default: when the task expires. */
+  timeoutMs?: number;
+}
+
+/** What `waitForEvent` resolves with. */
+export type EventOutcome = { timedOut: false; data: unknown } | { timedOut: true };
+
+/** What became of a sent event: it woke the task waiting for it (`delivered`), or is kept for its next wait. */
+export interface SignalOutcome {
+  delivered: boolean;
 }
 
 export interface CallToolOptions {
@@ -78,6 +138,7 @@ export interface CallToolOptions {
  * does not retry (the retry would wait for the same child).
  */
 export class ChildTaskError extends ProtocolError {
+  override readonly name = 'ChildTaskError';
   constructor(
     readonly taskId: string,
     readonly tool: string,
@@ -95,6 +156,12 @@ export interface InputOptions {
    * this key (MRTR `inputRequests`, the tasks extension's `inputRequests`). Default: a generated id.
    */
   key?: string;
+  /**
+   * Waits for the answer without holding a worker: the attempt ends (the task shows input_required on both wires),
+   * and the answer resumes the tool on any worker, with the request and its answer replayed from the record
+   * (docs/durable-execution.md, "Waiting for the client"). Give a `key` when the tool asks more than once.
+   */
+  park?: boolean;
 }
 
 export interface ElicitParams {

@@ -61,6 +61,11 @@ function renderOverview(o) {
   cards.push(['jobs held by caps', o.jobs.held]);
   cards.push(['workers', o.workers.length]);
   if (o.oldestWaiting) cards.push(['oldest waiting', age(o.oldestWaiting.waitingMs)]);
+  if (o.parked) {
+    cards.push(['parked: sleeping', o.parked.byKind.sleep], ['parked: event', o.parked.byKind.event]);
+    cards.push(['parked: input', o.parked.byKind.input]);
+  }
+  renderParked(o.parked ? o.parked.soonest : []);
   renderScheduling(o.tools || []);
   renderRefused(o.refusedTools || []);
   renderUpstreams(o.upstreams || [], o.at);
@@ -98,6 +103,26 @@ function renderScheduling(tools) {
       cell(row, String(t.counters.retries));
       cell(row, String(t.counters.timeouts));
       cell(row, String(t.counters.parked));
+      return row;
+    }),
+  );
+}
+
+/** Parked tasks due first: what each waits for and until when (docs/durable-execution.md, "Waits"). */
+function renderParked(soonest) {
+  $('parked-tasks').hidden = soonest.length === 0;
+  $('parked').replaceChildren(
+    ...soonest.map((p) => {
+      const row = document.createElement('tr');
+      row.dataset.task = p.taskId;
+      const link = document.createElement('a');
+      link.href = 'tasks/' + encodeURIComponent(p.taskId);
+      link.textContent = p.taskId;
+      row.insertCell().append(link);
+      cell(row, p.tool);
+      cell(row, p.owner);
+      cell(row, p.kind === 'sleep' ? 'sleep' : p.kind + ' ' + (p.name || ''));
+      cell(row, p.until);
       return row;
     }),
   );

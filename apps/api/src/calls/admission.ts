@@ -44,11 +44,32 @@ const SCOPE_TEXT: Record<RateScope, { what: string; variable: string }> = {
 /**
  * What a request of `method` counts against (RateLimiter.charge): task operations and lookups pay, the rest not. A
  * `subscriptions/listen` that names task ids looks each one up: it pays as a lookup, and is refused as one while the
- * caller's failed-lookup budget is spent (T-SEC-3).
+ * caller's failed-lookup budget is spent (T-SEC-3). So does a tools/call of a handle tool (`handleTools`: their names,
+ * calls/handles.ts), which names its task by id as tasks/get does.
  */
-export function rateChargeOf(method: string, params?: Record<string, unknown>): 'free' | 'operation' | 'lookup' {
+export function rateChargeOf(
+  method: string,
+  params?: Record<string, unknown>,
+  handleTools?: { has(name: string): boolean },
+): 'free' | 'operation' | 'lookup' {
   if (LOOKUPS.has(method) || (method === 'subscriptions/listen' && namesTasks(params))) return 'lookup';
+  if (method === 'tools/call' && callsHandleTool(params, handleTools)) return 'lookup';
   return TASK_OPERATIONS.has(method) ? 'operation' : 'free';
+}
+
+function callsHandleTool(
+  params: Record<string, unknown> | undefined,
+  handleTools: { has(name: string): boolean } | undefined,
+): boolean {
+  const name = params?.['name'];
+  return handleTools !== undefined && typeof name === 'string' && handleTools.has(name);
+}
+
+/** The task id a lookup names: `taskId` of a task method, `arguments.taskId` of a handle tool's call. */
+export function lookedUpTaskId(method: string, params: Record<string, unknown> | undefined): unknown {
+  if (method !== 'tools/call') return params?.['taskId'];
+  const args = params?.['arguments'];
+  return typeof args === 'object' && args !== null ? (args as Record<string, unknown>)['taskId'] : undefined;
 }
 
 function namesTasks(params: Record<string, unknown> | undefined): boolean {
@@ -98,9 +119,13 @@ export function rateLimitError(verdict: Extract<RateVerdict, { ok: false }>, win
   );
 }
 
-/** Whether a failure of a lookup is "not found" (unknown, expired or someone else's id: one answer for each). */
-export function isFailedLookup(method: string, error: unknown): boolean {
-  return LOOKUPS.has(method) && (error instanceof TaskNotFoundError || error instanceof CallGoneError);
+/**
+ * Whether a failure of a lookup is "not found" (unknown, expired or someone else's id: one answer for each). A
+ * tools/call is a lookup only when it called a handle tool (`handleTool`): no other tool call answers not-found.
+ */
+export function isFailedLookup(method: string, error: unknown, handleTool = false): boolean {
+  const lookup = LOOKUPS.has(method) || (method === 'tools/call' && handleTool);
+  return lookup && (error instanceof TaskNotFoundError || error instanceof CallGoneError);
 }
 
 /**

@@ -71,6 +71,12 @@ export interface CallRequest {
   idempotencyKey?: string;
   /** The call's `_meta` webhook (RunnerMeta.Webhook) as sent, checked by prepareCall (calls/webhooks.ts). */
   webhook?: unknown;
+  /**
+   * The caller gets task handles (calls/handles.ts): a plain call still running at its deadline is handed out. With
+   * `requiredTools`, a tool that requires a task may be called plainly too (2025-11-25, where such a session's
+   * tools/list shows it optional); without, such a call is refused as before (2026-07-28, X-NEG-5).
+   */
+  handles?: { requiredTools: boolean };
   /** The wire's own checks of the tool, before anything runs (2026-07-28: `Mcp-Param-*` headers, C26-HDR-4). */
   admitTool?: (tool: CatalogEntry) => void;
   /**

@@ -45,7 +45,7 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   const { services } = context;
   const tool = await services.tools.get(request.tool);
   request.admitTool?.(tool);
-  const asTask = runsAsTask(tool, request.execution);
+  const asTask = runsAsTask(tool, request.execution, request.handles?.requiredTools === true);
   // A plain call does work before any script that could open the request: it is opened first (RequestOpening).
   if (!asTask) await ensureOpened(request.opening);
   const size = argumentsSize(context, request.arguments);
@@ -95,15 +95,21 @@ function idempotencyOf(context: CallContext, prepared: PreparedCall): Pick<Creat
   const key = prepared.request.idempotencyKey;
   if (key === undefined || !prepared.asTask) return {};
   const digest = callDigest(prepared.tool.name, prepared.arguments);
-  return { idempotency: { key, digest, maxKeys: context.services.config.IDEMPOTENCY_KEYS_PER_PRINCIPAL } };
+  const maxKeys = context.services.config.IDEMPOTENCY_KEYS_PER_PRINCIPAL;
+  // Where a task id is the task's capability (2026-07-28 without authentication) a refusal must not hand one out.
+  return { idempotency: { key, digest, maxKeys, namesTask: !context.caller.readsByCapability } };
 }
 
-/** Whether the call runs as a task, or the TaskSupportError its tool's taskSupport gives the request. */
-function runsAsTask(tool: CatalogEntry, execution: Execution): boolean {
+/**
+ * Whether the call runs as a task, or the TaskSupportError its tool's taskSupport gives the request. A tool that
+ * requires a task runs as a plain call for a caller that may get a handle for it (`plainRequired`).
+ */
+function runsAsTask(tool: CatalogEntry, execution: Execution, plainRequired: boolean): boolean {
   const support = tool.taskSupport;
   if (execution === 'task-if-allowed') return support !== TaskSupport.Forbidden;
   if (execution === 'task' && support === TaskSupport.Forbidden) throw new TaskSupportError(tool.name, 'forbidden');
-  if (execution === 'plain' && support === TaskSupport.Required) throw new TaskSupportError(tool.name, 'required');
+  if (execution === 'plain' && support === TaskSupport.Required && !plainRequired)
+    throw new TaskSupportError(tool.name, 'required');
   return execution === 'task';
 }
 

@@ -1,7 +1,7 @@
 // The 2025-11-25 dispatcher: method name -> its entry in the table (table.ts); unknown methods get -32601. The
 // rate limits are applied here (T-SEC-3), and every failure is answered with its wire error (wire-errors.ts).
 import { supportsTasks, ErrorCode, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
-import { admit, isFailedLookup, noteFailedLookup } from '../calls/admission.ts';
+import { admit, isFailedLookup, lookedUpTaskId, noteFailedLookup } from '../calls/admission.ts';
 import type { DeferredOpening, HandlerReply, RequestContext } from '../context.ts';
 import { StreamReply } from '../stream-reply.ts';
 import { wireErrorOf, INTERNAL_ERROR } from '../wire-errors.ts';
@@ -67,8 +67,10 @@ async function answerFailure(
     context.log.error('request failed', { method, requestId: context.requestId, error: describe(failure) });
     return INTERNAL_ERROR;
   }
-  if (isFailedLookup(method, failure))
-    await noteFailedLookup(context.services, callContextOf(context).caller, method, params?.['taskId']);
+  const { handles } = context.services;
+  const handleTool = handles.toolOf(handles.offeredToSession(context.session), String(params?.['name'])) !== undefined;
+  if (isFailedLookup(method, failure, handleTool))
+    await noteFailedLookup(context.services, callContextOf(context).caller, method, lookedUpTaskId(method, params));
   context.services.metrics.reject(error.code);
   return error;
 }

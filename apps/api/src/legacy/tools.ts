@@ -3,12 +3,19 @@
 // (T-CREATE-1..3), or for a plain call its result, waited for as JSON or streamed (calls/plain-calls.ts).
 import { carrierFor } from '@mcp-tasks/engine';
 import {
+  handleStartedResult,
+  HandleTool,
+  handleStatusResult,
   parseCallToolParams,
+  parseHandleArguments,
   MODEL_IMMEDIATE_RESPONSE_META_KEY,
+  resultOf,
   supportsTasks,
+  TaskSupportError,
   toWireTask,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
+import { runHandleTool, type HandleOutcome } from '../calls/handles.ts';
 import { idempotencyKeyOf } from '../calls/idempotency.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
 import { webhookMetaOf } from '../calls/webhooks.ts';
@@ -19,9 +26,12 @@ import { StreamReply } from '../stream-reply.ts';
 import { constantMethod, wireMethod } from '../wire-table.ts';
 import { callContextOf } from './call-context.ts';
 
-export const listTools = constantMethod('tools/list', (context: RequestContext): HandlerReply => ({
-  tools: context.services.tools.list(),
-}));
+export const listTools = constantMethod('tools/list', (context: RequestContext): HandlerReply => {
+  const { services, session } = context;
+  // A session that did not negotiate Tasks gets task handles (docs/clients.md): its own listing.
+  if (!services.handles.offeredToSession(session)) return { tools: services.tools.list() };
+  return { tools: services.tools.listWithHandles({ names: services.handles.names, requiredTools: true }) };
+});
 
 type CallOutcome = { task: TaskRecord; tool: string } | { reply: HandlerReply };
 
@@ -37,6 +47,7 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
       tool: call.name,
       arguments: call.arguments,
       execution: asTask ? 'task' : 'plain',
+      ...(services.handles.offeredToSession(session) ? { handles: { requiredTools: true } } : {}),
       ...(call.task?.ttl !== undefined ? { requestedTtl: call.task.ttl } : {}),
       ...(progressToken !== undefined ? { progressToken } : {}),
       ...(trace ? { trace: carrierFor(trace) } : {}),
@@ -47,6 +58,8 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
   },
   run: async (request, context) => {
     const calls = callContextOf(context);
+    const handleTool = context.services.handles.toolOf(request.handles !== undefined, request.tool);
+    if (handleTool !== undefined) return { reply: await callHandleTool(context, request, handleTool) };
     const prepared = await prepareCall(calls, request);
     if (!prepared.asTask) {
       // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
@@ -87,6 +100,34 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
   const since = context.canStream ? services.events.lastId(session.sessionId) : undefined;
   since?.catch(() => undefined); // awaited by answer(); a failed create must not leave it unhandled
   const { record } = await startCall(callContextOf(context), prepared);
-  const answer = await services.plainCalls.answer(context, record, since);
-  return 'answered' in answer ? answer.answered : new StreamReply(answer.streaming.record, answer.streaming.since);
+  // Its request began as its record was made: a resumed answer stream finds the same deadline (streams.ts).
+  const handAt = services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, record.createdAt);
+  const request = {
+    session,
+    requestId: context.requestId,
+    // Made on first use (transport/post.ts).
+    get signal() {
+      return context.signal;
+    },
+    canStream: context.canStream,
+    ...(handAt !== undefined ? { handAt } : {}),
+  };
+  const answer = await services.plainCalls.answer(request, record, since);
+  if ('answered' in answer) return answer.answered;
+  if ('handedOut' in answer) return handleStartedResult({ record: answer.handedOut }, services.handles.names);
+  return new StreamReply(answer.streaming.record, answer.streaming.since);
+}
+
+/**
+ * A handle tool (calls/handles.ts), answered here without a job. task_result waits a little for the task, as
+ * tasks/result does: that wait holds one of the session's slots (stream-limit.ts), as a waiting request does.
+ */
+async function callHandleTool(context: RequestContext, request: CallRequest, tool: HandleTool): Promise<HandlerReply> {
+  const { names } = context.services.handles;
+  // Listed with taskSupport 'forbidden' (T-TOOL-2): never a task themselves.
+  if (request.execution === 'task') throw new TaskSupportError(request.tool, 'forbidden');
+  const call = parseHandleArguments(tool, request.tool, request.arguments);
+  const run = () => runHandleTool(callContextOf(context), call, request, context.signal);
+  const outcome: HandleOutcome = tool === HandleTool.Result ? await holdingSlot(context, run) : await run();
+  return 'ended' in outcome ? resultOf(outcome.ended) : handleStatusResult(outcome.status, names);
 }

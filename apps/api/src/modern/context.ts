@@ -37,6 +37,11 @@ export interface ModernContext {
    * the request asked for progress and takes SSE; the answer then ends that stream), and returns the new cursor.
    */
   forwardProgress(sessionId: string, cursor: string): Promise<string>;
+  /**
+   * While a synchronous call waits on a request that asked for progress and takes SSE: the keep-alive progress that
+   * keeps a client resetting its timeout on progress from timing out (progress-keepalive.ts); absent otherwise.
+   */
+  keepAlive?: { dueIn(): number; send(): void };
 }
 
 /** A handler's answer: a result, or a stream it writes itself (a tools/call with progress, subscriptions/listen). */

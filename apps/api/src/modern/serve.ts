@@ -12,11 +12,12 @@ import {
   type JsonRpcErrorObject,
 } from '@mcp-tasks/protocol';
 import { principalOwner } from '../auth.ts';
-import { admit, isFailedLookup, noteFailedLookup, rateChargeOf } from '../calls/admission.ts';
+import { admit, isFailedLookup, lookedUpTaskId, noteFailedLookup, rateChargeOf } from '../calls/admission.ts';
 import { ANONYMOUS_OWNER_PREFIX } from '../calls/tasks.ts';
 import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-span.ts';
 import type { ApiServices } from '../context.ts';
 import { acceptsEventStream, sendJson } from '../responses.ts';
+import { ProgressKeepAlive } from '../progress-keepalive.ts';
 import { SseWriter } from '../sse.ts';
 import { addressOf, principalOf } from '../request-origin.ts';
 import type { WireMethod } from '../wire-table.ts';
@@ -84,11 +85,20 @@ async function answerModern(
   const log = services.log.child({ requestId: request.id, method: request.method, era: 'modern' });
   const rates = services.security.rates;
   const admission = await rates.admit(
-    rates.charge(caller.owner, caller.address, rateChargeOf(request.method, request.params)),
+    rates.charge(
+      caller.owner,
+      caller.address,
+      rateChargeOf(request.method, request.params, services.handles.enabled ? services.handles.names : undefined),
+    ),
   );
   const progressToken = (request.params['_meta'] as Record<string, unknown> | undefined)?.['progressToken'];
   const streams = acceptsEventStream(req.headers.accept);
   let sse: SseWriter | undefined;
+  const openSse = () => (sse ??= new SseWriter(res, services.config.SSE_KEEPALIVE_MS));
+  const keepAlive =
+    streams && isProgressToken(progressToken) && services.config.PROGRESS_KEEPALIVE_MS > 0
+      ? new ProgressKeepAlive(progressToken, services.config.PROGRESS_KEEPALIVE_MS)
+      : undefined;
   const context: ModernContext = {
     services,
     caller,
@@ -105,11 +115,13 @@ async function answerModern(
       for (const event of await services.events.after(sessionId, cursor)) {
         cursor = event.id;
         if (!('message' in event) || event.message['method'] !== 'notifications/progress') continue;
-        sse ??= new SseWriter(res, services.config.SSE_KEEPALIVE_MS);
-        sse.send(event.message);
+        openSse().send(keepAlive ? keepAlive.forwarded(event.message) : event.message);
       }
       return cursor;
     },
+    ...(keepAlive
+      ? { keepAlive: { dueIn: () => keepAlive.dueIn(), send: () => openSse().send(keepAlive.next()) } }
+      : {}),
   };
   let outcome: { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
   try {
@@ -125,8 +137,12 @@ async function answerModern(
   } catch (failure) {
     const error = wireErrorOf(failure, 'modern');
     if (error) {
-      if (isFailedLookup(request.method, failure))
-        await noteFailedLookup(services, callContextOf(context).caller, request.method, request.params['taskId']);
+      const handleTool =
+        services.handles.toolOf(services.handles.enabled, String(request.params['name'])) !== undefined;
+      if (isFailedLookup(request.method, failure, handleTool)) {
+        const taskId = lookedUpTaskId(request.method, request.params);
+        await noteFailedLookup(services, callContextOf(context).caller, request.method, taskId);
+      }
       services.metrics.reject(error.code);
       outcome = { error };
     } else {
@@ -188,6 +204,10 @@ function callerOf(req: Request, res: Response): Caller {
   const address = addressOf(req);
   if (principal !== undefined) return { owner: principalOwner(principal), authenticated: true, address };
   return { owner: `${ANONYMOUS_OWNER_PREFIX}${address}`, authenticated: false, address };
+}
+
+function isProgressToken(value: unknown): value is string | number {
+  return typeof value === 'string' || typeof value === 'number';
 }
 
 function withServerInfo(result: Record<string, unknown>): Record<string, unknown> {

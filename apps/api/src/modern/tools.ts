@@ -18,12 +18,18 @@ import {
   usedClientCapabilities,
   boundedClientInfo,
   CallGoneError,
+  handleStartedResult,
+  handleStatusResult,
+  type HandleTool,
   InvalidInputError,
+  parseHandleArguments,
+  resultOf,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import { randomUUID } from 'node:crypto';
 import { idempotencyKeyOf } from '../calls/idempotency.ts';
 import { webhookMetaOf } from '../calls/webhooks.ts';
+import { runHandleTool } from '../calls/handles.ts';
 import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
 import type { CallRequest } from '../calls/request.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
@@ -74,13 +80,21 @@ export const discover = constantMethod<ModernContext, ModernReply>('server/disco
   cacheScope: 'public',
 }));
 
-export const listTools = constantMethod<ModernContext, ModernReply>('tools/list', ({ services }) => ({
-  resultType: 'complete',
-  // No `execution`: 2026-07-28 has no per-tool task flag; the server decides per request (C26-MTH-3, X-NEG-11).
-  tools: services.tools.list().map(({ execution: _execution, ...tool }) => tool),
-  ttlMs: LIST_TTL_MS,
-  cacheScope: 'public',
-}));
+export const listTools = constantMethod<ModernContext, ModernReply>('tools/list', ({ services }) => {
+  const { handles } = services;
+  // With task handles on, every request gets the handle tools: tools/list does not vary with what a request declares
+  // (C26-MTH-2). A request that declared the extension never gets a handle; the tools serve its tasks all the same.
+  const tools = handles.enabled
+    ? services.tools.listWithHandles({ names: handles.names, requiredTools: false })
+    : services.tools.list();
+  return {
+    resultType: 'complete',
+    // No `execution`: 2026-07-28 has no per-tool task flag; the server decides per request (C26-MTH-3, X-NEG-11).
+    tools: tools.map(({ execution: _execution, ...tool }) => tool),
+    ttlMs: LIST_TTL_MS,
+    cacheScope: 'public',
+  };
+});
 
 /** A tools/call as parsed: the call, and the MRTR round it answers when it is a retry (C26-MRTR-2). */
 interface ModernCall {
@@ -111,8 +125,12 @@ export const callTool = wireMethod<ModernContext, ModernCall, ModernReply, Moder
         tool: call.name,
         arguments: call.arguments,
         // Tasks only for a request that declared the extension (X-NEG-1/2); the legacy `task` param means
-        // nothing here (X-NEG-10).
+        // nothing here (X-NEG-10). One that did not gets task handles when they are on, for tools that may run as
+        // tasks; one that requires a task is still refused (X-NEG-5).
         execution: declaresTasks(request.clientCapabilities) ? 'task-if-allowed' : 'plain',
+        ...(context.services.handles.enabled && !declaresTasks(request.clientCapabilities)
+          ? { handles: { requiredTools: false } }
+          : {}),
         ...(progressToken !== undefined ? { progressToken } : {}),
         ...(context.trace ? { trace: carrierFor(context.trace) } : {}),
         // Mcp-Param-* mirror the arguments the tool declares with x-mcp-header (C26-HDR-4), checked before anything
@@ -126,6 +144,8 @@ export const callTool = wireMethod<ModernContext, ModernCall, ModernReply, Moder
     };
   },
   run: async ({ call, retry }, context) => {
+    const handleTool = context.services.handles.toolOf(context.services.handles.enabled, call.tool);
+    if (handleTool !== undefined) return callHandleTool(context, call, handleTool);
     const prepared = await prepareCall(callContextOf(context), call);
     if (retry) return resumeCall(context, prepared, retry);
     const { record, asTask } = await startCall(callContextOf(context), prepared);
@@ -166,7 +186,9 @@ function expectedState(context: ModernContext, prepared: PreparedCall) {
 /**
  * Waits for a synchronous call: its result once it ends, or an InputRequiredResult while its tool waits for the
  * client (MRTR); with `handOver`, the CreateTaskResult once the tool runs on without its client (the composition's
- * end, X-COMP-1). A client that closes the request cancels the call (C26-SSE-4).
+ * end, X-COMP-1). A call of a client with task handles still running at its deadline is answered with its handle
+ * (calls/handles.ts); a request that asked for progress gets keep-alive progress meanwhile (progress-keepalive.ts).
+ * A client that closes the request cancels the call (C26-SSE-4).
  */
 async function answerSynchronously(
   context: ModernContext,
@@ -189,14 +211,38 @@ async function answerSynchronously(
     return current;
   };
   let inputs: Awaited<ReturnType<typeof outstandingInputs>> = {};
+  let stopped = false;
   const until = async (current: TaskRecord) => {
-    if (handOver && current.status === TaskStatus.Working) return true;
+    if (handOver && current.status === TaskStatus.Working) return (stopped = true);
     if (current.status !== TaskStatus.InputRequired) return false;
     inputs = await outstandingInputs(services, current);
-    return Object.keys(inputs).length > 0;
+    return (stopped = Object.keys(inputs).length > 0);
   };
+  // Each request waits HANDLE_AFTER_MS from its own start (an MRTR retry too): it is what its client times out on.
+  const handAt =
+    record.kind === TaskKind.PlainToolCall
+      ? services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, Date.now())
+      : undefined;
   try {
-    const current = await services.tasks.waitFor(record.taskId, { signal, read, until, waiter });
+    let current: TaskRecord;
+    for (;;) {
+      const withinMs = Math.min(
+        handAt !== undefined ? Math.max(0, handAt - Date.now()) : Infinity,
+        context.keepAlive?.dueIn() ?? Infinity,
+      );
+      current = await services.tasks.waitFor(record.taskId, {
+        signal,
+        read,
+        until,
+        waiter,
+        ...(withinMs !== Infinity ? { withinMs } : {}),
+      });
+      if (isTerminal(current.status) || stopped) break;
+      if (context.keepAlive?.dueIn() === 0) context.keepAlive.send();
+      if (handAt === undefined || Date.now() < handAt) continue;
+      const handed = await services.plainCalls.handOut(current);
+      if (handed) return { resultType: 'complete', ...handleStartedResult({ record: handed }, services.handles.names) };
+    }
     if (isTerminal(current.status)) {
       await context.forwardProgress(record.sessionId, cursor);
       await services.plainCalls.delete(current, requestId);
@@ -214,6 +260,15 @@ async function answerSynchronously(
   } finally {
     await waiter.close();
   }
+}
+
+/** A handle tool (calls/handles.ts), answered here without a job: a tool result in the 2026-07-28 envelope. */
+async function callHandleTool(context: ModernContext, call: CallRequest, tool: HandleTool): Promise<ModernReply> {
+  const args = parseHandleArguments(tool, call.tool, call.arguments);
+  const outcome = await runHandleTool(callContextOf(context), args, call, context.signal);
+  const result =
+    'ended' in outcome ? resultOf(outcome.ended) : handleStatusResult(outcome.status, context.services.handles.names);
+  return { resultType: 'complete', ...result };
 }
 
 function clientInfoOf(info: Record<string, unknown>): { name: string; version: string } {

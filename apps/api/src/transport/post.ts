@@ -90,6 +90,7 @@ export async function handlePost(services: ApiServices, req: Request, res: Respo
     request?.method,
     request !== undefined && opensInItsScript(request),
     address,
+    request?.params,
   );
   if (!opened) return;
   const { session } = opened;

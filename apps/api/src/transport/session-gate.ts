@@ -29,7 +29,8 @@ export interface OpenedSession {
  * request of `method` is counted against the rate limits in the same round trip (calls/admission.ts decides which).
  * With `deferrable`, a session this replica knows is not touched here: the request's opening is left to the
  * method's own script (`opening`), and the dispatcher answers 404 or a rate-limit error if that refuses it.
- * `address` is the caller's (addressOf), when the caller has it already.
+ * `address` is the caller's (addressOf), when the caller has it already; `params` the request's (a tools/call of a
+ * handle tool is charged as a lookup).
  */
 export async function openSession(
   services: ApiServices,
@@ -38,6 +39,7 @@ export async function openSession(
   method?: string,
   deferrable = false,
   address = addressOf(req),
+  params?: Record<string, unknown>,
 ): Promise<OpenedSession | undefined> {
   const version = req.headers[VERSION_HEADER];
   if (typeof version === 'string' && !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
@@ -63,7 +65,13 @@ export async function openSession(
   // The owner the session must have: with authentication, the caller's; without, the session is its own owner.
   const owner = principal !== undefined ? principalOwner(principal) : `session:${sessionId}`;
   const rates = services.security.rates;
-  const charge = rates.charge(owner, address, method === undefined ? 'free' : rateChargeOf(method));
+  const charge = rates.charge(
+    owner,
+    address,
+    method === undefined
+      ? 'free'
+      : rateChargeOf(method, params, services.handles.enabled ? services.handles.names : undefined),
+  );
   const opening =
     deferrable && sessionId.length <= MAX_SESSION_ID_LENGTH
       ? services.sessions.deferOpening(sessionId, charge)

@@ -6,6 +6,7 @@ import {
   type DurableView,
   type TaskInspection,
   type WebhookInspection,
+  type WaitsView,
 } from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
@@ -17,8 +18,8 @@ export function registerInspect(program: Command, io: CliIo): void {
   program
     .command('inspect')
     .description(
-      'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint and ' +
-        'child tasks, webhook deliveries and their attempts, result or error',
+      'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint, ' +
+        'child tasks and what it waits for, webhook deliveries and their attempts, result or error',
     )
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
@@ -38,10 +39,16 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     task: operatorTask(record),
     arguments: inspection.arguments,
     history: inspection.history.map((entry) => ({ ...entry, at: iso(entry.at) })),
+    attempts: inspection.attempts.map((entry) => ({
+      ...entry,
+      startedAt: iso(entry.startedAt),
+      ...(entry.endedAt !== undefined ? { endedAt: iso(entry.endedAt) } : {}),
+    })),
     job: job ?? null,
     ...(inspection.inconsistency !== undefined ? { inconsistency: inspection.inconsistency } : {}),
     ...(inspection.durable ? { durable: inspection.durable } : {}),
     ...(inspection.webhook ? { webhook: webhookJson(inspection.webhook) } : {}),
+    ...(inspection.waits ? { waits: inspection.waits } : {}),
     ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
     ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
   };
@@ -81,6 +88,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
   if (inspection.inconsistency) pairs.push(['inconsistent', inspection.inconsistency]);
   const { durable } = inspection;
   if (durable) pairs.push(...durablePairs(durable, now));
+  if (inspection.waits) pairs.push(...waitsPairs(inspection.waits, now));
   const { webhook } = inspection;
   if (webhook) pairs.push(...webhookPairs(webhook, now));
   const parts = [
@@ -91,6 +99,7 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       inspection.history.map((entry) => [iso(entry.at), entry.status, entry.statusMessage ?? '']),
     ),
   ];
+  if (inspection.attempts.length > 0) parts.push('', 'Attempts:', attemptsTable(inspection, now));
   if (durable && durable.children.length > 0) {
     parts.push(
       '',
@@ -135,6 +144,39 @@ function inspectionText(inspection: TaskInspection, now: number): string {
     parts.push(JSON.stringify('result' in outcome ? outcome.result : outcome.error, null, 2));
   }
   return parts.join('\n');
+}
+
+/** The attempts of the task's job: worker, start, duration and how each ended (running: the one under way). */
+function attemptsTable({ attempts }: TaskInspection, now: number): string {
+  return table(
+    [{ title: 'attempt' }, { title: 'worker' }, { title: 'started' }, { title: 'for' }, { title: 'ended' }],
+    attempts.map((entry) => [
+      String(entry.attempt),
+      entry.worker,
+      iso(entry.startedAt),
+      formatDuration((entry.endedAt ?? now) - entry.startedAt),
+      entry.ending ?? 'running',
+    ]),
+  );
+}
+
+/** What the task waits for while parked, its waits and the events kept for it (docs/durable-execution.md, "Waits"). */
+function waitsPairs(waits: WaitsView, now: number): [string, string][] {
+  const pairs: [string, string][] = [];
+  const { waiting } = waits;
+  if (waiting) {
+    const what =
+      waiting.kind === 'sleep'
+        ? 'sleep'
+        : waiting.kind === 'event'
+          ? `event '${waiting.name ?? ''}'`
+          : `the client's answer to ${waiting.name ?? 'an input request'}`;
+    const left = Date.parse(waiting.until) - now;
+    const when = left >= 0 ? `in ${formatDuration(left)}` : `${formatDuration(-left)} ago`;
+    pairs.push(['parked on', `${what} until ${waiting.until} (${when}; wait ${waiting.key})`]);
+  }
+  pairs.push(['waits', `${waits.waits} made, ${waits.eventsKept} event(s) kept`]);
+  return pairs;
 }
 
 /** What the task's tool keeps durably (docs/durable-execution.md): its checkpoint, its steps, its parent. */

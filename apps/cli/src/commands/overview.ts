@@ -1,7 +1,8 @@
 // `mcpt overview`: tasks per MCP status, the queue depth, connected workers, the oldest waiting task, per tool its
 // scheduling: running/limit, queued per principal, rate-limit wait, retries (docs/scheduling.md), the catalog
-// entries refused (docs/catalog.md, "Bounds"), and the gateway's upstreams (docs/gateway.md).
-import type { CatalogRefusal, QueueDepth, ToolSchedulingView, UpstreamStatus } from '@mcp-tasks/engine';
+// entries refused (docs/catalog.md, "Bounds"), the parked tasks (docs/durable-execution.md, "Waits"), and the
+// gateway's upstreams (docs/gateway.md).
+import type { CatalogRefusal, ParkedOverview, QueueDepth, ToolSchedulingView, UpstreamStatus } from '@mcp-tasks/engine';
 import type { Command } from 'commander';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';
@@ -27,6 +28,7 @@ export function registerOverview(program: Command, io: CliIo): void {
           refusedTools = [],
           upstreams = [],
           unserved = {},
+          parked,
         } = overview;
         const parts = [
           `Tasks: ${tasks.total} (tasks ${tasks.byKind.task}, plain calls ${tasks.byKind.call})`,
@@ -70,11 +72,33 @@ export function registerOverview(program: Command, io: CliIo): void {
             ([tool, count]) =>
               `Waiting for a worker: ${count} working task(s) of tool ${tool}, which no live worker serves`,
           ),
+          ...parkedLines(parked),
           ...(upstreams.length > 0 ? ['', upstreamTable(upstreams, overview.at)] : []),
         ];
         return parts.join('\n');
       });
     });
+}
+
+/** Parked tasks (docs/durable-execution.md, "Waits"): counted by what they wait for, those due first listed. */
+function parkedLines(parked: ParkedOverview | undefined): string[] {
+  if (!parked) return [];
+  const { byKind, soonest } = parked;
+  return [
+    '',
+    `Parked tasks (no worker held): ${byKind.sleep} sleeping, ${byKind.event} waiting for an event, ` +
+      `${byKind.input} waiting for their client`,
+    table(
+      [{ title: 'task' }, { title: 'tool' }, { title: 'owner' }, { title: 'waits for' }, { title: 'until' }],
+      soonest.map((entry) => [
+        entry.taskId,
+        entry.tool,
+        entry.owner,
+        entry.kind === 'sleep' ? 'sleep' : `${entry.kind} ${entry.name ?? ''}`.trim(),
+        entry.until,
+      ]),
+    ),
+  ];
 }
 
 /** The queue depth's rows (TaskAdmin.queueJobs), in the words of docs/observability.md. */

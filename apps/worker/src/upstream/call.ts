@@ -15,9 +15,11 @@ import { ErrorCode, ProtocolError, type CallToolResult, type ToolContext } from 
 import { resumePointOf, type ResumePoint } from '../resume-point.ts';
 import { AbortReason } from '../running-tasks.ts';
 import type { CallHooks, InFlightCall, UpstreamConnection } from './connection.ts';
+import type { UpstreamConfig } from './config.ts';
 import { classifyCallFailure, type CallFailure } from './failures.ts';
 import { laneOf } from './lanes.ts';
 import { UpstreamUnavailableError, type Lease, type UpstreamPool } from './pool.ts';
+import { boundedText, knownSecrets, maskKnown, redactKnown, upstreamText } from './redact.ts';
 
 /** An upstream tool as the gateway calls it. */
 export interface UpstreamTool {
@@ -66,7 +68,7 @@ export async function callUpstreamTool(
     } catch (error) {
       if (context.signal.aborted) throw error;
       let failure = classifyCallFailure(error, lease.connection.ended);
-      if (failure.kind === 'answered') throw asTaskError(upstream.name, tool.name, upstream.timeoutMs, error);
+      if (failure.kind === 'answered') throw asTaskError(upstream, tool.name, error);
       // Once the upstream created its task, the call had started, whatever the transport answers now.
       if (failure.kind === 'unsent' && call.upstreamTaskId !== undefined) failure = { kind: 'cut', how: failure.how };
       await lease.discard();
@@ -261,7 +263,7 @@ async function resumeUpstreamTask(
       return { result };
     } catch (error) {
       if (context.signal.aborted) throw error;
-      throw asTaskError(upstream.name, tool.name, upstream.timeoutMs, error);
+      throw asTaskError(upstream, tool.name, error);
     } finally {
       call.end();
       lease.release();
@@ -292,7 +294,8 @@ async function followTask(
     for (;;) {
       if (task.statusMessage !== undefined && task.statusMessage !== lastMessage) {
         lastMessage = task.statusMessage;
-        context.log.info('upstream task status', { upstreamTaskId: taskId, status: task.status, message: lastMessage });
+        const message = upstreamText(connection.upstream, lastMessage);
+        context.log.info('upstream task status', { upstreamTaskId: taskId, status: task.status, message });
       }
       if (['completed', 'failed', 'cancelled', 'input_required'].includes(task.status)) {
         return await call.request(
@@ -335,26 +338,36 @@ function isTimeout(error: unknown): boolean {
 }
 
 /**
- * The upstream's JSON-RPC error is the task's error, as the upstream sent it; the SDK's own failures (a timeout, a
- * transport error) become an internal error that says what happened.
+ * The upstream's JSON-RPC error is the task's error, as the upstream sent it but for the secrets we sent it, which it
+ * may echo (masked), and its message cut to `maxTextBytes` (it becomes the task's statusMessage); the SDK's own
+ * failures (a timeout, a transport error) become an internal error that says what happened.
  */
-export function asTaskError(upstream: string, tool: string, timeoutMs: number, error: unknown): Error {
+export function asTaskError(
+  upstream: Pick<UpstreamConfig, 'name' | 'timeoutMs' | 'headers' | 'env' | 'maxTextBytes'>,
+  tool: string,
+  error: unknown,
+): Error {
+  const { name, timeoutMs } = upstream;
   if (error instanceof ProtocolError) return error;
   if (error instanceof McpError) {
     if (error.code === (SdkErrorCode.RequestTimeout as number)) {
       return new ProtocolError(
         ErrorCode.InternalError,
-        `upstream '${upstream}' did not answer the call of '${tool}' within ${timeoutMs} ms (timeoutMs); the call was cancelled upstream.`,
-        { upstream, tool, timeoutMs },
+        `upstream '${name}' did not answer the call of '${tool}' within ${timeoutMs} ms (timeoutMs); the call was cancelled upstream.`,
+        { upstream: name, tool, timeoutMs },
       );
     }
-    const message = error.message.replace(/^MCP error -?\d+: /, '');
-    return new ProtocolError(error.code, message, error.data);
+    const secrets = knownSecrets(upstream);
+    const message = boundedText(
+      maskKnown(error.message.replace(/^MCP error -?\d+: /, ''), secrets),
+      upstream.maxTextBytes,
+    );
+    return new ProtocolError(error.code, message, redactKnown(error.data, secrets));
   }
   const failure = classifyCallFailure(error, undefined);
   const how = failure.kind === 'answered' ? 'failed' : failure.how;
-  return new ProtocolError(ErrorCode.InternalError, `upstream '${upstream}' ${how} during the call of '${tool}'.`, {
-    upstream,
+  return new ProtocolError(ErrorCode.InternalError, `upstream '${name}' ${how} during the call of '${tool}'.`, {
+    upstream: name,
     tool,
   });
 }

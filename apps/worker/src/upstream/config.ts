@@ -9,6 +9,10 @@ import { z } from 'zod';
 /** A `*` matches any run of characters; everything else is literal. */
 const ToolPattern = z.string().min(1).max(200);
 
+/** What an upstream may make us keep or relay (docs/gateway.md, "Bounds"), unless its configuration says otherwise. */
+export const DEFAULT_MAX_TEXT_BYTES = 1024;
+export const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024;
+
 /** Whose calls may share one upstream session (docs/gateway.md, "Affinity"). */
 export const AFFINITIES = ['stateless', 'per-principal', 'per-client-session'] as const;
 export type Affinity = (typeof AFFINITIES)[number];
@@ -81,6 +85,24 @@ const UpstreamSchema = z
      * of this; another worker takes over this long after the holder stopped renewing.
      */
     ownerLeaseMs: z.int().min(300).max(600_000).default(15_000),
+    /**
+     * The most bytes of the upstream's texts that are kept or shown: its progress messages, its failure reasons, its
+     * tasks' status messages and its log messages' data are cut to this (docs/gateway.md, "Bounds").
+     */
+    maxTextBytes: z
+      .int()
+      .min(64)
+      .max(1024 * 1024)
+      .default(DEFAULT_MAX_TEXT_BYTES),
+    /**
+     * The most bytes of JSON an upstream's elicitation/create or sampling/createMessage may carry: a larger one is
+     * refused to the upstream, never relayed to the client (docs/gateway.md, "Bounds").
+     */
+    maxRequestBytes: z
+      .int()
+      .min(1024)
+      .max(16 * 1024 * 1024)
+      .default(DEFAULT_MAX_REQUEST_BYTES),
   })
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
     message: 'give exactly one of `command` (stdio) or `url` (Streamable HTTP)',
@@ -165,6 +187,8 @@ function upstreamFromEnv(env: NodeJS.ProcessEnv): UpstreamConfig | undefined {
       timeoutMs: number('UPSTREAM_MCP_TIMEOUT_MS'),
       connectTimeoutMs: number('UPSTREAM_MCP_CONNECT_TIMEOUT_MS'),
       idleMs: number('UPSTREAM_MCP_IDLE_MS'),
+      maxTextBytes: number('UPSTREAM_MCP_MAX_TEXT_BYTES'),
+      maxRequestBytes: number('UPSTREAM_MCP_MAX_REQUEST_BYTES'),
       retrySafe: flag === undefined ? undefined : flag === 'true' || flag === '1',
     },
     env,

@@ -21,7 +21,7 @@ import type { Logger } from '@mcp-tasks/engine';
 import { ChildProcessTransport } from './child-transport.ts';
 import type { UpstreamConfig } from './config.ts';
 import { describeConnectFailure, StreamLostError } from './failures.ts';
-import { knownSecrets, redactSecrets } from './redact.ts';
+import { boundedText, knownSecrets, maskKnown, redactKnown, redactSecrets } from './redact.ts';
 
 /** What a call does with the upstream's requests and notifications that belong to it. */
 export interface CallHooks {
@@ -223,7 +223,8 @@ export class UpstreamConnection {
     const { client, upstream, log } = this;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged(this));
     client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
-      const { level, data, logger } = notification.params;
+      const { level, logger } = notification.params;
+      const data = this.#logData(notification.params.data);
       // A log message names no call: it is the task's when one call alone is in flight, the worker's otherwise.
       const [only] = this.#calls;
       if (only && this.#calls.size === 1) only.hooks.log(level, data, logger);
@@ -232,7 +233,9 @@ export class UpstreamConnection {
     // Progress is taken here rather than through the SDK's `onprogress`: the SDK forgets a request's progress handler
     // when its response arrives, so a last progress notification read in the same chunk as the response was lost.
     client.setNotificationHandler(ProgressNotificationSchema, (notification) => {
-      const { progressToken, progress, total, message } = notification.params;
+      const { progressToken, progress, total } = notification.params;
+      // Kept on the task and served on every read of it: cut to maxTextBytes, redacted (docs/gateway.md, "Bounds").
+      const message = notification.params.message === undefined ? undefined : this.#said(notification.params.message);
       for (const call of this.#calls) {
         if (call.progressToken === progressToken) call.progress(progress, total, message);
       }
@@ -285,8 +288,16 @@ export class UpstreamConnection {
       this.log.warn('upstream request refused', { upstream: this.upstream.name, method, reason: call });
       throw new McpError(SdkErrorCode.InvalidRequest, `${call}; it was not relayed`);
     }
+    // Stored with the task and shown to its client until answered: bounded, and rid of the secrets we sent it.
+    const relayed = redactKnown(forwardable(params), this.#secrets);
+    const bytes = Buffer.byteLength(JSON.stringify(relayed), 'utf8');
+    if (bytes > this.upstream.maxRequestBytes) {
+      const reason = `${method} takes ${bytes} bytes of JSON, more than the ${this.upstream.maxRequestBytes} relayed (maxRequestBytes)`;
+      this.log.warn('upstream request refused', { upstream: this.upstream.name, method, reason });
+      throw new McpError(SdkErrorCode.InvalidParams, `${reason}; it was not relayed`);
+    }
     try {
-      return await send(call.hooks, forwardable(params));
+      return await send(call.hooks, relayed);
     } catch (error) {
       if (error instanceof McpError) throw error;
       // The reason (the client lacks the capability, did not answer in time, answered an error) goes upstream as
@@ -363,6 +374,20 @@ export class UpstreamConnection {
 
   #redact(text: string): string {
     return redactSecrets(text, this.#secrets);
+  }
+
+  /** An upstream's text as we keep or show it: rid of our secrets, cut to maxTextBytes. */
+  #said(text: string): string {
+    return boundedText(maskKnown(text, this.#secrets), this.upstream.maxTextBytes);
+  }
+
+  /** A log message's data for our logs: rid of our secrets, and as cut text when its JSON is over maxTextBytes. */
+  #logData(data: unknown): unknown {
+    const redacted = redactKnown(data, this.#secrets);
+    const json = JSON.stringify(redacted) ?? '';
+    return json.length > this.upstream.maxTextBytes / 3 && Buffer.byteLength(json, 'utf8') > this.upstream.maxTextBytes
+      ? boundedText(json, this.upstream.maxTextBytes)
+      : redacted;
   }
 }
 

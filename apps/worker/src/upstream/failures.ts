@@ -4,7 +4,7 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode as SdkErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConfig } from './config.ts';
-import { redactSecrets } from './redact.ts';
+import { upstreamText } from './redact.ts';
 
 /** A message that never reached the upstream: the call it carried cannot have started there. */
 export class NotSentError extends Error {
@@ -24,9 +24,13 @@ export type CallFailure =
   /** The upstream answered (an error), or did not within the call's timeout: the task's error. */
   | { kind: 'answered' };
 
-/** Why connecting failed, to follow "upstream 'NAME' is unavailable: ". */
+/**
+ * Why connecting failed, to follow "upstream 'NAME' is unavailable: ". An upstream's own words (its answer to
+ * initialize) are redacted with its configured secrets, which it may echo, and cut to its `maxTextBytes`: they reach
+ * clients, logs and operators' views.
+ */
 export function describeConnectFailure(
-  upstream: Pick<UpstreamConfig, 'connectTimeoutMs' | 'url'>,
+  upstream: Pick<UpstreamConfig, 'connectTimeoutMs' | 'url' | 'headers' | 'env' | 'maxTextBytes'>,
   error: unknown,
   exit: string | undefined,
 ): string {
@@ -38,7 +42,7 @@ export function describeConnectFailure(
   const code = networkCode(error);
   if (code !== undefined) return `${origin(upstream.url)} could not be reached (${code})`;
   const message = error instanceof Error ? error.message : String(error);
-  return redactSecrets(message.replace(/^MCP error -?\d+: /, ''));
+  return upstreamText(upstream, message.replace(/^MCP error -?\d+: /, ''));
 }
 
 /** What came of a call that threw, on `connection` (its `ended` says how a stdio child ended). */

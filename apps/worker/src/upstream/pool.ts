@@ -7,6 +7,7 @@ import { SharedSessions } from './affinity.ts';
 import type { UpstreamConfig } from './config.ts';
 import { UpstreamConnection, type SharedSession } from './connection.ts';
 import { SHARED_LANE, type Lane } from './lanes.ts';
+import { upstreamText } from './redact.ts';
 
 /** After a failed attempt to connect, the next waits this long, doubling up to the maximum while they fail. */
 export const BACKOFF_MIN_MS = 500;
@@ -258,7 +259,8 @@ export class UpstreamPool {
     const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.#failures);
     this.#failures++;
     this.#retryAt = Date.now() + delay;
-    this.#setState('unavailable', error instanceof Error ? error.message : String(error));
+    // The reason reaches clients, logs and operators: whatever failed, the upstream's words in it are redacted.
+    this.#setState('unavailable', upstreamText(this.upstream, error instanceof Error ? error.message : String(error)));
   }
 
   #closed(open: OpenLane, connection: UpstreamConnection): void {

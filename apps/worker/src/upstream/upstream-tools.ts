@@ -18,6 +18,7 @@ import { callUpstreamTool } from './call.ts';
 import { isResendable, isToolAllowed, type UpstreamConfig } from './config.ts';
 import type { UpstreamConnection } from './connection.ts';
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, UpstreamPool } from './pool.ts';
+import { upstreamText } from './redact.ts';
 
 /** A tool whose catalog entry is given, not derived from a zod schema (its schemas come from elsewhere). */
 export interface PublishedTool {
@@ -184,7 +185,7 @@ export class UpstreamTools {
         if (this.#closed) return;
         // The pool's backoff when connecting failed; the same when the listing did.
         const inMs = Math.max(pool.retryAt - Date.now(), Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (attempt - 1)));
-        const fields = { upstream: upstream.name, error: (error as Error).message };
+        const fields = { upstream: upstream.name, error: upstreamText(upstream, (error as Error).message) };
         if (attempt === 1) this.log.error('upstream not reachable; retrying', fields);
         this.log.info('restarting upstream connection', { ...fields, inMs });
         await new Promise((resolve) => setTimeout(resolve, inMs).unref());
@@ -204,7 +205,10 @@ export class UpstreamTools {
       .then((connection) => this.#list(pool, connection))
       .catch((error: unknown) => {
         // The previous listing stays: the tools are still served, and the next list_changed or restart lists again.
-        this.log.warn('upstream tools not listed', { upstream: pool.upstream.name, error: (error as Error).message });
+        this.log.warn('upstream tools not listed', {
+          upstream: pool.upstream.name,
+          error: upstreamText(pool.upstream, (error as Error).message),
+        });
       })
       .finally(() => {
         this.#refreshing.delete(pool);

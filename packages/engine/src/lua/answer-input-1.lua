@@ -3,7 +3,7 @@
   request and storing the answer separately let an answer land just after the worker had taken the first one and
   deleted the request, re-creating the key with no expiry and no owner (and reporting the duplicate as accepted).
 
-  KEYS[1] the input request hash (taskId, sessionId, owner, method[, response])
+  KEYS[1] the input request hash (taskId, sessionId, owner, method[, parked][, response])
 
   ARGV[1] the arguments, JSON:
     sessionId  the answering session's id
@@ -11,7 +11,9 @@
     answer     the answer (JSON)
     channel    the channel the waiting worker listens on
 
-  Returns 1 when accepted, 0 when there is no such request for this session or owner, 2 when it was answered.
+  Returns 1 when accepted, 0 when there is no such request for this session or owner, 2 when it was answered; {1,
+  taskId, queue} when accepted for a request its tool parked on (docs/durable-execution.md, "Waiting for the client"):
+  no worker listens, and the caller wakes the task's job in `queue`.
 ]]
 local args = cjson.decode(ARGV[1])
 local found = redis.call('HMGET', KEYS[1], 'sessionId', 'owner')
@@ -23,4 +25,8 @@ if redis.call('HSETNX', KEYS[1], 'response', args.answer) == 0 then
   return 2
 end
 redis.call('PUBLISH', args.channel, '1')
+local parked = redis.call('HMGET', KEYS[1], 'taskId', 'parked')
+if parked[2] then
+  return {1, parked[1], parked[2]}
+end
 return 1

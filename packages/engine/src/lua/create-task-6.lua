@@ -78,6 +78,7 @@
                    field        the call's field in the parent's durable hash (`c:<key>`)
                    attempt      the parent's attempt starting the child (its moves' fence)
                    maxEntries   the most fields the parent's durable hash may hold
+                   maxChildren  the most children it may start when its record carries no cap (`maxChildren`)
 
   Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
   job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
@@ -104,11 +105,11 @@ if idempotency then
     return {digest == idempotency.digest and 2 or 3, filed}
   end
 end
-local parent, parentExpiresAt = args.parent, nil
+local parent, parentExpiresAt, childCap = args.parent, nil, nil
 if parent then
   local refusal
-  refusal, parentExpiresAt = childCallRefusal(parent.keys.record, parent.keys.durable, parent.field, parent.attempt,
-    parent.maxEntries)
+  refusal, parentExpiresAt, childCap = childCallRefusal(parent.keys.record, parent.keys.durable, parent.field,
+    parent.attempt, parent.maxEntries, parent.maxChildren)
   if refusal then
     return refusal
   end
@@ -229,6 +230,7 @@ if idempotency then
     expiresAt, args.now, idempotency.maxKeys)
 end
 if parent then
-  fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, taskId, parentExpiresAt)
+  fileChild(parent.keys.record, parent.keys.durable, parent.keys.children, parent.field, taskId, parentExpiresAt, 1,
+    childCap)
 end
 return {1, count, priority}

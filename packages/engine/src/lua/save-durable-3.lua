@@ -6,7 +6,9 @@
   says, in the same step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only
   when there is something in it; a checkpoint also sets its time and size there, for operators, and counts as a sign
   of life: the task's entry in the live set moves to now, so that the reconciler, which looks at live tasks left
-  unchanged for RECONCILE_AFTER_MS, leaves a task that checkpoints alone. The hash expires with the record.
+  unchanged for RECONCILE_AFTER_MS, leaves a task that checkpoints alone. The hash expires with the record. The record
+  keeps the bytes its checkpoint and step results take, field names included (`durableBytes`): a write that would take
+  it past maxTotalBytes is refused, so a task's durable state is bounded in bytes, not only in entries.
 
   KEYS[1] the task record hash
   KEYS[2] the task's durable hash (field `checkpoint`, step results `s:<name>`, child task ids `c:<key>`)
@@ -21,13 +23,15 @@
     now         epoch ms
     checkpoint  true for a checkpoint (replaces the last one), false for a step (stored once)
     maxEntries  the most fields the durable hash may hold (checkpoint, steps and child tasks together)
+    maxTotalBytes  the most bytes the checkpoint and step results may take together
 
   Returns {"ok"} when stored; {"exists", value} when the step was stored already (its first result); {"missing"}
   when the record does not exist; {"ended", status} when the task has ended; {"stale", latestAttempt} when a later
-  attempt has started; {"full", count} when the hash holds maxEntries fields already.
+  attempt has started; {"full", count} when the hash holds maxEntries fields already; {"over", bytes} when the write
+  would take the checkpoint and step results to `bytes`, past maxTotalBytes.
 ]]
 local args = cjson.decode(ARGV[1])
-local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl')
+local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl', 'durableBytes')
 local status = f[1]
 if not status then
   return {'missing'}
@@ -45,18 +49,27 @@ if not args.checkpoint then
     return {'exists', stored}
   end
 end
+-- A checkpoint replaces the last one: its bytes are given back.
+local replaced = 0
 if redis.call('HEXISTS', KEYS[2], args.field) == 0 then
   local count = redis.call('HLEN', KEYS[2])
   if count >= args.maxEntries then
     return {'full', tostring(count)}
   end
+else
+  replaced = string.len(args.field) + redis.call('HSTRLEN', KEYS[2], args.field)
+end
+local total = (tonumber(f[5]) or 0) - replaced + string.len(args.field) + string.len(args.value)
+if total > args.maxTotalBytes then
+  return {'over', tostring(total)}
 end
 redis.call('HSET', KEYS[2], args.field, args.value)
 redis.call('PEXPIREAT', KEYS[2], tonumber(f[3]) + tonumber(f[4]))
 if args.checkpoint then
-  redis.call('HSET', KEYS[1], 'durable', '1', 'checkpointAt', args.now, 'checkpointBytes', args.bytes)
+  redis.call('HSET', KEYS[1], 'durable', '1', 'checkpointAt', args.now, 'checkpointBytes', args.bytes, 'durableBytes',
+    total)
   redis.call('ZADD', KEYS[3], 'XX', args.now, args.taskId)
 else
-  redis.call('HSET', KEYS[1], 'durable', '1')
+  redis.call('HSET', KEYS[1], 'durable', '1', 'durableBytes', total)
 end
 return {'ok'}

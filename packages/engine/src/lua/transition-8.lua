@@ -23,7 +23,7 @@
 
   ARGV[1] the arguments, JSON:
     taskId          the task id
-    to              the target status
+    to              the target status; absent: the status stays what it is (a note of an attempt's end)
     from            the statuses allowed as source (a list)
     now             epoch ms
     statusMessage   the new statusMessage (absent: removed)
@@ -43,6 +43,10 @@
                     requestId, notice = the notifications/cancelled message (JSON) to append to the session's stream}
     unchangedSince  absent (not checked), or what the caller read: {lastUpdatedAt, external = whether an external
                     reference was set}
+    run             absent, or the attempt this move is part of: {attempt, worker = its worker's name, startedAt =
+                    epoch ms, ending = absent while it runs, else how it ended: completed, failed, lost, handed-back};
+                    the move's history entry carries it as a fourth element {a, w, s, e}, from which readers list the
+                    task's attempts (records/codec.ts). A handed-back attempt counts in the record's `handBacks`.
     webhooks        {maxPending = the most deliveries a task's outbox holds (a change past it is not delivered but
                     counted in the record's `webhookDropped`; never the terminal one), channel = where a queued
                     delivery wakes the workers' delivery loops}
@@ -62,7 +66,7 @@
 ]]
 --- @include "waiters"
 local args = cjson.decode(ARGV[1])
-local taskId, to, message = args.taskId, args.to, args.statusMessage
+local taskId, message = args.taskId, args.statusMessage
 
 -- Appends an entry to the session's event stream, trimmed to about its maximum length.
 local function appendEvent(fields)
@@ -81,6 +85,7 @@ local current = f[1]
 if not current then
   return {'missing'}
 end
+local to = args.to or current
 if current ~= 'working' and current ~= 'input_required' then
   return {'rejected', current}
 end
@@ -165,6 +170,14 @@ end
 -- Appended as text; decoded only to drop an entry once it is full. Counting "],[" may count one inside a message
 -- too, which only makes the exact path below run earlier.
 local entry = {now, to, message or ''}
+local run = args.run
+if run then
+  -- Which attempt of the task's job made the move, on which worker, since when, and how it ended if it did.
+  entry[4] = {a = run.attempt, w = run.worker, s = run.startedAt or now, e = run.ending}
+  if run.ending == 'handed-back' then
+    redis.call('HINCRBY', KEYS[1], 'handBacks', 1)
+  end
+end
 local history = f[9] or '[]'
 local _, separators = string.gsub(history, '%],%[', '')
 if history == '[]' then
@@ -189,6 +202,7 @@ if args.outcome then
   table.insert(set, 'outcome')
   table.insert(set, args.outcome)
 end
+
 redis.call('HSET', KEYS[1], unpack(set))
 if not message then
   redis.call('HDEL', KEYS[1], 'statusMessage')

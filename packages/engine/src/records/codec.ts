@@ -2,6 +2,7 @@
 // expiry entries and the operators' status history. The only code that reads or writes raw hash fields.
 import {
   isTaskStatus,
+  isTerminal,
   TaskKind,
   type DurableFacts,
   type ExternalRef,
@@ -9,6 +10,7 @@ import {
   type TaskRecord,
   type TaskStatus,
   type WebhookTarget,
+  type TaskWait,
 } from '@mcp-tasks/protocol';
 
 export function encodeRecord(record: TaskRecord): Record<string, string> {
@@ -61,6 +63,8 @@ export function decodeRecord(
   if (hash['parent']) record.parent = hash['parent'];
   if (hash['durable']) record.durable = decodeDurable(hash);
   if (hash['webhook']) record.webhook = JSON.parse(hash['webhook']) as WebhookTarget;
+  if (hash['handBacks']) record.handBacks = Number(hash['handBacks']);
+  if (hash['wait']) record.wait = JSON.parse(hash['wait']) as TaskWait;
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
   if (isExpired(record, now)) return undefined;
   return record;
@@ -146,6 +150,76 @@ export function decodeHistory(raw: string | undefined): HistoryEntry[] {
           ? { at: Number(at), status, statusMessage }
           : { at: Number(at), status },
       ];
+    });
+  } catch {
+    return [];
+  }
+}
+
+/** One attempt of the task's job, for operators: from the history entries its moves made (transition-8.lua `run`). */
+export interface AttemptEntry {
+  /** The job's start count (BullMQ's attemptsStarted): the number logs (`jobAttempt`) and traces carry. */
+  attempt: number;
+  worker: string;
+  /** Epoch ms. */
+  startedAt: number;
+  /** Epoch ms; absent while it runs. */
+  endedAt?: number;
+  /**
+   * How it ended: completed, failed, parked (on a durable wait), lost (its worker stopped without ending it: a later attempt started, or another
+   * worker found it gone), handed-back, or the terminal status that ended it (cancelled); absent while it runs.
+   */
+  ending?: string;
+}
+
+/**
+ * The attempts of the task's job, oldest first, from its status history: each move a worker makes as part of an
+ * attempt carries it ({a, w, s, e}: attempt, worker, start, ending). A later attempt's start ends the earlier ones
+ * still open as lost; a terminal move ends those still open with its status. An attempt whose entries the history
+ * dropped (it keeps the first and the last 19) is listed from those left.
+ */
+export function attemptsOf(raw: string | undefined): AttemptEntry[] {
+  const attempts = new Map<number, AttemptEntry>();
+  const end = (entry: AttemptEntry, at: number, ending: string) => {
+    entry.endedAt = at;
+    entry.ending = ending;
+  };
+  for (const { at, status, run } of historyEntries(raw)) {
+    if (run) {
+      for (const open of attempts.values()) if (open.attempt < run.a && !open.ending) end(open, at, 'lost');
+      let attempt = attempts.get(run.a);
+      if (!attempt) {
+        attempt = { attempt: run.a, worker: run.w, startedAt: run.s };
+        attempts.set(run.a, attempt);
+      }
+      if (run.e !== undefined && !attempt.ending) end(attempt, at, run.e);
+    }
+    if (isTerminal(status)) for (const open of attempts.values()) if (!open.ending) end(open, at, status);
+  }
+  return [...attempts.values()].sort((a, b) => a.attempt - b.attempt);
+}
+
+/** The fourth element of a history entry: the attempt whose move it records. */
+interface RunTag {
+  a: number;
+  w: string;
+  s: number;
+  e?: string;
+}
+
+function historyEntries(raw: string | undefined): { at: number; status: TaskStatus; run?: RunTag }[] {
+  if (!raw) return [];
+  try {
+    const entries = JSON.parse(raw) as unknown;
+    if (!Array.isArray(entries)) return [];
+    return entries.flatMap((entry) => {
+      if (!Array.isArray(entry) || !isTaskStatus(entry[1])) return [];
+      const tag = entry[3] as Partial<RunTag> | undefined;
+      const run =
+        tag && typeof tag.a === 'number' && typeof tag.w === 'string'
+          ? { a: tag.a, w: tag.w, s: Number(tag.s ?? entry[0]), ...(typeof tag.e === 'string' ? { e: tag.e } : {}) }
+          : undefined;
+      return [{ at: Number(entry[0]), status: entry[1], ...(run ? { run } : {}) }];
     });
   } catch {
     return [];

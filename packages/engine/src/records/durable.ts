@@ -1,7 +1,7 @@
 // What a running tool keeps beside its task's record (docs/durable-execution.md): its checkpoint, its steps' results
 // and the ids of its child tasks, in one hash per task that expires with the record (save-durable-3.lua writes it,
 // create-task-6.lua files child tasks in it), and the set of its children that a cancel of the task cancels too.
-import { LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
+import { LimitExceededError, LocalError, LocalErrorCode, type TaskRecord, type TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from '../redis.ts';
 import { type ParentCall, type ParentRefusal, RedisScripts } from '../scripts.ts';
 import type { TaskKeys } from './keys.ts';
@@ -9,6 +9,8 @@ import type { TaskKeys } from './keys.ts';
 const CHECKPOINT_FIELD = 'checkpoint';
 const STEP_PREFIX = 's:';
 const CHILD_PREFIX = 'c:';
+/** Waits (records/waits.ts): sleeps, event waits, parked input requests, and the tries of steps with a retry policy. */
+const WAIT_PREFIX = 'w:';
 
 /** What a task keeps durably, as an attempt reads it once before its tool runs: JSON texts by name. */
 export interface DurableSnapshot {
@@ -18,12 +20,15 @@ export interface DurableSnapshot {
   steps: Map<string, string>;
   /** Child task ids by call key. */
   children: Map<string, string>;
+  /** Waits by key (records/waits.ts): their JSON. */
+  waits: Map<string, string>;
 }
 
 export const EMPTY_SNAPSHOT: DurableSnapshot = Object.freeze({
   checkpoint: undefined,
   steps: new Map<string, string>(),
   children: new Map<string, string>(),
+  waits: new Map<string, string>(),
 });
 
 /** A write by one attempt: a checkpoint (replaced each time) or a step's result (stored once). */
@@ -35,6 +40,8 @@ export interface DurableWrite {
   json: string;
   /** The most fields the task's hash may hold (DURABLE_MAX_STEPS). */
   maxEntries: number;
+  /** The most bytes its checkpoint and step results may take together (DURABLE_MAX_TOTAL_BYTES). */
+  maxTotalBytes: number;
 }
 
 /** A stored write; a step stored already (by a concurrent earlier attempt) answers its first result. */
@@ -59,11 +66,17 @@ export class DurableStore {
   /** Everything the task keeps, in one read (an attempt reads it only when the record says there is some). */
   async snapshot(taskId: string): Promise<DurableSnapshot> {
     const hash = await this.redis.hgetall(this.keys.durable(taskId));
-    const snapshot: DurableSnapshot = { checkpoint: undefined, steps: new Map(), children: new Map() };
+    const snapshot: DurableSnapshot = {
+      checkpoint: undefined,
+      steps: new Map(),
+      children: new Map(),
+      waits: new Map(),
+    };
     for (const [field, value] of Object.entries(hash)) {
       if (field === CHECKPOINT_FIELD) snapshot.checkpoint = value;
       else if (field.startsWith(STEP_PREFIX)) snapshot.steps.set(field.slice(STEP_PREFIX.length), value);
       else if (field.startsWith(CHILD_PREFIX)) snapshot.children.set(field.slice(CHILD_PREFIX.length), value);
+      else if (field.startsWith(WAIT_PREFIX)) snapshot.waits.set(field.slice(WAIT_PREFIX.length), value);
     }
     return snapshot;
   }
@@ -86,6 +99,7 @@ export class DurableStore {
       now: Date.now(),
       checkpoint,
       maxEntries: write.maxEntries,
+      maxTotalBytes: write.maxTotalBytes,
     });
     switch (reply.verdict) {
       case 'ok':
@@ -100,6 +114,14 @@ export class DurableStore {
         throw durableRefusal(taskId, 'stale', String(reply.attempt), write.kind);
       case 'full':
         throw durableRefusal(taskId, 'full', String(reply.count), write.kind);
+      case 'over':
+        throw new LocalError(
+          LocalErrorCode.DurableFull,
+          `Task ${taskId} would keep ${reply.bytes} bytes of checkpoint and step results with this ${write.kind}, ` +
+            `more than the ${write.maxTotalBytes} DURABLE_MAX_TOTAL_BYTES allows: keep references (a file, a row) ` +
+            'instead of the data',
+          { taskId, bytes: reply.bytes, max: write.maxTotalBytes },
+        );
     }
   }
 
@@ -161,6 +183,14 @@ export function durableRefusal(
       return new LocalError(
         LocalErrorCode.AttemptSuperseded,
         `A later attempt (${detail ?? '?'}) runs task ${taskId} now: this one can no longer ${verb}`,
+        context,
+      );
+    case 'children':
+      return new LimitExceededError(
+        'children_per_task',
+        Number(detail),
+        `Task ${taskId} has started ${detail ?? 'as many'} child tasks, the most MAX_CHILDREN_PER_TASK allows ` +
+          `(set on the api, inherited by every child): it cannot ${verb}`,
         context,
       );
     case 'full':

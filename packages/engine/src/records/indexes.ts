@@ -2,6 +2,7 @@
 // listing), the live set (non-terminal tasks, for the reconciler), the expiries (for the janitor) and its owner's
 // unfinished tasks (for MAX_TASKS_PER_OWNER). create-task-6.lua and transition-8.lua write them atomically with
 // the record; this is the rest: reading them, and the one way a task is deleted from all of them.
+import { WAIT_KINDS } from '@mcp-tasks/protocol';
 import type { RedisClient } from '../redis.ts';
 import { RedisScripts } from '../scripts.ts';
 import { decodeExpiryEntry, type ExpiryEntry } from './codec.ts';
@@ -133,6 +134,7 @@ export class TaskIndexes {
             this.keys.inputs(id),
             this.keys.durable(id),
             this.keys.children(id),
+            this.keys.signals(id),
             // A webhook's outbox and attempts (same DEL: no command more for a task without one); its entry in the
             // set of deliveries due is dropped by the delivery loop that finds the outbox gone.
             this.keys.webhookOutbox(id),
@@ -141,6 +143,8 @@ export class TaskIndexes {
         )
         .zrem(this.keys.live(), ...ids)
         .zrem(this.keys.allTasks(), ...tasks.map((task) => task.member));
+      // A task parked when it expired (or was deleted) leaves the waiting sets with it (docs/durable-execution.md).
+      for (const kind of WAIT_KINDS) multi.zrem(this.keys.waiting(kind), ...ids);
       const byOwner = new Map<string, TaskEntries[]>();
       for (const task of tasks) {
         const owned = byOwner.get(task.owner);

@@ -1,6 +1,7 @@
 // The Redis keys of a task record and of the indexes it belongs to. Only the records module (this folder) uses
 // them; everything else asks the TaskStore. They start with the KeySpace prefix, so a prefix with a hash tag keeps
 // them in the one Redis Cluster slot of every other key of the runner.
+import type { WaitKind } from '@mcp-tasks/protocol';
 import type { KeySpace } from '../keys.ts';
 
 export class TaskKeys {
@@ -10,9 +11,13 @@ export class TaskKeys {
     this.#prefix = keys.prefix;
   }
 
-  /** Hash: the task record. */
+  /**
+   * Hash: the task record. Our ids are UUIDs, but a client may send any text as one: with a `:` it would name another
+   * key of a task (`<id>:children` is a set), and reading that failed with a Redis type error, an answer an unknown
+   * id does not get (an existence oracle). Such an id names a key no task has, so it is not found like any other.
+   */
   record(taskId: string): string {
-    return `${this.#prefix}:task:${taskId}`;
+    return `${this.#prefix}:task:${taskId.includes(':') ? taskId.replaceAll(':', '\u0000') : taskId}`;
   }
 
   /** Sorted set (all scores 0, members ordered by creation): the tasks of one owner, for tasks/list. */
@@ -81,6 +86,19 @@ export class TaskKeys {
    */
   webhooksDue(): string {
     return `${this.#prefix}:webhooks:due`;
+  }
+
+  /**
+   * List: the events sent to the task that no wait of its tool has taken yet (docs/durable-execution.md, "Waits"),
+   * oldest first, each the JSON `{name, at, data}`; bounded by EVENTS_MAX_KEPT, it expires with the task.
+   */
+  signals(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}:signals`;
+  }
+
+  /** Sorted set: the parked tasks waiting for `kind` (sleep, event, input), scored by until when (epoch ms). */
+  waiting(kind: WaitKind): string {
+    return `${this.#prefix}:waiting:${kind}`;
   }
 
   /** Hash: an owner's idempotency keys (tools/call), key -> JSON [taskId, digest of the call, expiry]. */

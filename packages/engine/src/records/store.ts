@@ -27,6 +27,7 @@ import {
   type ScriptedJob,
 } from '../scripts.ts';
 import {
+  attemptsOf,
   decodeExternal,
   decodeHistory,
   decodeRecord,
@@ -37,6 +38,7 @@ import {
   kindOf,
   SUMMARY_EXTRAS,
   SUMMARY_FIELDS,
+  type AttemptEntry,
   type HistoryEntry,
   type SummaryExtra,
   type TaskSummary,
@@ -44,6 +46,7 @@ import {
 import { DurableStore, durableRefusal } from './durable.ts';
 import { TaskIndexes } from './indexes.ts';
 import { TaskKeys } from './keys.ts';
+import { WaitStore } from './waits.ts';
 import { WebhookOutbox } from './webhooks.ts';
 
 export type TransitionResult =
@@ -75,6 +78,33 @@ export interface TransitionChange {
   attempt?: number;
   /** The record as the caller read it: the move is refused when the record changed since (compare-and-set). */
   unchangedSince?: Pick<TaskRecord, 'lastUpdatedAt' | 'external'>;
+  /** The attempt the move is part of (a worker's start, note or settlement): its history entry carries it. */
+  run?: AttemptRun;
+}
+
+/** How an attempt ended, as its history entry says it (besides a terminal status that ended it). */
+export const AttemptEnding = {
+  Completed: 'completed',
+  Failed: 'failed',
+  /** Its worker stopped without ending it: killed, out of memory, cut off from Redis, or its job lock lost. */
+  Lost: 'lost',
+  /** Its worker shut down and gave the job back without spending an attempt. */
+  HandedBack: 'handed-back',
+  /** Its tool parked the job on a durable wait (a sleep, an event, the client's answer): a wake starts the next. */
+  Parked: 'parked',
+} as const;
+export type AttemptEnding = (typeof AttemptEnding)[keyof typeof AttemptEnding];
+
+/** An attempt of the task's job as a move records it in its history entry (transition-8.lua `run`). */
+export interface AttemptRun {
+  /** The job's start count (BullMQ's attemptsStarted), the number that fences the attempt's moves. */
+  attempt: number;
+  /** The name of the worker running it. */
+  worker: string;
+  /** Epoch ms; absent: the move's time. */
+  startedAt?: number;
+  /** Absent while it runs. */
+  ending?: AttemptEnding;
 }
 
 /** What a settlement or a note of a worker or the reconciler carries for the transition's guards. */
@@ -87,7 +117,7 @@ export interface AttemptStart {
   worker: string;
 }
 
-export type TransitionGuard = Pick<TransitionChange, 'attempt' | 'unchangedSince'>;
+export type TransitionGuard = Pick<TransitionChange, 'attempt' | 'unchangedSince' | 'run'>;
 
 export interface NewTask {
   record: TaskRecord;
@@ -109,6 +139,8 @@ export interface NewTask {
   idempotency?: Omit<IdempotencyCall, 'keys'>;
   /** The task whose running tool starts this one (ctx.callTool): the child is filed with it, once per call key. */
   parent?: Omit<ParentCall, 'keys'> & { taskId: string };
+  /** The most child tasks it may start, kept on its record (a child gets its parent's instead). */
+  maxChildren?: number;
 }
 
 /** What creating a task came to, once its request was opened. */
@@ -167,6 +199,8 @@ export interface StoredTask {
   record: TaskRecord;
   arguments: unknown;
   history: HistoryEntry[];
+  /** The attempts of the task's job, from its history: who ran each, from when, how it ended (oldest first). */
+  attempts: AttemptEntry[];
 }
 
 export type MarkResult = { ok: true } | { ok: false; status: TaskStatus | undefined };
@@ -180,6 +214,8 @@ export class TaskStore {
   readonly indexes: TaskIndexes;
   /** What running tools keep beside their records: checkpoints, step results, child tasks. */
   readonly durable: DurableStore;
+  /** What parked tasks wait for, and the events sent to tasks (docs/durable-execution.md, "Waits"). */
+  readonly waits: WaitStore;
   /** The tasks' webhook deliveries queued by their transitions (docs/webhooks.md). */
   readonly webhooks: WebhookOutbox;
 
@@ -195,6 +231,7 @@ export class TaskStore {
     this.#tasks = new TaskKeys(keys);
     this.indexes = new TaskIndexes(redis, this.#tasks);
     this.durable = new DurableStore(redis, this.#tasks);
+    this.waits = new WaitStore(redis, this.#tasks, keys);
     this.webhooks = new WebhookOutbox(redis, this.#tasks, keys.webhookCounters());
   }
 
@@ -215,6 +252,7 @@ export class TaskStore {
       requestContext,
       idempotency,
       parent,
+      maxChildren,
     } = task;
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -247,7 +285,12 @@ export class TaskStore {
         : {}),
       ...(idempotency ? { idempotency: { ...idempotency, keys: this.#idempotencyKeys(record.owner) } } : {}),
       ...(parent ? { parent: { ...parent, keys: this.durable.parentKeys(parent.taskId) } } : {}),
-      fields: { ...encodeRecord(record), arguments: JSON.stringify(args ?? {}), history: initialHistory(record) },
+      fields: {
+        ...encodeRecord(record),
+        arguments: JSON.stringify(args ?? {}),
+        history: initialHistory(record),
+        ...(maxChildren !== undefined ? { maxChildren: String(maxChildren) } : {}),
+      },
     });
     if (reply.opened !== 0) return { opened: reply.opened };
     switch (reply.verdict) {
@@ -285,6 +328,7 @@ export class TaskStore {
       record,
       arguments: JSON.parse(hash['arguments'] ?? '{}') as unknown,
       history: decodeHistory(hash['history']),
+      attempts: attemptsOf(hash['history']),
     };
   }
 
@@ -377,7 +421,12 @@ export class TaskStore {
    * Moves a task along the state machine; exactly one of racing transitions out of a status wins. See
    * TransitionChange for the input-request count, the attempt fence and the compare-and-set that can come with it.
    */
-  async transition(task: TaskRef, to: TaskStatus, change: TransitionChange = {}): Promise<TransitionResult> {
+  /** `to` undefined: the status stays (a note; `change.from` says which statuses it may be). */
+  async transition(
+    task: TaskRef,
+    to: TaskStatus | undefined,
+    change: TransitionChange = {},
+  ): Promise<TransitionResult> {
     const reply = await this.#transition(task, to, change);
     // Only a move that starts an attempt asks for the requests to withdraw.
     if ('verdict' in reply) throw new Error('transition: unexpected withdrawal');
@@ -399,6 +448,24 @@ export class TaskStore {
   }
 
   /**
+   * Ends an attempt without moving the task: its worker is gone (lost) or gave the job back (handed back). The status
+   * stays; the statusMessage says what happened, with its history entry and status notification. Fenced by the
+   * attempt: refused (`stale`) once a later attempt has started, whose own start says more.
+   */
+  endAttempt(
+    task: TaskRef,
+    run: AttemptRun & { ending: AttemptEnding },
+    statusMessage: string,
+  ): Promise<TransitionResult> {
+    return this.transition(task, undefined, {
+      statusMessage,
+      from: [TaskStatus.Working, TaskStatus.InputRequired],
+      attempt: run.attempt,
+      run,
+    });
+  }
+
+  /**
    * Starts `attempt` of the task's job: from then on earlier attempts can no longer move the task. The input
    * requests earlier attempts left outstanding (a worker died waiting for the client) are withdrawn in the same
    * step: deleted, so that a late answer is refused as unknown; the client told with `notice(requestId)`
@@ -410,8 +477,14 @@ export class TaskStore {
     attempt: number,
     statusMessage: string,
     notice: (requestId: string) => Record<string, unknown>,
+    run?: Omit<AttemptRun, 'attempt' | 'ending'>,
   ): Promise<TransitionResult> {
-    const change = { statusMessage, from: [TaskStatus.Working, TaskStatus.InputRequired], attempt };
+    const change: TransitionChange = {
+      statusMessage,
+      from: [TaskStatus.Working, TaskStatus.InputRequired],
+      attempt,
+      ...(run ? { run: { ...run, attempt } } : {}),
+    };
     let withdraw: string[] = [];
     // The script names the outstanding requests when they are not those given; they change between two calls
     // only while an earlier attempt still asks, so a few rounds settle it.
@@ -432,7 +505,7 @@ export class TaskStore {
 
   async #transition(
     task: TaskRef,
-    to: TaskStatus,
+    to: TaskStatus | undefined,
     change: TransitionChange,
     withdraw?: readonly string[],
     notice?: (requestId: string) => Record<string, unknown>,
@@ -453,11 +526,11 @@ export class TaskStore {
       },
       taskId,
       to,
-      from: change.from ?? sourcesOf(to),
+      from: change.from ?? (to !== undefined ? sourcesOf(to) : [TaskStatus.Working, TaskStatus.InputRequired]),
       now: Date.now(),
       statusMessage: change.statusMessage,
       outcome: change.outcome ? JSON.stringify(change.outcome) : undefined,
-      terminal: isTerminal(to),
+      terminal: to !== undefined && isTerminal(to),
       waiterChannels: this.keys.replicaChannel(''),
       sessionChannel: this.keys.sessionChannel(sessionId),
       stream: this.streams,
@@ -469,12 +542,13 @@ export class TaskStore {
       unchangedSince: unchangedSince
         ? { lastUpdatedAt: unchangedSince.lastUpdatedAt, external: unchangedSince.external !== undefined }
         : undefined,
+      run: change.run,
       webhooks: { maxPending: this.webhookLimits.maxPending, channel: this.keys.webhooksChannel() },
     });
     switch (reply.verdict) {
       case 'ok':
       case 'unchanged':
-        if (reply.verdict === 'ok' && isTerminal(to))
+        if (reply.verdict === 'ok' && to !== undefined && isTerminal(to))
           this.#finished(task, to, reply.lastUpdatedAt).catch(() => undefined);
         return {
           ok: true,
@@ -540,6 +614,23 @@ export class TaskStore {
       );
     }
     await this.indexes.deleteTask({ taskId, owner, member }, entries);
+  }
+
+  /**
+   * Makes a live plain call a task (a task handle, docs/clients.md): from now on it is read, listed and kept as a task
+   * until its expiry. `handed` also for a record an earlier hand-out made a task; `ended` when the call ended first
+   * (nothing changed: its result is the answer); `missing` when it is gone, or not `owner`'s.
+   */
+  async handOut(
+    record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'ttl'>,
+  ): Promise<{ verdict: 'handed' | 'ended' | 'missing'; status?: TaskStatus }> {
+    const { verdict, status } = await this.#scripts.handOut({
+      keys: { record: this.#tasks.record(record.taskId), ownerIndex: this.#tasks.ownerIndex(record.owner) },
+      owner: record.owner,
+      member: indexMember(record.createdAt, record.taskId),
+      expiresAt: record.createdAt + record.ttl,
+    });
+    return isTaskStatus(status) ? { verdict, status } : { verdict };
   }
 
   /** Records on a live task where its external work runs (atomic with the status check; never creates a record). */

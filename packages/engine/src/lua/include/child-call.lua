@@ -4,18 +4,22 @@
   under the call's key. A child call is a step: a later attempt of the parent finds the id there and creates nothing,
   and no crash between the creation and the filing can start the child twice, since they are one step.
 
-  childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries) checks the parent before anything is
-  written. It answers nothing when the child may be created, with the parent's expiry (epoch ms); {2, childId} when
-  the call's key names a child already; or {-2, reason, detail} when the parent cannot start one: 'missing', 'ended'
-  (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number) or 'full' (its durable
-  hash holds maxEntries fields: detail, that count). Fenced as transition-8.lua fences a worker's moves.
+  childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, maxChildren) checks the parent before
+  anything is written. It answers nothing when the child may be created, with the parent's expiry (epoch ms) and its
+  cap on children; {2, childId} when the call's key names a child already; or {-2, reason, detail} when the parent
+  cannot start one: 'missing', 'ended' (detail: its status), 'stale' (a later attempt of the parent runs it: detail,
+  its number), 'full' (its durable hash holds maxEntries fields: detail, that count) or 'children' (it has started as
+  many children as its cap: detail, the cap). The cap is the parent record's `maxChildren`, which the api wrote when
+  it created the task tree's root and every child inherits (so a worker's own setting cannot raise it), else
+  maxChildren. Fenced as transition-8.lua fences a worker's moves.
 
-  fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt) files the new child: its id
-  under the call's key, in the parent's set of children (what a cancel of the parent cancels), and on the parent's
-  record the count of its children and the mark that it keeps durable state. Both keys expire with the parent.
+  fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt, childRecord, cap) files the
+  new child: its id under the call's key, in the parent's set of children (what a cancel of the parent cancels), on
+  the parent's record the count of its children and the mark that it keeps durable state, and on the child's record
+  the parent's cap on children. Both keys expire with the parent.
 ]]
-local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries)
-  local p = redis.call('HMGET', KEYS[parentRecord], 'status', 'attempt', 'createdAt', 'ttl')
+local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, maxChildren)
+  local p = redis.call('HMGET', KEYS[parentRecord], 'status', 'attempt', 'createdAt', 'ttl', 'children', 'maxChildren')
   if not p[1] then
     return {-2, 'missing'}
   end
@@ -30,18 +34,24 @@ local function childCallRefusal(parentRecord, parentDurable, field, attempt, max
   if existing then
     return {2, existing}
   end
+  local cap = tonumber(p[6]) or maxChildren
+  if (tonumber(p[5]) or 0) >= cap then
+    return {-2, 'children', tostring(cap)}
+  end
   local count = redis.call('HLEN', KEYS[parentDurable])
   if count >= maxEntries then
     return {-2, 'full', tostring(count)}
   end
-  return nil, tonumber(p[3]) + tonumber(p[4])
+  return nil, tonumber(p[3]) + tonumber(p[4]), cap
 end
 
-local function fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt)
+local function fileChild(parentRecord, parentDurable, parentChildren, field, childId, parentExpiresAt, childRecord,
+    cap)
   redis.call('HSET', KEYS[parentDurable], field, childId)
   redis.call('PEXPIREAT', KEYS[parentDurable], parentExpiresAt)
   redis.call('SADD', KEYS[parentChildren], childId)
   redis.call('PEXPIREAT', KEYS[parentChildren], parentExpiresAt)
   redis.call('HSET', KEYS[parentRecord], 'durable', '1')
   redis.call('HINCRBY', KEYS[parentRecord], 'children', 1)
+  redis.call('HSET', KEYS[childRecord], 'maxChildren', cap)
 end
