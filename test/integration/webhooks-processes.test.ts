@@ -57,6 +57,7 @@ describe('webhooks with real processes: at least once, deduped to exactly one, a
         // A lease of 2 x 1 s + 2 s: what a killed worker's claims wait before another worker sends them again.
         WEBHOOK_TIMEOUT_MS: '1000',
         WEBHOOK_POLL_MS: '100',
+        HANDLE_AFTER_MS: '500',
       },
     });
     // The same system without authentication: its calls have no principal.
@@ -69,10 +70,15 @@ describe('webhooks with real processes: at least once, deduped to exactly one, a
     await bobs?.close();
   });
 
-  async function client(api = system.apiUrl, key: string | undefined = KEY): Promise<McpTestClient> {
+  /** A 2025-11-25 session that negotiated Tasks (`capabilities` {}: one that did not, which gets task handles). */
+  async function client(
+    api = system.apiUrl,
+    key: string | undefined = KEY,
+    capabilities: Record<string, unknown> = { tasks: {} },
+  ): Promise<McpTestClient> {
     const mcp = new McpTestClient(api);
     if (key) mcp.headers = { authorization: `Bearer ${key}` };
-    await mcp.initialize();
+    await mcp.initialize(undefined, capabilities);
     return mcp;
   }
 
@@ -125,6 +131,7 @@ describe('webhooks with real processes: at least once, deduped to exactly one, a
       /accepted only from an authenticated principal/,
     );
     await unauthenticated.terminate();
+    // A plain call of a client that negotiated Tasks, and a tool that forbids tasks (even for a client with handles).
     const mcp = await client();
     await expectRpcError(
       mcp.call('tools/call', callWith(`${receiver.url}/plain`, null)),
@@ -132,7 +139,44 @@ describe('webhooks with real processes: at least once, deduped to exactly one, a
       /delivered for tasks, and this call does not run as one/,
     );
     await mcp.terminate();
+    const handles = await client(system.apiUrl, KEY, {});
+    await expectRpcError(
+      handles.call('tools/call', {
+        name: 'echo',
+        arguments: { text: 'hi' },
+        _meta: { [RunnerMeta.Webhook]: `${receiver.url}/plain` },
+      }),
+      -32602,
+      /delivered for tasks, and this call does not run as one/,
+    );
+    await handles.terminate();
     expect(receiver.requests.filter((r) => r.path === '/anonymous' || r.path === '/plain')).to.have.length(0);
+  });
+
+  it('a client without Tasks (task handles, docs/clients.md): a call handed out as a task delivers its end; one answered on its request delivers nothing', async () => {
+    const mcp = await client(system.apiUrl, KEY, {});
+    // Still running at HANDLE_AFTER_MS (500 ms here): answered with its handle, and a task from then on.
+    const handed = await mcp.call('tools/call', {
+      name: 'wait',
+      arguments: { seconds: 1.5 },
+      _meta: { [RunnerMeta.Webhook]: `${receiver.url}/handed` },
+    });
+    const taskId = (handed['structuredContent'] as { taskId: string }).taskId;
+    expect(taskId).to.be.a('string');
+    const delivery = await eventually(() => taken.find(({ task }) => task['taskId'] === taskId), 15_000);
+    expect(delivery.task).to.deep.include({ status: 'completed' });
+    // Ended before its deadline: its result is the answer, and nothing is posted.
+    const quick = await mcp.call('tools/call', {
+      name: 'wait',
+      arguments: { seconds: 0 },
+      _meta: { [RunnerMeta.Webhook]: `${receiver.url}/quick` },
+    });
+    expect(quick['content']).to.deep.equal([{ type: 'text', text: 'Waited 0s' }]);
+    const due = new TaskKeys(new KeySpace(system.prefix)).webhooksDue();
+    expect(await system.redis.zcard(due)).to.equal(0);
+    expect(receiver.requests.filter((r) => r.path === '/quick')).to.have.length(0);
+    expect(receiver.requests.filter((r) => r.path === '/handed').map((r) => r.id)).to.deep.equal([delivery.id]);
+    await mcp.terminate();
   });
 
   it('an operator configures webhooks per principal (WEBHOOKS_BY_PRINCIPAL), each signed with the principal’s secret or the deployment’s', async () => {

@@ -51,7 +51,9 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   const size = argumentsSize(context, request.arguments);
   if (size !== undefined) await refuseArguments(context, request, size);
   const args = services.tools.parseArguments(tool, request.arguments);
-  const webhook = await webhookOf(context, request, asTask);
+  // A plain call its client follows with task handles may become a task (handed out): it may name a webhook too.
+  const mayBecomeTask = asTask || (request.handles !== undefined && tool.taskSupport !== TaskSupport.Forbidden);
+  const webhook = await webhookOf(context, request, mayBecomeTask);
   return { request, tool, asTask, arguments: args, ...(webhook ? { webhook } : {}) };
 }
 

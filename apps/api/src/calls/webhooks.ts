@@ -21,15 +21,18 @@ export function webhookMetaOf(meta: unknown): Pick<CallRequest, 'webhook'> {
   return webhook === undefined ? {} : { webhook };
 }
 
-/** The task's webhook, or undefined; InvalidInputError for a named one that is refused. */
+/**
+ * The task's webhook, or undefined; InvalidInputError for a named one that is refused. `task`: the call runs as a task,
+ * or may become one (a plain call its client follows with task handles: its deliveries start once it is handed out).
+ */
 export async function webhookOf(
   context: CallContext,
   request: CallRequest,
-  asTask: boolean,
+  task: boolean,
 ): Promise<WebhookTarget | undefined> {
   const { services, caller } = context;
   const settings = services.webhooks;
-  if (request.webhook === undefined) return asTask ? settings.configuredFor(caller.owner) : undefined;
+  if (request.webhook === undefined) return task ? settings.configuredFor(caller.owner) : undefined;
   const webhook = parseWebhookMeta(request.webhook);
   if (!caller.owner.startsWith('principal:')) {
     throw new InvalidInputError(
@@ -37,7 +40,7 @@ export async function webhookOf(
         '(send it with Authorization: Bearer <API key or token>)',
     );
   }
-  if (!asTask) {
+  if (!task) {
     throw new InvalidInputError(
       `${WHERE}: webhooks are delivered for tasks, and this call does not run as one (ask for a task: ` +
         "2025-11-25 params.task, 2026-07-28 the tasks extension; a tool with taskSupport 'forbidden' never runs as one)",

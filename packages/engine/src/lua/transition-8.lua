@@ -51,10 +51,10 @@
                     counted in the record's `webhookDropped`; never the terminal one), channel = where a queued
                     delivery wakes the workers' delivery loops}
 
-  A record with a `webhook` field (JSON {url, events}) gets, in this same step, a delivery in its outbox for a terminal
-  move, and with events "all" for every change of status (not for a new statusMessage alone): the facts
-  {status, at, message}, rendered and signed by the delivery loop (docs/webhooks.md). A record without one costs no
-  command more than before.
+  A task (not a plain call) whose record has a `webhook` field (JSON {url, events}) gets, in this same step, a
+  delivery in its outbox for a terminal move, and with events "all" for every change of status (not for a new
+  statusMessage alone): the facts {status, at, message}, rendered and signed by the delivery loop
+  (docs/webhooks.md). A record without one costs no command more than before.
 
   Returns {"ok", status, lastUpdatedAt} when the status changed (with `begin`, {"ok", status, lastUpdatedAt, durable}:
   durable "1" when the record says the task keeps durable state, save-durable-3.lua); {"unchanged", status, lastUpdatedAt} when an
@@ -232,7 +232,9 @@ end
 
 -- The task's webhook delivery, queued with the change that causes it: a worker that delivers it later may die, but
 -- the change cannot happen without it (docs/webhooks.md).
-if f[12] then
+-- Only a task's: a plain call is answered on its request, and a call its client follows with task handles is a task
+-- once handed out (hand-out-2.lua), its deliveries from then on.
+if f[12] and f[5] == 'task' then
   -- A field this script cannot read never fails the move itself (it is ours, written as JSON by the create step).
   local read, hook = pcall(cjson.decode, f[12])
   local events = read and type(hook) == 'table' and hook.events or 'terminal'
