@@ -165,7 +165,7 @@ async function apiServices(
       events: engine.events,
       streamAfterMs: config.RESULT_STREAM_AFTER_MS,
     }),
-    tools: new ApiTools(catalogView, config.CATALOG_EMPTY_WAIT_MS),
+    tools: new ApiTools(catalogView, engine.arguments, config.CATALOG_EMPTY_WAIT_MS),
     requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {
       rotationMs: config.REQUEST_STATE_KEY_ROTATION_MS,
       overlapMs: config.REQUEST_STATE_KEY_OVERLAP_MS,
@@ -226,6 +226,7 @@ async function expressApp(
       log,
       cleanup,
       catalog: () => services.tools.view.entries().values(),
+      catalogRefused: () => services.tools.view.refusals().length,
     }),
   );
   if (config.CALLBACK_SECRET) {

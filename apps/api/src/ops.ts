@@ -37,6 +37,8 @@ export interface OperationsDeps {
   cleanup: CleanupStack;
   /** The live tool catalog from the replica's cache (scheduling gauges, without reading it per scrape). */
   catalog?: () => Iterable<CatalogEntry>;
+  /** How many live tools this replica's catalog leaves out (refused, quarantined: docs/catalog.md), for /readyz. */
+  catalogRefused?: () => number;
 }
 
 export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
@@ -54,8 +56,12 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
   });
   router.get('/readyz', (_req, res) => {
     redisReady(redis).then(
-      // The gateway's upstreams are detail: the api serves whatever state they are in (docs/gateway.md).
-      () => upstreamDetail(deps.engine).then((upstreams) => res.json({ status: 'ready', ...upstreams })),
+      // The gateway's upstreams and the catalog's refusals are detail: the api serves whatever state they are in
+      // (docs/gateway.md, docs/catalog.md).
+      () =>
+        upstreamDetail(deps.engine).then((upstreams) =>
+          res.json({ status: 'ready', ...catalogDetail(deps), ...upstreams }),
+        ),
       (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
     );
   });
@@ -120,18 +126,25 @@ async function redisReady(redis: RedisClient): Promise<void> {
   }
 }
 
+/** How many live tools the replica lists and leaves out (refused or quarantined: docs/catalog.md), for /readyz. */
+function catalogDetail(deps: OperationsDeps): { catalog?: { tools: number; refused: number } } {
+  if (!deps.catalog || !deps.catalogRefused) return {};
+  return { catalog: { tools: [...deps.catalog()].length, refused: deps.catalogRefused() } };
+}
+
 /** Each worker's upstream MCP servers, for /readyz: state and reason (nothing when there are none, or on error). */
 async function upstreamDetail(engine: Engine): Promise<{ upstreams?: Record<string, unknown>[] }> {
   const upstreams = await engine.gateway.upstreams().catch(() => []);
   if (upstreams.length === 0) return {};
   return {
-    upstreams: upstreams.map(({ upstream, worker, state, reason, since, tools }) => ({
+    upstreams: upstreams.map(({ upstream, worker, state, reason, since, tools, refused }) => ({
       upstream,
       worker,
       state,
       ...(reason !== undefined ? { reason } : {}),
       since: new Date(since).toISOString(),
       tools,
+      ...(refused !== undefined ? { refused } : {}),
     })),
   };
 }

@@ -86,7 +86,7 @@ async function startChild(
     owner: parent.owner,
     sessionId: parent.sessionId,
     tool: entry.name,
-    arguments: deps.arguments.parse(entry, args),
+    arguments: await deps.arguments.parse(entry, args),
     retrySafe: entry.retrySafe,
     ...(entry.external ? { queue: entry.queue } : {}),
     ...(entry.scheduling !== undefined ? { scheduling: entry.scheduling } : {}),

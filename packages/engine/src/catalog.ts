@@ -2,17 +2,18 @@
 // replicas list the union of the live ones from a cache that a pub/sub message (or a periodic reload) renews.
 import { randomUUID } from 'node:crypto';
 import {
-  admitPublishedEntry,
   canonicalJson,
   entrySizeReason,
+  selectLiveTools,
   type Admission,
   type CatalogBounds,
   type CatalogEntry,
 } from '@mcp-tasks/protocol';
-import { catalogBoundsOf, type CatalogEnv } from './config.ts';
+import type { CatalogEnv } from './config.ts';
 import type { KeySpace } from './keys.ts';
 import type { Logger } from './logger.ts';
 import type { RedisClient } from './redis.ts';
+import type { SchemaBudget } from './schema-budget.ts';
 import { RedisScripts } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
 
@@ -52,10 +53,7 @@ export interface CatalogReading {
   refused: CatalogRefusal[];
 }
 
-type CatalogSettings = Pick<
-  CatalogEnv,
-  'CATALOG_GRACE_MS' | 'CATALOG_HEARTBEAT_MS' | 'CATALOG_MAX_ENTRY_BYTES' | 'CATALOG_MAX_DEPTH' | 'CATALOG_MAX_TOOLS'
->;
+type CatalogSettings = Pick<CatalogEnv, 'CATALOG_GRACE_MS' | 'CATALOG_HEARTBEAT_MS'>;
 
 export class ToolCatalog {
   readonly bounds: CatalogBounds;
@@ -74,8 +72,10 @@ export class ToolCatalog {
     private readonly redis: RedisClient,
     readonly keys: KeySpace,
     readonly timing: CatalogSettings,
+    /** Admits each entry within the bounds and budgets, and holds the validators (docs/catalog.md, "Budgets"). */
+    readonly schemas: SchemaBudget,
   ) {
-    this.bounds = catalogBoundsOf(timing);
+    this.bounds = schemas.bounds;
   }
 
   /**
@@ -142,21 +142,25 @@ export class ToolCatalog {
   }
 
   /**
-   * The live entries, each admitted within the bounds (docs/catalog.md, "Bounds"), and those left out with their
-   * reason: beyond CATALOG_MAX_TOOLS (by name), larger than CATALOG_MAX_ENTRY_BYTES (not even fetched), or refused by
-   * admitPublishedEntry. New refusals are told to the listeners once.
+   * The live entries, each admitted within the bounds and budgets (docs/catalog.md, "Bounds", "Budgets"), and those
+   * left out with their reason: beyond a publisher's share or CATALOG_MAX_TOOLS (selectLiveTools), larger than
+   * CATALOG_MAX_ENTRY_BYTES (not even fetched), or refused by admission. New refusals are told to the listeners once.
    */
   async readAll(): Promise<CatalogReading> {
-    const { maxTools, maxEntryBytes } = this.bounds;
+    const { maxEntryBytes } = this.bounds;
     const liveAfter = Date.now() - this.timing.CATALOG_GRACE_MS;
-    const names = (await this.redis.zrangebyscore(this.keys.catalogSeen(), liveAfter, '+inf')).sort();
-    const refused: CatalogRefusal[] = names.slice(maxTools).map((tool) => ({
-      tool,
-      reason: `more than CATALOG_MAX_TOOLS (${maxTools}) tools are live; the first ${maxTools} by name are read`,
-    }));
-    const kept = names.slice(0, maxTools);
-    const sizes = await this.#sizes(kept);
-    const fetched = kept.filter((name, i) => {
+    const names = await this.redis.zrangebyscore(this.keys.catalogSeen(), liveAfter, '+inf');
+    const { maxTools, maxToolsPerPublisher } = this.bounds;
+    const publishers = new Map<string, string>();
+    // Only a catalog beyond a share needs to know who publishes what.
+    if (names.length > Math.min(maxTools, maxToolsPerPublisher)) {
+      const recorded = await this.redis.hmget(this.keys.catalogPublishers(), ...names);
+      names.forEach((name, i) => publishers.set(name, recorded[i] ?? ''));
+    }
+    const selection = selectLiveTools(names, (tool) => publishers.get(tool) ?? '', this.bounds);
+    const refused: CatalogRefusal[] = [...selection.leftOut];
+    const sizes = await this.#sizes(selection.kept);
+    const fetched = selection.kept.filter((name, i) => {
       const bytes = sizes[i] ?? 0;
       if (bytes > maxEntryBytes) {
         refused.push({ tool: name, reason: entrySizeReason(bytes, this.bounds) });
@@ -164,17 +168,24 @@ export class ToolCatalog {
       return bytes > 0 && bytes <= maxEntryBytes;
     });
     const values = fetched.length > 0 ? await this.redis.hmget(this.keys.catalogTools(), ...fetched) : [];
+    // Admitted side by side (each step on the event loop is taken in turn): a schema compiled in a thread does not
+    // hold up the others.
+    const admissions = await Promise.all(
+      fetched.map((name, i) => {
+        const raw = values[i];
+        return raw === null || raw === undefined ? Promise.resolve(undefined) : this.#admit(name, raw);
+      }),
+    );
     const entries = new Map<string, CatalogEntry>();
     for (const [i, name] of fetched.entries()) {
-      const raw = values[i];
-      if (raw === null || raw === undefined) continue;
-      const admission = await this.#admit(name, raw);
+      const admission = admissions[i];
+      if (admission === undefined) continue;
       if (admission.ok) entries.set(name, admission.entry);
       else refused.push({ tool: name, reason: admission.reason });
     }
     const present = new Set(fetched);
     for (const name of this.#verdicts.keys()) if (!present.has(name)) this.#verdicts.delete(name);
-    return { entries, refused: await this.#withPublishers(refused) };
+    return { entries, refused: await this.#withPublishers(refused, publishers) };
   }
 
   onRefusal(listener: (refusals: readonly CatalogRefusal[]) => void): () => void {
@@ -191,26 +202,28 @@ export class ToolCatalog {
   }
 
   /**
-   * The verdict on an entry's JSON: the last one while the JSON is unchanged. A new one yields to the event loop
-   * first, so that a read that compiles many schemas (a process's first) never holds it for more than one.
+   * The verdict on an entry's JSON: the last one while the JSON is unchanged. A new one is the schema budget's, kept
+   * by content: the same entry under another name, or back after a change, is not compiled again either.
    */
   async #admit(name: string, raw: string): Promise<Admission> {
     const known = this.#verdicts.get(name);
     if (known?.raw === raw) return known.admission;
-    await new Promise((resolve) => setImmediate(resolve));
-    const admission = admitPublishedEntry(name, raw, this.bounds);
+    const admission = await this.schemas.admitPublished(name, raw);
     this.#verdicts.set(name, { raw, admission });
     return admission;
   }
 
-  async #withPublishers(refused: CatalogRefusal[]): Promise<CatalogRefusal[]> {
+  async #withPublishers(refused: CatalogRefusal[], known: ReadonlyMap<string, string>): Promise<CatalogRefusal[]> {
     if (refused.length === 0) {
       this.#reported.clear();
       return refused;
     }
-    const publishers = await this.redis.hmget(this.keys.catalogPublishers(), ...refused.map((r) => r.tool));
-    const described = refused.map((refusal, i) => {
-      const publisher = publishers[i];
+    const unknown = refused.map((r) => r.tool).filter((tool) => !known.has(tool));
+    const read = unknown.length > 0 ? await this.redis.hmget(this.keys.catalogPublishers(), ...unknown) : [];
+    const publishers = new Map(known);
+    unknown.forEach((tool, i) => publishers.set(tool, read[i] ?? ''));
+    const described = refused.map((refusal) => {
+      const publisher = publishers.get(refusal.tool);
       return publisher ? { ...refusal, publisher } : refusal;
     });
     const current = new Set(described.map((r) => `${r.tool}\n${r.reason}`));
@@ -292,6 +305,11 @@ export class CatalogView {
     return this.#refused.get(name);
   }
 
+  /** The live tools left out of the listing, with why (docs/catalog.md, "Bounds", "Budgets"). */
+  refusals(): CatalogRefusal[] {
+    return [...this.#refused.values()];
+  }
+
   /** The entry, reading Redis again first when the cache does not have it (a tool published a moment ago). */
   async get(name: string): Promise<CatalogEntry | undefined> {
     const cached = this.#entries.get(name);
@@ -353,10 +371,11 @@ const REFUSALS_LOGGED = 20;
 
 /**
  * Logs each entry the catalog refuses once, with its publisher and reason (ToolCatalog tells each refusal once, not
- * at every read). Returns the unsubscribe function.
+ * at every read), and each schema thread replaced after it overran its budget. Returns the unsubscribe function.
  */
 export function logCatalogRefusals(catalog: ToolCatalog, log: Logger): () => void {
-  return catalog.onRefusal((refusals) => {
+  const stopThreads = catalog.schemas.onThreadEvent((event, fields) => log.warn(event, fields));
+  const stopRefusals = catalog.onRefusal((refusals) => {
     for (const { tool, reason, publisher } of refusals.slice(0, REFUSALS_LOGGED)) {
       log.warn('tool catalog entry refused', { tool, publisher: publisher ?? 'unknown', reason });
     }
@@ -367,4 +386,8 @@ export function logCatalogRefusals(catalog: ToolCatalog, log: Logger): () => voi
       });
     }
   });
+  return () => {
+    stopThreads();
+    stopRefusals();
+  };
 }

@@ -33,6 +33,7 @@ export {
   MetricsEnvSchema,
   parseEnv,
   RedisEnvSchema,
+  schemaBudgetOf,
   SessionEnvSchema,
   TaskEnvSchema,
 } from './config.ts';
@@ -108,6 +109,12 @@ export {
   type TaskInspection,
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export {
+  type ArgumentsVerdict,
+  DEFAULT_SCHEMA_BUDGET,
+  SchemaBudget,
+  type SchemaBudgetSettings,
+} from './schema-budget.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,

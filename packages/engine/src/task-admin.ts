@@ -168,6 +168,21 @@ export interface Overview {
   unserved?: Record<string, number>;
 }
 
+/**
+ * The upstream tools the gateway's workers left out at publish (docs/catalog.md, "Budgets"), as catalog refusals
+ * whose publisher is the upstream: one per tool and reason, however many workers front that upstream.
+ */
+function upstreamRefusals(upstreams: readonly UpstreamStatus[]): CatalogRefusal[] {
+  const refusals = new Map<string, CatalogRefusal>();
+  for (const { upstream, worker, refusedTools = [] } of upstreams) {
+    for (const { tool, reason } of refusedTools) {
+      const key = `${tool}\n${reason}`;
+      if (!refusals.has(key)) refusals.set(key, { tool, reason, publisher: `upstream ${upstream} (${worker})` });
+    }
+  }
+  return [...refusals.values()];
+}
+
 export interface PurgeResult {
   /** Terminal tasks that finished before the cutoff (deleted unless dryRun). */
   taskIds: string[];
@@ -436,7 +451,11 @@ export class TaskAdmin {
       if (unserved.length > 0) overview.unserved = Object.fromEntries(unserved.sort(([a], [b]) => a.localeCompare(b)));
     }
     const upstreams = await this.tools?.gateway?.upstreams(now);
-    if (upstreams && upstreams.length > 0) overview.upstreams = upstreams;
+    if (upstreams && upstreams.length > 0) {
+      overview.upstreams = upstreams;
+      const leftOut = upstreamRefusals(upstreams);
+      if (leftOut.length > 0) overview.refusedTools = [...(overview.refusedTools ?? []), ...leftOut];
+    }
     const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);

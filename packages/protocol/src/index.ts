@@ -20,8 +20,11 @@ export * from './jsonrpc.ts';
 export * from './meta.ts';
 export * from './outcome.ts';
 export * from './scheduling.ts';
+export { compileLinearPattern, patternSizeBound } from './linear-pattern.ts';
 export * from './schemas.ts';
+export { costFigure, MAX_ARGUMENTS_DEPTH, schemaCost, type SchemaCost } from './schema-cost.ts';
 export {
+  checkArgumentsSchema,
   compileArgumentsSchema,
   SchemaError,
   type ArgumentsCheck,

@@ -38,9 +38,9 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   const asTask = runsAsTask(tool, request.execution);
   // A plain call does work before any script that could open the request: it is opened first (RequestOpening).
   if (!asTask) await ensureOpened(request.opening);
-  const size = argumentsSize(context, request.arguments);
-  if (size !== undefined) await refuseArguments(context, request, size);
-  return { request, tool, asTask, arguments: services.tools.parseArguments(tool, request.arguments) };
+  const size = argumentsSize(request.arguments);
+  if (size > services.config.MAX_ARGUMENTS_BYTES) await refuseArguments(context, request, size);
+  return { request, tool, asTask, arguments: await services.tools.parseArguments(tool, request.arguments, size) };
 }
 
 /** Writes the prepared call's record and its job in one step (invariant 2), audited; nothing for a refused one. */
@@ -132,9 +132,8 @@ async function createAudited(
  * Arguments are stored with the task and sent to a worker: they get their own cap, below the body's
  * (MAX_ARGUMENTS_BYTES). Their size when over it; undefined within it (nothing to wait for then).
  */
-function argumentsSize(context: CallContext, args: unknown): number | undefined {
-  const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
-  return size <= context.services.config.MAX_ARGUMENTS_BYTES ? undefined : size;
+function argumentsSize(args: unknown): number {
+  return Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
 }
 
 async function refuseArguments(context: CallContext, request: CallRequest, size: number): Promise<never> {

@@ -1,0 +1,245 @@
+// The budget of compiling published input schemas and validating arguments against them (docs/catalog.md,
+// "Budgets"): the one owner of every validator in a process. An entry is admitted by protocol's static checks and cost
+// model (catalog-admission.ts, schema-cost.ts), then compiled where its cost says: a cheap schema on the event loop,
+// any other in the schema threads (schema-threads.ts), under a deadline and a heap of their own. A call is validated
+// on the event loop only when its schema is there and its cost times the arguments' size is small; otherwise in a
+// thread, and refused when it overruns. Verdicts are kept by content: an entry listed again unchanged (a relisting, a
+// reconnect, another name) is neither judged nor compiled again, and a quarantined one is not retried.
+import { createHash } from 'node:crypto';
+import {
+  admitEntryToPublish,
+  admitPublishedEntry,
+  canonicalJson,
+  compileArgumentsSchema,
+  MAX_ARGUMENTS_DEPTH,
+  SchemaError,
+  valueDepth,
+  type Admission,
+  type ArgumentsValidator,
+  type CatalogBounds,
+  type CatalogEntry,
+  type SchemaCost,
+} from '@mcp-tasks/protocol';
+import { SchemaThreads, type ThreadOutcome } from './schema-threads.ts';
+
+export interface SchemaBudgetSettings {
+  /** SCHEMA_COMPILE_TIMEOUT_MS: a schema compiled in a thread is quarantined beyond it. */
+  compileTimeoutMs: number;
+  /** SCHEMA_VALIDATION_TIMEOUT_MS: a call validated in a thread is refused (-32602) beyond it. */
+  validationTimeoutMs: number;
+  /** SCHEMA_THREAD_HEAP_MB: each schema thread's heap. */
+  threadHeapMb: number;
+  /** SCHEMA_THREADS: how many schema threads at most. */
+  threads: number;
+  /** SCHEMA_INLINE_MAX_BYTES: a schema whose JSON plus its RE2 instructions is this small compiles on the event loop. */
+  inlineMaxBytes: number;
+  /** SCHEMA_INLINE_MAX_STEPS: such a schema validates on the event loop while (paths + patternWork) x bytes is this. */
+  inlineMaxSteps: number;
+}
+
+export const DEFAULT_SCHEMA_BUDGET: Readonly<SchemaBudgetSettings> = Object.freeze({
+  compileTimeoutMs: 2000,
+  validationTimeoutMs: 1000,
+  threadHeapMb: 128,
+  threads: 1,
+  inlineMaxBytes: 4096,
+  inlineMaxSteps: 1_000_000,
+});
+
+/** A schema compiled within its budget: on the event loop, or in the schema threads, where `key` names it. */
+type Compiled = { key: string; json: string; cost: SchemaCost } & (
+  { where: 'inline'; validator: ArgumentsValidator } | { where: 'thread' }
+);
+
+type Verdict = { ok: true; compiled: Compiled } | { ok: false; reason: string; final: boolean };
+
+/** A call's arguments as validated: with the schema's defaults applied, or what is wrong with them. */
+export type ArgumentsVerdict =
+  | { ok: true; value: unknown }
+  | { ok: false; problems: string }
+  /** The tool's schema cannot be used (an entry that was not admitted, or a thread that could not compile it). */
+  | { ok: false; unusable: string };
+
+type ThreadListener = (event: string, fields: Record<string, unknown>) => void;
+
+/** An admission as remembered: with the compiled schema of an admitted entry. */
+interface Judged {
+  admission: Admission;
+  compiled?: Compiled;
+  /** The refusal says nothing of the entry (a thread failed for its own reasons): not remembered. */
+  transient?: true;
+}
+
+export class SchemaBudget {
+  readonly threads: SchemaThreads;
+  /** Verdicts on schemas by the digest of their canonical JSON, least recently used first. */
+  readonly #schemas = new Map<string, Promise<Verdict>>();
+  /** Verdicts on whole entries by the digest of their JSON: the static checks are not repeated either. */
+  readonly #entries = new Map<string, Promise<Judged>>();
+  readonly #compiled = new WeakMap<CatalogEntry, Compiled>();
+  readonly #kept: number;
+  /** The work admission does on the event loop, one piece at a time with a turn of the loop before each. */
+  #turns: Promise<unknown> = Promise.resolve();
+
+  readonly #threadListeners = new Set<ThreadListener>();
+
+  constructor(
+    readonly bounds: CatalogBounds,
+    readonly settings: SchemaBudgetSettings,
+  ) {
+    this.threads = new SchemaThreads(settings, (event, fields) => {
+      for (const listener of this.#threadListeners) listener(event, fields);
+    });
+    this.#kept = 2 * bounds.maxTools + 100;
+  }
+
+  /** Tells `listener` when a schema thread overran its budget or failed and was replaced (for the process's log). */
+  onThreadEvent(listener: ThreadListener): () => void {
+    this.#threadListeners.add(listener);
+    return () => this.#threadListeners.delete(listener);
+  }
+
+  /** An entry read from the catalog (`raw`, published under `name`): admitted, its schema compiled, or refused. */
+  async admitPublished(name: string, raw: string): Promise<Admission> {
+    const key = `${name}\n${digest(raw)}`;
+    const judged = await this.#remember(this.#entries, key, async () =>
+      this.#judge(await this.#onLoop(() => admitPublishedEntry(name, raw, this.bounds))),
+    );
+    if (judged.transient) this.#entries.delete(key);
+    return this.#admitted(judged);
+  }
+
+  /** An entry a worker is about to publish (its own tool's, or an upstream's): as every reader would judge it. */
+  async admit(entry: CatalogEntry): Promise<Admission> {
+    // The depth first: canonicalJson recurses.
+    if (valueDepth(entry, this.bounds.maxDepth) > this.bounds.maxDepth) return admitEntryToPublish(entry, this.bounds);
+    const key = await this.#onLoop(() => digest(canonicalJson(entry)));
+    const judged = await this.#remember(this.#entries, key, async () =>
+      this.#judge(await this.#onLoop(() => admitEntryToPublish(entry, this.bounds))),
+    );
+    if (judged.transient) this.#entries.delete(key);
+    return this.#admitted(judged, entry);
+  }
+
+  /**
+   * Validates a call's arguments against the entry's input schema (a copy of them, with its defaults applied): on
+   * the event loop when that is cheap, else in a schema thread, where overrunning SCHEMA_VALIDATION_TIMEOUT_MS refuses
+   * the call. `bytes`: the arguments' size as JSON when the caller knows it.
+   */
+  async validate(entry: CatalogEntry, args: unknown, bytes?: number): Promise<ArgumentsVerdict> {
+    let compiled = this.#compiled.get(entry);
+    if (!compiled) {
+      const admission = await this.admit(entry);
+      compiled = this.#compiled.get(entry);
+      if (!admission.ok || !compiled)
+        return { ok: false, unusable: admission.ok ? 'it was not compiled' : admission.reason };
+    }
+    const value = args ?? {};
+    // The cost model counts paths down to this depth; the api's router refuses deeper requests anyway.
+    if (valueDepth(value, MAX_ARGUMENTS_DEPTH) > MAX_ARGUMENTS_DEPTH) {
+      return { ok: false, problems: `they are nested more than ${MAX_ARGUMENTS_DEPTH} levels deep` };
+    }
+    const { cost } = compiled;
+    const steps = (cost.paths + cost.patternWork) * (bytes ?? JSON.stringify(value).length);
+    if (compiled.where === 'inline' && steps <= this.settings.inlineMaxSteps) {
+      const copy = structuredClone(value);
+      const check = compiled.validator(copy);
+      return check.ok ? { ok: true, value: copy } : check;
+    }
+    return validationVerdict(await this.threads.validate(compiled.key, compiled.json, value));
+  }
+
+  async close(): Promise<void> {
+    await this.threads.close();
+  }
+
+  /** The remembered admission, for `entry` when it is another object of the same content. */
+  #admitted(judged: Judged, entry?: CatalogEntry): Admission {
+    const { admission, compiled } = judged;
+    if (!admission.ok || !compiled) return admission;
+    const admitted = entry ?? admission.entry;
+    this.#compiled.set(admitted, compiled);
+    return { ...admission, entry: admitted };
+  }
+
+  /** The last step of admission: the schema compiles within its budget, where its cost says. */
+  async #judge(admission: Admission): Promise<Judged> {
+    if (!admission.ok) return { admission };
+    const { entry, cost } = admission;
+    const json = canonicalJson(entry.inputSchema);
+    const key = digest(json);
+    const verdict = await this.#remember(this.#schemas, key, () => this.#compile(entry, json, key, cost));
+    if (verdict.ok) return { admission, compiled: verdict.compiled };
+    if (verdict.final) return { admission: { ok: false, reason: verdict.reason } };
+    // A thread that failed for its own reasons says nothing of the schema: the next admission tries again.
+    this.#schemas.delete(key);
+    return { admission: { ok: false, reason: verdict.reason }, transient: true };
+  }
+
+  async #compile(entry: CatalogEntry, json: string, key: string, cost: SchemaCost): Promise<Verdict> {
+    if (cost.bytes + cost.patternSize <= this.settings.inlineMaxBytes) {
+      try {
+        const validator = await this.#onLoop(() => compileArgumentsSchema(entry.inputSchema));
+        return { ok: true, compiled: { where: 'inline', key, json, cost, validator } };
+      } catch (error) {
+        if (!(error instanceof SchemaError)) throw error;
+        return { ok: false, reason: `its inputSchema cannot be used: ${error.message}`, final: true };
+      }
+    }
+    const outcome = await this.threads.compile(key, json);
+    if (outcome.ok) return { ok: true, compiled: { where: 'thread', key, json, cost } };
+    if ('schemaError' in outcome) {
+      return { ok: false, reason: `its inputSchema cannot be used: ${outcome.schemaError}`, final: true };
+    }
+    if ('problems' in outcome) throw new Error('a schema thread answered a compile with problems');
+    if (outcome.overrun === 'crash') {
+      return { ok: false, reason: `its inputSchema could not be compiled: ${outcome.message ?? ''}`, final: false };
+    }
+    const what = outcome.overrun === 'time' ? 'compiling it took more than' : 'compiling it filled';
+    return { ok: false, reason: `its inputSchema is over budget: ${what} ${outcome.limit}`, final: true };
+  }
+
+  /**
+   * Runs `work` after the work queued before it, each after a turn of the event loop: however many entries a read
+   * admits at once, requests are served between any two of them, not after all (immediates queued together run
+   * together).
+   */
+  #onLoop<T>(work: () => T): Promise<T> {
+    const turn = this.#turns.then(() => new Promise((resolve) => setImmediate(resolve))).then(work);
+    this.#turns = turn.catch(() => undefined);
+    return turn;
+  }
+
+  /** The value under `key`, made once and kept among the most recently used. */
+  #remember<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+    let value = cache.get(key);
+    if (value) {
+      cache.delete(key);
+    } else {
+      value = make();
+      value.catch(() => cache.delete(key));
+    }
+    cache.set(key, value);
+    for (const old of cache.keys()) {
+      if (cache.size <= this.#kept) break;
+      cache.delete(old);
+    }
+    return value;
+  }
+}
+
+function validationVerdict(outcome: ThreadOutcome): ArgumentsVerdict {
+  if (outcome.ok) return { ok: true, value: outcome.value };
+  if ('problems' in outcome) return { ok: false, problems: outcome.problems };
+  if ('schemaError' in outcome) return { ok: false, unusable: outcome.schemaError };
+  if (outcome.overrun === 'crash') return { ok: false, unusable: `a schema thread failed: ${outcome.message ?? ''}` };
+  const what = outcome.overrun === 'time' ? 'took more than' : 'filled';
+  return {
+    ok: false,
+    problems: `validating them ${what} ${outcome.limit}${outcome.message ? ` (${outcome.message})` : ''}`,
+  };
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
+}
