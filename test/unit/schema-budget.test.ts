@@ -6,12 +6,12 @@
 import { expect } from 'chai';
 import { DEFAULT_SCHEMA_BUDGET, SchemaBudget, type SchemaBudgetSettings } from '@mcp-tasks/engine';
 import {
-  admitPublishedEntry,
   catalogEntryOf,
   checkArgumentsSchema,
   compileLinearPattern,
   DEFAULT_CATALOG_BOUNDS,
   defineTool,
+  judgeArgumentsSchema,
   patternSizeBound,
   schemaCost,
   selectLiveTools,
@@ -40,14 +40,13 @@ function costOf(schema: Record<string, unknown>): SchemaCost {
   return schemaCost(checkArgumentsSchema(schema), JSON.stringify(schema).length);
 }
 
-/** The static admission of an entry (what compiles nothing), its reason when refused, and its CPU time. */
+/** The cost model's verdict on a schema (what compiles nothing), its reason when refused, and its CPU time. */
 function judged(schema: unknown, within: CatalogBounds = bounds): { reason?: string; cost?: SchemaCost; ms: number } {
-  const raw = JSON.stringify(entry('attack', schema));
   const before = process.cpuUsage();
-  const admission = admitPublishedEntry('attack', raw, within);
+  const verdict = judgeArgumentsSchema(schema as Record<string, unknown>, within);
   const used = process.cpuUsage(before);
   const ms = (used.user + used.system) / 1000;
-  return admission.ok ? { cost: admission.cost, ms } : { reason: admission.reason, ms };
+  return verdict.ok ? { cost: verdict.cost, ms } : { reason: verdict.reason, ms };
 }
 
 /** `$defs.d_i = {<keyword>: [{$ref: d_i+1}, {$ref: d_i+1}]}`: 2^depth paths through `depth` levels of refs. */
@@ -239,7 +238,7 @@ describe('schema budget: where schemas compile and arguments validate', function
     try {
       const admission = await schemas.admit(entry('slow_compile', patternFlood(200)));
       expect(!admission.ok && admission.reason).to.equal(
-        'its inputSchema is over budget: compiling it took more than SCHEMA_COMPILE_TIMEOUT_MS (50)',
+        'its inputSchema is over budget: judging and compiling it took more than SCHEMA_COMPILE_TIMEOUT_MS (50)',
       );
     } finally {
       await schemas.close();
@@ -250,9 +249,9 @@ describe('schema budget: where schemas compile and arguments validate', function
     const schemas = budget();
     let compiles = 0;
     const compile = schemas.threads.compile.bind(schemas.threads);
-    schemas.threads.compile = (key, json) => {
+    schemas.threads.compile = (key, json, within) => {
       compiles++;
-      return compile(key, json);
+      return compile(key, json, within);
     };
     try {
       const schema = { type: 'object', properties: { s: { type: 'string', pattern: '(?:a|aa|aaa){600}' } } };

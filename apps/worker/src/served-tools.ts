@@ -25,6 +25,8 @@ export class ServedTools {
   #entries: CatalogEntry[] = [];
   /** Upstream tools listed here whose jobs another worker takes (docs/gateway.md, "Affinity"). */
   #notRunHere: ReadonlySet<string> = new Set();
+  /** The upstream of each upstream tool served. */
+  #upstreams: ReadonlyMap<string, string> = new Map();
   readonly #own: readonly PublishedTool[];
   readonly #ownNames: ReadonlySet<string>;
 
@@ -68,6 +70,14 @@ export class ServedTools {
     this.#registry = new ToolRegistry(served.map((tool) => tool.definition));
     this.#entries = served.map((tool) => tool.entry);
     this.#notRunHere = new Set(served.filter((tool) => tool.runsHere === false).map((tool) => tool.entry.name));
+    this.#upstreams = new Map(
+      served.flatMap((tool) => (tool.upstream !== undefined ? [[tool.entry.name, tool.upstream] as const] : [])),
+    );
+  }
+
+  /** The upstream MCP server a served tool comes from; undefined for an own tool. */
+  upstreamOf(name: string): string | undefined {
+    return this.#upstreams.get(name);
   }
 
   isOwn(name: string): boolean {

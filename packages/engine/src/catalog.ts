@@ -79,10 +79,15 @@ export class ToolCatalog {
   }
 
   /**
-   * Publishes (or refreshes) the entries as `publisher` (the worker's name); throws CatalogConflictError and writes
-   * nothing on a conflict.
+   * Publishes (or refreshes) the entries as `publisher` (the worker's name), or as `publisherOf(name)` where that
+   * names another (an upstream the worker fronts: each publisher has its share of the catalog, CATALOG_MAX_TOOLS_PER_
+   * PUBLISHER); throws CatalogConflictError and writes nothing on a conflict.
    */
-  async publish(entries: readonly CatalogEntry[], publisher = ''): Promise<{ changed: boolean }> {
+  async publish(
+    entries: readonly CatalogEntry[],
+    publisher = '',
+    publisherOf: (tool: string) => string | undefined = () => undefined,
+  ): Promise<{ changed: boolean }> {
     const now = Date.now();
     const reply = await RedisScripts.on(this.redis).publishCatalog({
       keys: this.#scriptKeys(),
@@ -91,7 +96,10 @@ export class ToolCatalog {
       channel: this.keys.catalogChannel(),
       publisher,
       instance: this.instance,
-      entries: entries.map((entry) => ({ name: entry.name, json: canonicalJson(entry) })),
+      entries: entries.map((entry) => {
+        const own = publisherOf(entry.name);
+        return { name: entry.name, json: canonicalJson(entry), ...(own !== undefined ? { publisher: own } : {}) };
+      }),
     });
     if (reply.verdict === 'conflict') {
       const mine = entries.find((entry) => entry.name === reply.name);

@@ -1,7 +1,8 @@
-// The budget of compiling published input schemas and validating arguments against them (docs/catalog.md,
-// "Budgets"): the one owner of every validator in a process. An entry is admitted by protocol's static checks and cost
-// model (catalog-admission.ts, schema-cost.ts), then compiled where its cost says: a cheap schema on the event loop,
-// any other in the schema threads (schema-threads.ts), under a deadline and a heap of their own. A call is validated
+// The budget of judging published input schemas, compiling them and validating arguments against them
+// (docs/catalog.md, "Budgets"): the one owner of every validator in a process. An entry's shape is admitted by
+// protocol's catalog-admission.ts; its schema is judged by the cost model (schema-cost.ts) and compiled where its size
+// says: a small and cheap schema on the event loop, any other in the schema threads (schema-threads.ts), under a
+// deadline and a heap of their own (judging 1,600 patterns costs the event loop a quarter of a second). A call is validated
 // on the event loop only when its schema is there and its cost times the arguments' size is small; otherwise in a
 // thread, and refused when it overruns. Verdicts are kept by content: an entry listed again unchanged (a relisting, a
 // reconnect, another name) is neither judged nor compiled again, and a quarantined one is not retried.
@@ -11,6 +12,7 @@ import {
   admitPublishedEntry,
   canonicalJson,
   compileArgumentsSchema,
+  judgeArgumentsSchema,
   MAX_ARGUMENTS_DEPTH,
   SchemaError,
   valueDepth,
@@ -162,40 +164,48 @@ export class SchemaBudget {
     return { ...admission, entry: admitted };
   }
 
-  /** The last step of admission: the schema compiles within its budget, where its cost says. */
+  /** The last steps of admission: the schema is judged by the cost model and compiles within its budget. */
   async #judge(admission: Admission): Promise<Judged> {
     if (!admission.ok) return { admission };
-    const { entry, cost } = admission;
-    const json = canonicalJson(entry.inputSchema);
+    const { entry } = admission;
+    const json = await this.#onLoop(() => canonicalJson(entry.inputSchema));
     const key = digest(json);
-    const verdict = await this.#remember(this.#schemas, key, () => this.#compile(entry, json, key, cost));
-    if (verdict.ok) return { admission, compiled: verdict.compiled };
+    const verdict = await this.#remember(this.#schemas, key, () => this.#compile(entry, json, key));
+    if (verdict.ok) return { admission: { ...admission, cost: verdict.compiled.cost }, compiled: verdict.compiled };
     if (verdict.final) return { admission: { ok: false, reason: verdict.reason } };
     // A thread that failed for its own reasons says nothing of the schema: the next admission tries again.
     this.#schemas.delete(key);
     return { admission: { ok: false, reason: verdict.reason }, transient: true };
   }
 
-  async #compile(entry: CatalogEntry, json: string, key: string, cost: SchemaCost): Promise<Verdict> {
-    if (cost.bytes + cost.patternSize <= this.settings.inlineMaxBytes) {
-      try {
-        const validator = await this.#onLoop(() => compileArgumentsSchema(entry.inputSchema));
-        return { ok: true, compiled: { where: 'inline', key, json, cost, validator } };
-      } catch (error) {
-        if (!(error instanceof SchemaError)) throw error;
-        return { ok: false, reason: `its inputSchema cannot be used: ${error.message}`, final: true };
+  /**
+   * A schema of at most SCHEMA_INLINE_MAX_BYTES is judged on the event loop, and compiled there when its patterns
+   * keep it within that size too; any other is judged and compiled in a schema thread.
+   */
+  async #compile(entry: CatalogEntry, json: string, key: string): Promise<Verdict> {
+    const { inlineMaxBytes } = this.settings;
+    if (json.length <= inlineMaxBytes) {
+      const judged = await this.#onLoop(() => judgeArgumentsSchema(entry.inputSchema, this.bounds));
+      if (!judged.ok) return { ok: false, reason: judged.reason, final: true };
+      const { cost } = judged;
+      if (json.length + cost.patternSize <= inlineMaxBytes) {
+        try {
+          const validator = await this.#onLoop(() => compileArgumentsSchema(entry.inputSchema, true));
+          return { ok: true, compiled: { where: 'inline', key, json, cost, validator } };
+        } catch (error) {
+          if (!(error instanceof SchemaError)) throw error;
+          return { ok: false, reason: `its inputSchema cannot be used: ${error.message}`, final: true };
+        }
       }
     }
-    const outcome = await this.threads.compile(key, json);
-    if (outcome.ok) return { ok: true, compiled: { where: 'thread', key, json, cost } };
-    if ('schemaError' in outcome) {
-      return { ok: false, reason: `its inputSchema cannot be used: ${outcome.schemaError}`, final: true };
-    }
-    if ('problems' in outcome) throw new Error('a schema thread answered a compile with problems');
+    const outcome = await this.threads.compile(key, json, this.bounds);
+    if (outcome.ok && outcome.cost) return { ok: true, compiled: { where: 'thread', key, json, cost: outcome.cost } };
+    if ('refused' in outcome) return { ok: false, reason: outcome.refused, final: true };
+    if (!('overrun' in outcome)) throw new Error('a schema thread answered a compile with something else');
     if (outcome.overrun === 'crash') {
       return { ok: false, reason: `its inputSchema could not be compiled: ${outcome.message ?? ''}`, final: false };
     }
-    const what = outcome.overrun === 'time' ? 'compiling it took more than' : 'compiling it filled';
+    const what = outcome.overrun === 'time' ? 'judging and compiling it took more than' : 'compiling it filled';
     return { ok: false, reason: `its inputSchema is over budget: ${what} ${outcome.limit}`, final: true };
   }
 
@@ -231,7 +241,7 @@ export class SchemaBudget {
 function validationVerdict(outcome: ThreadOutcome): ArgumentsVerdict {
   if (outcome.ok) return { ok: true, value: outcome.value };
   if ('problems' in outcome) return { ok: false, problems: outcome.problems };
-  if ('schemaError' in outcome) return { ok: false, unusable: outcome.schemaError };
+  if ('refused' in outcome) return { ok: false, unusable: outcome.refused };
   if (outcome.overrun === 'crash') return { ok: false, unusable: `a schema thread failed: ${outcome.message ?? ''}` };
   const what = outcome.overrun === 'time' ? 'took more than' : 'filled';
   return {

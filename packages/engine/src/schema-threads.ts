@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { SchemaBounds } from '@mcp-tasks/protocol';
 import {
   SCHEMA_THREAD,
   type ThreadAnswer,
@@ -61,14 +62,17 @@ export class SchemaThreads {
     }));
   }
 
-  /** Compiles `schema` (JSON) in a thread within SCHEMA_COMPILE_TIMEOUT_MS and SCHEMA_THREAD_HEAP_MB. */
-  compile(key: string, schema: string): Promise<ThreadOutcome> {
-    return this.#submit({ kind: 'compile', key, schema }, this.settings.compileTimeoutMs);
+  /**
+   * Judges `schema` (JSON) by the cost model within `bounds` and compiles it, in a thread, within
+   * SCHEMA_COMPILE_TIMEOUT_MS and SCHEMA_THREAD_HEAP_MB.
+   */
+  compile(key: string, schema: string, bounds: SchemaBounds): Promise<ThreadOutcome> {
+    return this.#submit({ kind: 'compile', key, schema, bounds }, this.settings.compileTimeoutMs);
   }
 
   /**
-   * Validates `args` (returned with the schema's defaults applied) within SCHEMA_VALIDATION_TIMEOUT_MS, plus the
-   * compile deadline when the thread that takes it has to compile the schema first.
+   * Validates `args` (returned with the schema's defaults applied) within SCHEMA_VALIDATION_TIMEOUT_MS; a thread that
+   * does not hold the schema compiles it first, within SCHEMA_COMPILE_TIMEOUT_MS.
    */
   validate(key: string, schema: string, args: unknown): Promise<ThreadOutcome> {
     if (this.#waiting.length >= MAX_WAITING_VALIDATIONS) {
@@ -106,22 +110,43 @@ export class SchemaThreads {
       if (this.#waiting.length === 0) break;
       if (slot.worker === undefined) this.#start(slot);
       if (!slot.ready || slot.running) continue;
-      const pending = this.#waiting.shift() as Pending;
-      const { job } = pending;
-      const deadline =
-        pending.deadlineMs + (job.kind === 'validate' && !slot.held.has(job.key) ? this.settings.compileTimeoutMs : 0);
-      const timer = setTimeout(() => {
-        this.onEvent('schema thread over its deadline: replaced', { kind: job.kind, ms: deadline });
-        const limit =
-          job.kind === 'compile'
-            ? `SCHEMA_COMPILE_TIMEOUT_MS (${this.settings.compileTimeoutMs})`
-            : `SCHEMA_VALIDATION_TIMEOUT_MS (${this.settings.validationTimeoutMs})`;
-        void this.#stop(slot, { ok: false, overrun: 'time', limit });
-      }, deadline);
-      slot.running = { pending, timer };
-      slot.worker?.ref();
-      slot.worker?.postMessage(job);
+      this.#run(slot, this.#loadFirst(slot, this.#waiting.shift() as Pending));
     }
+  }
+
+  /**
+   * A validation in a thread that does not hold its schema is preceded by compiling it, under the compile deadline:
+   * the validation's own deadline is for validating, whatever compiling took.
+   */
+  #loadFirst(slot: Slot, pending: Pending): Pending {
+    const { job } = pending;
+    if (job.kind !== 'validate' || slot.held.has(job.key)) return pending;
+    return {
+      job: { kind: 'load', key: job.key, schema: job.schema, id: this.#nextId++ },
+      deadlineMs: this.settings.compileTimeoutMs,
+      resolve: (outcome) => {
+        if (!outcome.ok) {
+          pending.resolve(outcome);
+          return;
+        }
+        this.#waiting.unshift(pending);
+      },
+    };
+  }
+
+  #run(slot: Slot, pending: Pending): void {
+    const { job } = pending;
+    const timer = setTimeout(() => {
+      this.onEvent('schema thread over its deadline: replaced', { kind: job.kind, ms: pending.deadlineMs });
+      const limit =
+        job.kind === 'validate'
+          ? `SCHEMA_VALIDATION_TIMEOUT_MS (${this.settings.validationTimeoutMs})`
+          : `SCHEMA_COMPILE_TIMEOUT_MS (${this.settings.compileTimeoutMs})`;
+      void this.#stop(slot, { ok: false, overrun: 'time', limit });
+    }, pending.deadlineMs);
+    slot.running = { pending, timer };
+    slot.worker?.ref();
+    slot.worker?.postMessage(job);
   }
 
   #start(slot: Slot): void {

@@ -170,14 +170,15 @@ export interface Overview {
 
 /**
  * The upstream tools the gateway's workers left out at publish (docs/catalog.md, "Budgets"), as catalog refusals
- * whose publisher is the upstream: one per tool and reason, however many workers front that upstream.
+ * published by '<worker>/<upstream>' as their catalog entries would have been: one per tool and reason, however many
+ * workers front that upstream.
  */
 function upstreamRefusals(upstreams: readonly UpstreamStatus[]): CatalogRefusal[] {
   const refusals = new Map<string, CatalogRefusal>();
   for (const { upstream, worker, refusedTools = [] } of upstreams) {
     for (const { tool, reason } of refusedTools) {
       const key = `${tool}\n${reason}`;
-      if (!refusals.has(key)) refusals.set(key, { tool, reason, publisher: `upstream ${upstream} (${worker})` });
+      if (!refusals.has(key)) refusals.set(key, { tool, reason, publisher: `${worker}/${upstream}` });
     }
   }
   return [...refusals.values()];

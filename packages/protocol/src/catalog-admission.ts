@@ -1,18 +1,17 @@
 // Catalog entries are untrusted input (docs/catalog.md, "Bounds" and "Budgets"; docs/security.md, "Trust
 // boundaries"): any process that can write to Redis publishes them, in any language, and any upstream MCP server
 // behind a gateway lists them. An entry is admitted only within bounds of size and depth, as a well-formed entry whose
-// input schema is JSON Schema within the budgets of the cost model (schema-cost.ts); checked where a worker publishes
-// and again wherever one is read, so that no entry can crash or stall the processes that read it. This is the part of
-// admission that compiles nothing; compiling the schema within its budget of time and memory is the engine's last
-// step (schema-budget.ts). Every check is iterative or bounded by the depth checked first: nothing here recurses on an
-// entry's nesting before it is known to be shallow.
+// input schema is JSON Schema within the budgets of the cost model (schema-cost.ts) and compiles; checked where a
+// worker publishes and again wherever one is read, so that no entry can crash or stall the processes that read it.
+// This module holds the part that does not read the schema; the engine's schema budget (schema-budget.ts) judges and
+// compiles the schema, on the event loop when it is small, else in a thread. Every check is iterative or bounded by
+// the depth checked first: nothing here recurses on an entry's nesting before it is known to be shallow.
 import { canonicalJson, catalogEntryOf, CatalogEntrySchema, type CatalogEntry } from './catalog.ts';
 import type { Scheduling } from './scheduling.ts';
-import { costFigure, schemaCost, type SchemaCost } from './schema-cost.ts';
-import { checkArgumentsSchema, SchemaError } from './schema-validation.ts';
+import { judgeArgumentsSchema, type SchemaBounds, type SchemaCost } from './schema-cost.ts';
 import type { ToolDefinition } from './tool.ts';
 
-export interface CatalogBounds {
+export interface CatalogBounds extends SchemaBounds {
   /** The largest entry, as UTF-8 JSON (CATALOG_MAX_ENTRY_BYTES). */
   maxEntryBytes: number;
   /** The deepest nesting of objects and arrays in an entry, the entry itself being level 1 (CATALOG_MAX_DEPTH). */
@@ -21,10 +20,6 @@ export interface CatalogBounds {
   maxTools: number;
   /** The most live tools read from one publisher (CATALOG_MAX_TOOLS_PER_PUBLISHER). */
   maxToolsPerPublisher: number;
-  /** The most subschemas applied to one value of the arguments (SchemaCost.paths; CATALOG_MAX_SCHEMA_PATHS). */
-  maxSchemaPaths: number;
-  /** The most RE2 instructions of an entry's patterns, summed (SchemaCost.patternSize; CATALOG_MAX_PATTERN_SIZE). */
-  maxPatternSize: number;
 }
 
 export const DEFAULT_CATALOG_BOUNDS: Readonly<CatalogBounds> = Object.freeze({
@@ -36,8 +31,11 @@ export const DEFAULT_CATALOG_BOUNDS: Readonly<CatalogBounds> = Object.freeze({
   maxPatternSize: 20_000,
 });
 
-/** An admitted entry comes with what validating against its input schema may cost. */
-export type Admission = { ok: true; entry: CatalogEntry; cost: SchemaCost } | { ok: false; reason: string };
+/**
+ * An entry admitted, or refused with the reason. Of these functions' admissions, only ownCatalogEntry's has read the
+ * schema; the schema budget's (engine) come with what validating against it costs.
+ */
+export type Admission = { ok: true; entry: CatalogEntry; cost?: SchemaCost } | { ok: false; reason: string };
 
 /** A worker's own tool that cannot be published; the message names the tool and the bound or the fault. */
 export class CatalogEntryError extends Error {
@@ -66,7 +64,7 @@ export function admitPublishedEntry(name: string, raw: string, bounds: CatalogBo
   if (parsed.data.name !== name) {
     return refused(`it is published under the name '${name}' but names the tool '${parsed.data.name}'`);
   }
-  return withinBudget(parsed.data, bounds);
+  return { ok: true, entry: parsed.data };
 }
 
 /** An entry a worker is about to publish (its own tool's, or an upstream server's): the same checks as at read. */
@@ -76,7 +74,7 @@ export function admitEntryToPublish(entry: CatalogEntry, bounds: CatalogBounds):
   if (bytes > bounds.maxEntryBytes) return refused(entrySizeReason(bytes, bounds));
   const parsed = CatalogEntrySchema.safeParse(entry);
   if (!parsed.success) return refused(shapeReason(parsed.error.issues));
-  return withinBudget(entry, bounds);
+  return { ok: true, entry };
 }
 
 /**
@@ -96,42 +94,10 @@ export function ownCatalogEntry(tool: ToolDefinition, bounds: CatalogBounds, ove
   }
   const admission = admitEntryToPublish(entry, bounds);
   if (!admission.ok) throw new CatalogEntryError(tool.name, admission.reason);
+  // The worker's own code, at its start: its schema is judged here, whatever its size.
+  const judged = judgeArgumentsSchema(entry.inputSchema, bounds);
+  if (!judged.ok) throw new CatalogEntryError(tool.name, judged.reason);
   return entry;
-}
-
-/**
- * The entry admitted with its schema's cost, or refused: not JSON Schema, a `$ref` that does not resolve or loops, or
- * over a budget of the cost model. Nothing is compiled here (patterns are weighed from their text).
- */
-function withinBudget(entry: CatalogEntry, bounds: CatalogBounds): Admission {
-  let cost: SchemaCost;
-  try {
-    const graph = checkArgumentsSchema(entry.inputSchema);
-    cost = schemaCost(graph, JSON.stringify(entry.inputSchema).length);
-  } catch (error) {
-    if (!(error instanceof SchemaError)) throw error;
-    return refused(`its inputSchema cannot be used: ${error.message}`);
-  }
-  const over = overBudget(cost, bounds);
-  return over === undefined ? { ok: true, entry, cost } : refused(over);
-}
-
-/** Why a schema of this cost is over a budget of the cost model (docs/catalog.md, "Budgets"), if it is. */
-export function overBudget(cost: SchemaCost, bounds: CatalogBounds): string | undefined {
-  if (cost.paths > bounds.maxSchemaPaths) {
-    return (
-      `its inputSchema is over budget: up to ${costFigure(cost.paths)} subschemas apply to one value of the ` +
-      `arguments through $ref, $dynamicRef, anyOf, oneOf, allOf, not and if, more than CATALOG_MAX_SCHEMA_PATHS ` +
-      `(${bounds.maxSchemaPaths})`
-    );
-  }
-  if (cost.patternSize > bounds.maxPatternSize) {
-    return (
-      `its inputSchema is over budget: its patterns compile to up to ${costFigure(cost.patternSize)} RE2 ` +
-      `instructions, more than CATALOG_MAX_PATTERN_SIZE (${bounds.maxPatternSize})`
-    );
-  }
-  return undefined;
 }
 
 /** A live tool a process leaves out (docs/catalog.md, "Bounds"), and why. */

@@ -22,7 +22,15 @@ export * from './outcome.ts';
 export * from './scheduling.ts';
 export { compileLinearPattern, patternSizeBound } from './linear-pattern.ts';
 export * from './schemas.ts';
-export { costFigure, MAX_ARGUMENTS_DEPTH, schemaCost, type SchemaCost } from './schema-cost.ts';
+export {
+  costFigure,
+  judgeArgumentsSchema,
+  MAX_ARGUMENTS_DEPTH,
+  overBudget,
+  schemaCost,
+  type SchemaBounds,
+  type SchemaCost,
+} from './schema-cost.ts';
 export {
   checkArgumentsSchema,
   compileArgumentsSchema,

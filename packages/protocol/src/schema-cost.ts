@@ -5,6 +5,7 @@
 // compiles and validates on the event loop, the rest in a thread with a deadline (engine: schema-budget.ts).
 import { patternSizeBound } from './linear-pattern.ts';
 import type { SchemaGraph } from './schema-refs.ts';
+import { checkArgumentsSchema, SchemaError } from './schema-validation.ts';
 
 /** How deep arguments can be: a request is nested at most 64 levels (apps/api transport/body.ts), arguments less. */
 export const MAX_ARGUMENTS_DEPTH = 64;
@@ -89,6 +90,52 @@ export function schemaCost(graph: SchemaGraph, bytes: number): SchemaCost {
   }
   const patternSize = [...sizes.values()].reduce((total, size) => total + size, 0);
   return { paths, patternWork, patternSize, bytes };
+}
+
+/** The budgets of the cost model (docs/catalog.md, "Budgets"; part of the catalog's bounds). */
+export interface SchemaBounds {
+  /** The most subschemas applied to one value of the arguments (SchemaCost.paths; CATALOG_MAX_SCHEMA_PATHS). */
+  maxSchemaPaths: number;
+  /** The most RE2 instructions of an entry's patterns, summed (SchemaCost.patternSize; CATALOG_MAX_PATTERN_SIZE). */
+  maxPatternSize: number;
+}
+
+/**
+ * A published input schema judged without compiling it: its cost, or why it is refused (not JSON Schema, a `$ref`
+ * that does not resolve or loops, or over a budget). Patterns are weighed from their text. Call it on a schema whose
+ * depth is bounded (the catalog's bounds).
+ */
+export function judgeArgumentsSchema(
+  schema: Record<string, unknown>,
+  bounds: SchemaBounds,
+): { ok: true; cost: SchemaCost } | { ok: false; reason: string } {
+  let cost: SchemaCost;
+  try {
+    cost = schemaCost(checkArgumentsSchema(schema), JSON.stringify(schema).length);
+  } catch (error) {
+    if (!(error instanceof SchemaError)) throw error;
+    return { ok: false, reason: `its inputSchema cannot be used: ${error.message}` };
+  }
+  const over = overBudget(cost, bounds);
+  return over === undefined ? { ok: true, cost } : { ok: false, reason: over };
+}
+
+/** Why a schema of this cost is over a budget of the cost model, if it is. */
+export function overBudget(cost: SchemaCost, bounds: SchemaBounds): string | undefined {
+  if (cost.paths > bounds.maxSchemaPaths) {
+    return (
+      `its inputSchema is over budget: up to ${costFigure(cost.paths)} subschemas apply to one value of the ` +
+      `arguments through $ref, $dynamicRef, anyOf, oneOf, allOf, not and if, more than CATALOG_MAX_SCHEMA_PATHS ` +
+      `(${bounds.maxSchemaPaths})`
+    );
+  }
+  if (cost.patternSize > bounds.maxPatternSize) {
+    return (
+      `its inputSchema is over budget: its patterns compile to up to ${costFigure(cost.patternSize)} RE2 ` +
+      `instructions, more than CATALOG_MAX_PATTERN_SIZE (${bounds.maxPatternSize})`
+    );
+  }
+  return undefined;
 }
 
 /** A figure of a cost for a message: exact while it is, `1.8e+19` beyond. */

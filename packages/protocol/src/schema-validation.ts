@@ -70,10 +70,11 @@ export function checkArgumentsSchema(schema: Record<string, unknown>): SchemaGra
 /**
  * The schema's validator, or SchemaError. A schema without `$schema` is draft 2020-12, as MCP says; one that names
  * draft-07 is read as draft-07. Call it on a schema whose depth is bounded (the catalog's bounds): ajv recurses.
+ * `checked`: checkArgumentsSchema passed on this schema already.
  */
-export function compileArgumentsSchema(schema: Record<string, unknown>): ArgumentsValidator {
+export function compileArgumentsSchema(schema: Record<string, unknown>, checked = false): ArgumentsValidator {
   const draft07 = isDraft07(schema);
-  checkArgumentsSchema(schema);
+  if (!checked) checkArgumentsSchema(schema);
   const ajv = withLinearUniqueItems(addFormats(draft07 ? new AjvDraft07(ISOLATED) : new Ajv2020(ISOLATED)));
   let validate: ValidateFunction;
   let uncheckedPatterns: string[];

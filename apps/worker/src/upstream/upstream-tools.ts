@@ -26,6 +26,8 @@ export interface PublishedTool {
   entry: CatalogEntry;
   /** False while another worker runs this upstream's calls (a stateful stdio upstream): listed, but no jobs taken. */
   runsHere?: boolean;
+  /** The upstream MCP server it comes from: its publisher in the catalog, with its own share of it. */
+  upstream?: string;
 }
 
 export interface UpstreamToolsOptions {
@@ -238,17 +240,13 @@ export class UpstreamTools {
     const listed = await connection.listTools();
     const asTasks = pool.runsToolTasks(connection);
     const served = this.#servedOf(pool);
-    const leftOut: LeftOutTool[] = [];
-    const tools = await this.#admitted(
-      withinQuota(
-        listed.flatMap((tool) => this.#publishable(pool, tool, asTasks)),
-        upstream.maxTools,
-        leftOut,
-      ),
-      leftOut,
-    );
+    const overQuota: LeftOutTool[] = [];
+    const refused: LeftOutTool[] = [];
+    const publishable = listed.flatMap((tool) => this.#publishable(pool, tool, asTasks));
+    const tools = await this.#admitted(withinQuota(publishable, upstream.maxTools, overQuota), refused);
     if (this.#closed) return;
-    this.#tell(served, leftOut);
+    // Refusals first: each is the upstream's to fix; beyond its quota, the excess is its own choice of names.
+    this.#tell(served, [...refused, ...overQuota]);
     served.tools = tools;
     this.log.info('upstream tools listed', { upstream: upstream.name, tools: tools.map((tool) => tool.entry.name) });
     this.#report();
@@ -352,7 +350,7 @@ export class UpstreamTools {
       queue: toolQueueName(name),
       external: false,
     };
-    return [{ definition, entry }];
+    return [{ definition, entry, upstream: upstream.name }];
   }
 }
 
