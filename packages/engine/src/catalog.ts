@@ -67,6 +67,9 @@ export class ToolCatalog {
   /** Refusals already told to the listeners (tool and reason), so that each is logged once, not at every read. */
   readonly #reported = new Set<string>();
   readonly #refusalListeners = new Set<(refusals: readonly CatalogRefusal[]) => void>();
+  /** Admissions a reading did not wait for (their schema is judged in a thread), by name. */
+  readonly #pending = new Map<string, Promise<unknown>>();
+  readonly #settledListeners = new Set<() => void>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -149,12 +152,26 @@ export class ToolCatalog {
     return (await this.readAll()).entries;
   }
 
+  /** The admission of `name` still waiting for a schema thread (readAll with `pending: 'skip'` left it), if any. */
+  pendingAdmission(name: string): Promise<unknown> | undefined {
+    return this.#pending.get(name);
+  }
+
+  /** Tells `listener` each time an admission a reading left pending is settled: read again. */
+  onSettled(listener: () => void): () => void {
+    this.#settledListeners.add(listener);
+    return () => this.#settledListeners.delete(listener);
+  }
+
   /**
    * The live entries, each admitted within the bounds and budgets (docs/catalog.md, "Bounds", "Budgets"), and those
    * left out with their reason: beyond a publisher's share or CATALOG_MAX_TOOLS (selectLiveTools), larger than
    * CATALOG_MAX_ENTRY_BYTES (not even fetched), or refused by admission. New refusals are told to the listeners once.
+   * `pending: 'skip'` (a process's cached view): an entry whose schema is still being judged in a schema thread once
+   * the rest are admitted is left out of this reading, neither admitted nor refused; the onSettled listeners hear
+   * when it is settled. By default a reading waits for every verdict.
    */
-  async readAll(): Promise<CatalogReading> {
+  async readAll(options: { pending?: 'wait' | 'skip' } = {}): Promise<CatalogReading> {
     const { maxEntryBytes } = this.bounds;
     const liveAfter = Date.now() - this.timing.CATALOG_GRACE_MS;
     const names = await this.redis.zrangebyscore(this.keys.catalogSeen(), liveAfter, '+inf');
@@ -178,15 +195,21 @@ export class ToolCatalog {
     const values = fetched.length > 0 ? await this.redis.hmget(this.keys.catalogTools(), ...fetched) : [];
     // Admitted side by side (each step on the event loop is taken in turn): a schema compiled in a thread does not
     // hold up the others.
-    const admissions = await Promise.all(
-      fetched.map((name, i) => {
-        const raw = values[i];
-        return raw === null || raw === undefined ? Promise.resolve(undefined) : this.#admit(name, raw);
-      }),
-    );
+    const settled = new Map<string, Admission>();
+    const admissions = fetched.map((name, i) => {
+      const raw = values[i];
+      if (raw === null || raw === undefined) return Promise.resolve();
+      return this.#admit(name, raw).then((admission) => void settled.set(name, admission));
+    });
+    if (options.pending === 'skip') {
+      await Promise.race([Promise.all(admissions), this.schemas.loopSettled()]);
+      this.#leavePending(fetched, admissions, settled);
+    } else {
+      await Promise.all(admissions);
+    }
     const entries = new Map<string, CatalogEntry>();
-    for (const [i, name] of fetched.entries()) {
-      const admission = admissions[i];
+    for (const name of fetched) {
+      const admission = settled.get(name);
       if (admission === undefined) continue;
       if (admission.ok) entries.set(name, admission.entry);
       else refused.push({ tool: name, reason: admission.reason });
@@ -194,6 +217,23 @@ export class ToolCatalog {
     const present = new Set(fetched);
     for (const name of this.#verdicts.keys()) if (!present.has(name)) this.#verdicts.delete(name);
     return { entries, refused: await this.#withPublishers(refused, publishers) };
+  }
+
+  /** The admissions not settled yet wait for a schema thread: the onSettled listeners hear when each is. */
+  #leavePending(
+    names: readonly string[],
+    admissions: readonly Promise<void>[],
+    settled: ReadonlyMap<string, Admission>,
+  ) {
+    names.forEach((name, i) => {
+      if (settled.has(name) || this.#pending.has(name)) return;
+      const admission = (admissions[i] as Promise<void>).catch(() => undefined);
+      this.#pending.set(name, admission);
+      void admission.then(() => {
+        this.#pending.delete(name);
+        for (const listener of this.#settledListeners) listener();
+      });
+    });
   }
 
   onRefusal(listener: (refusals: readonly CatalogRefusal[]) => void): () => void {
@@ -266,9 +306,14 @@ export class CatalogView {
   ) {}
 
   async start(): Promise<void> {
-    this.#unsubscribe = await this.subscriber.listen(this.catalog.keys.catalogChannel(), () => {
+    const stopSettled = this.catalog.onSettled(() => void this.reload());
+    const stopListening = await this.subscriber.listen(this.catalog.keys.catalogChannel(), () => {
       void this.reload();
     });
+    this.#unsubscribe = async () => {
+      stopSettled();
+      await stopListening();
+    };
     await this.reload();
     this.#timer = setInterval(() => void this.reload(), this.options.reloadMs);
     this.#timer.unref();
@@ -318,10 +363,14 @@ export class CatalogView {
     return [...this.#refused.values()];
   }
 
-  /** The entry, reading Redis again first when the cache does not have it (a tool published a moment ago). */
+  /**
+   * The entry, reading Redis again first when the cache does not have it (a tool published a moment ago), after its
+   * schema's verdict when a schema thread is still judging it.
+   */
   async get(name: string): Promise<CatalogEntry | undefined> {
     const cached = this.#entries.get(name);
     if (cached) return cached;
+    await this.catalog.pendingAdmission(name);
     await this.reload();
     return this.#entries.get(name);
   }
@@ -356,7 +405,8 @@ export class CatalogView {
   async #load(): Promise<void> {
     let reading: CatalogReading;
     try {
-      reading = await this.catalog.readAll();
+      // A schema a thread is judging holds up no other entry: it joins the listing when it is settled.
+      reading = await this.catalog.readAll({ pending: 'skip' });
     } catch (error) {
       this.options.onError?.(error);
       return;

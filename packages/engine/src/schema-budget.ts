@@ -151,6 +151,19 @@ export class SchemaBudget {
     return validationVerdict(await this.threads.validate(compiled.key, compiled.json, value));
   }
 
+  /**
+   * Resolves once no work of admission waits for the event loop any more: what is still unsettled then waits for a
+   * schema thread (a reader need not hold the other entries for it: ToolCatalog.readAll).
+   */
+  async loopSettled(): Promise<void> {
+    for (let tail = this.#turns; ; tail = this.#turns) {
+      await tail;
+      // A turn's work may have queued the next step of its admission: wait for that one too.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (tail === this.#turns) return;
+    }
+  }
+
   async close(): Promise<void> {
     await this.threads.close();
   }
