@@ -126,10 +126,14 @@ async function redisReady(redis: RedisClient): Promise<void> {
   }
 }
 
-/** How many live tools the replica lists and leaves out (refused or quarantined: docs/catalog.md), for /readyz. */
+/**
+ * How many live tools the replica lists and leaves out (refused or quarantined: docs/catalog.md), for /readyz; nothing
+ * while it leaves none out.
+ */
 function catalogDetail(deps: OperationsDeps): { catalog?: { tools: number; refused: number } } {
-  if (!deps.catalog || !deps.catalogRefused) return {};
-  return { catalog: { tools: [...deps.catalog()].length, refused: deps.catalogRefused() } };
+  const refused = deps.catalogRefused?.() ?? 0;
+  if (!deps.catalog || refused === 0) return {};
+  return { catalog: { tools: [...deps.catalog()].length, refused } };
 }
 
 /** Each worker's upstream MCP servers, for /readyz: state and reason (nothing when there are none, or on error). */
