@@ -708,6 +708,12 @@ describe('cost: budgets, not shapes (issue 37): each attack against a real api a
     const names = await listed();
     expect(names).to.include.members(['echo', 'call_with', 'a_ping', 'a_slow', 'aa_0194']);
     expect(names.filter((name) => name.startsWith('aaa_'))).to.have.length(500);
+    // The upstream's tools are a publisher of their own, beside the worker's own tools.
+    const workerName = String(worker.records().find((r) => r['message'] === 'worker ready')?.['worker']);
+    expect(await system.redis.hmget(`${system.prefix}:catalog:publishers`, 'a_ping', 'echo')).to.deep.equal([
+      `${workerName}/hostile`,
+      workerName,
+    ]);
     const { refusedTools } = await overviewOf(system);
     expect(refusedTools.find((r) => r.tool === 'aaa_0500')).to.deep.equal({
       tool: 'aaa_0500',

@@ -220,6 +220,24 @@ describe('schema budget: where schemas compile and arguments validate', function
     }
   });
 
+  it('while a thread is busy, at most 1,000 validations wait for it; the next is refused at once', async () => {
+    const schemas = budget({ validationTimeoutMs: 5000 });
+    try {
+      const schema = { type: 'object', properties: { s: { type: 'string', pattern: '(?:a|aa|aaa){1000}$' } } };
+      const admission = await schemas.admit(entry('slow', schema));
+      if (!admission.ok) throw new Error(admission.reason);
+      const slow = schemas.validate(admission.entry, { s: 'a'.repeat(60_000) + 'b' });
+      const waiting = Array.from({ length: 1000 }, () => schemas.validate(admission.entry, { s: 'b' }));
+      const started = performance.now();
+      expect(await schemas.validate(admission.entry, { s: 'b' })).to.deep.equal({ ok: false, busy: 1000 });
+      expect(performance.now() - started).to.be.below(100);
+      await schemas.close();
+      expect((await Promise.all([slow, ...waiting])).every((verdict) => !verdict.ok)).to.equal(true);
+    } finally {
+      await schemas.close();
+    }
+  });
+
   it('a schema that fills its thread’s heap while compiling is quarantined, and the process lives on', async () => {
     const schemas = budget({ threadHeapMb: 24, compileTimeoutMs: 20_000 }, { maxPatternSize: 100_000_000 });
     try {

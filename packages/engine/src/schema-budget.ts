@@ -60,7 +60,9 @@ export type ArgumentsVerdict =
   | { ok: true; value: unknown }
   | { ok: false; problems: string }
   /** The tool's schema cannot be used (an entry that was not admitted, or a thread that could not compile it). */
-  | { ok: false; unusable: string };
+  | { ok: false; unusable: string }
+  /** Not validated: this many validations already wait for the schema threads (SCHEMA_THREADS). */
+  | { ok: false; busy: number };
 
 type ThreadListener = (event: string, fields: Record<string, unknown>) => void;
 
@@ -214,7 +216,9 @@ export class SchemaBudget {
     const outcome = await this.threads.compile(key, json, this.bounds);
     if (outcome.ok && outcome.cost) return { ok: true, compiled: { where: 'thread', key, json, cost: outcome.cost } };
     if ('refused' in outcome) return { ok: false, reason: outcome.refused, final: true };
-    if (!('overrun' in outcome)) throw new Error('a schema thread answered a compile with something else');
+    if (!('overrun' in outcome) || outcome.overrun === 'busy') {
+      throw new Error('a schema thread answered a compile with something else');
+    }
     if (outcome.overrun === 'crash') {
       return { ok: false, reason: `its inputSchema could not be compiled: ${outcome.message ?? ''}`, final: false };
     }
@@ -255,6 +259,7 @@ function validationVerdict(outcome: ThreadOutcome): ArgumentsVerdict {
   if (outcome.ok) return { ok: true, value: outcome.value };
   if ('problems' in outcome) return { ok: false, problems: outcome.problems };
   if ('refused' in outcome) return { ok: false, unusable: outcome.refused };
+  if (outcome.overrun === 'busy') return { ok: false, busy: outcome.waiting };
   if (outcome.overrun === 'crash') return { ok: false, unusable: `a schema thread failed: ${outcome.message ?? ''}` };
   const what = outcome.overrun === 'time' ? 'took more than' : 'filled';
   return {

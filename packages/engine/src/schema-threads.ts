@@ -25,7 +25,10 @@ export interface SchemaThreadSettings {
 
 /** How a job ended: the thread's answer, or the budget it exceeded (the thread was terminated). */
 export type ThreadOutcome =
-  ThreadReply | { ok: false; overrun: 'time' | 'memory' | 'crash'; limit: string; message?: string };
+  | ThreadReply
+  | { ok: false; overrun: 'time' | 'memory' | 'crash'; limit: string; message?: string }
+  /** Refused without waiting: this many validations already wait for a thread. */
+  | { ok: false; overrun: 'busy'; waiting: number };
 
 /** Jobs waiting for a thread; beyond, a validation is refused at once (a compile always waits: admissions are few). */
 const MAX_WAITING_VALIDATIONS = 1000;
@@ -76,12 +79,7 @@ export class SchemaThreads {
    */
   validate(key: string, schema: string, args: unknown): Promise<ThreadOutcome> {
     if (this.#waiting.length >= MAX_WAITING_VALIDATIONS) {
-      return Promise.resolve({
-        ok: false,
-        overrun: 'time',
-        limit: `SCHEMA_THREADS (${this.settings.threads})`,
-        message: `${MAX_WAITING_VALIDATIONS} validations already wait for a schema thread`,
-      });
+      return Promise.resolve({ ok: false, overrun: 'busy', waiting: MAX_WAITING_VALIDATIONS });
     }
     return this.#submit({ kind: 'validate', key, schema, args }, this.settings.validationTimeoutMs);
   }

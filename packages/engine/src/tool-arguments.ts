@@ -4,7 +4,7 @@
 // makes it. The validation itself is packages/protocol's one implementation (schema-validation.ts: linear-time
 // patterns, one compiler per tool), compiled once per schema by the catalog's admission and run within the schema
 // budget (schema-budget.ts: on the event loop when cheap, else in a schema thread with a deadline).
-import { InvalidInputError, UnavailableError, type CatalogEntry } from '@mcp-tasks/protocol';
+import { InvalidInputError, LimitExceededError, UnavailableError, type CatalogEntry } from '@mcp-tasks/protocol';
 import type { SchemaBudget } from './schema-budget.ts';
 
 export class ArgumentValidator {
@@ -19,6 +19,14 @@ export class ArgumentValidator {
     if (verdict.ok) return verdict.value;
     if ('problems' in verdict) {
       throw new InvalidInputError(`Invalid arguments for tool '${entry.name}': ${verdict.problems}`);
+    }
+    if ('busy' in verdict) {
+      throw new LimitExceededError(
+        'schema_validations',
+        verdict.busy,
+        `The arguments of tool '${entry.name}' cannot be validated now: ${verdict.busy} validations wait for ` +
+          'the schema threads (SCHEMA_THREADS); try again',
+      );
     }
     // Entries come from the catalog's admission, which compiled them: this is for one that did not pass through it.
     throw new UnavailableError(`Tool '${entry.name}' has an input schema that cannot be used: ${verdict.unusable}`);
