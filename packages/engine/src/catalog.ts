@@ -257,7 +257,8 @@ export class ToolCatalog {
     const known = this.#verdicts.get(name);
     if (known?.raw === raw) return known.admission;
     const admission = await this.schemas.admitPublished(name, raw);
-    this.#verdicts.set(name, { raw, admission });
+    // A refusal that says nothing of the entry (a schema thread could not start) is asked again at the next read.
+    if (admission.ok || admission.transient !== true) this.#verdicts.set(name, { raw, admission });
     return admission;
   }
 

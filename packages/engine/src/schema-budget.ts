@@ -190,7 +190,7 @@ export class SchemaBudget {
     if (verdict.final) return { admission: { ok: false, reason: verdict.reason } };
     // A thread that failed for its own reasons says nothing of the schema: the next admission tries again.
     this.#schemas.delete(key);
-    return { admission: { ok: false, reason: verdict.reason }, transient: true };
+    return { admission: { ok: false, reason: verdict.reason, transient: true }, transient: true };
   }
 
   /**

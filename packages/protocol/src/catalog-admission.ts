@@ -35,7 +35,10 @@ export const DEFAULT_CATALOG_BOUNDS: Readonly<CatalogBounds> = Object.freeze({
  * An entry admitted, or refused with the reason. Of these functions' admissions, only ownCatalogEntry's has read the
  * schema; the schema budget's (engine) come with what validating against it costs.
  */
-export type Admission = { ok: true; entry: CatalogEntry; cost?: SchemaCost } | { ok: false; reason: string };
+export type Admission =
+  | { ok: true; entry: CatalogEntry; cost?: SchemaCost }
+  /** `transient`: the refusal says nothing of the entry (a schema thread could not start): ask again later. */
+  | { ok: false; reason: string; transient?: true };
 
 /** A worker's own tool that cannot be published; the message names the tool and the bound or the fault. */
 export class CatalogEntryError extends Error {
