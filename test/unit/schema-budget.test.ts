@@ -190,6 +190,26 @@ describe('schema budget: where schemas compile and arguments validate', function
     }
   });
 
+  it('schemas compiled on the event loop stay within SCHEMA_INLINE_TOTAL_BYTES; the next ones compile in a thread', async () => {
+    const { cost } = judged(catalogEntryOf(ordinaryTool).inputSchema);
+    const schemas = budget({ inlineTotalBytes: (cost?.bytes ?? 0) + (cost?.patternSize ?? 0) });
+    try {
+      const first = await schemas.admit(catalogEntryOf(ordinaryTool));
+      expect(first.ok && schemas.threads.started).to.equal(0);
+      const second = await schemas.admit(
+        entry('another', { type: 'object', properties: { other: { type: 'string' } } }),
+      );
+      expect(second.ok && schemas.threads.started).to.equal(1);
+      if (!second.ok) throw new Error(second.reason);
+      expect(await schemas.validate(second.entry, { other: 1 })).to.deep.equal({
+        ok: false,
+        problems: 'other: must be string',
+      });
+    } finally {
+      await schemas.close();
+    }
+  });
+
   it('attack 3: a call with a 60 KB argument against (?:a|aa|aaa){1000}$ is refused at the deadline, in a thread', async () => {
     const schemas = budget({ validationTimeoutMs: 300 });
     try {

@@ -102,6 +102,7 @@ export const CatalogEnvSchema = z.object({
   SCHEMA_THREADS: intFromEnv(DEFAULT_SCHEMA_BUDGET.threads, { min: 1, max: 64 }),
   /** What runs on the event loop: a schema this small (its JSON plus its RE2 instructions) and a call this cheap. */
   SCHEMA_INLINE_MAX_BYTES: intFromEnv(DEFAULT_SCHEMA_BUDGET.inlineMaxBytes, { min: 0, max: 16 * 1024 * 1024 }),
+  SCHEMA_INLINE_TOTAL_BYTES: intFromEnv(DEFAULT_SCHEMA_BUDGET.inlineTotalBytes, { min: 0, max: 1024 * 1024 * 1024 }),
   SCHEMA_INLINE_MAX_STEPS: intFromEnv(DEFAULT_SCHEMA_BUDGET.inlineMaxSteps, { min: 0, max: 1_000_000_000 }),
 });
 
@@ -125,6 +126,7 @@ export function schemaBudgetOf(config: Partial<CatalogEnv>): SchemaBudgetSetting
     threadHeapMb: config.SCHEMA_THREAD_HEAP_MB ?? DEFAULT_SCHEMA_BUDGET.threadHeapMb,
     threads: config.SCHEMA_THREADS ?? DEFAULT_SCHEMA_BUDGET.threads,
     inlineMaxBytes: config.SCHEMA_INLINE_MAX_BYTES ?? DEFAULT_SCHEMA_BUDGET.inlineMaxBytes,
+    inlineTotalBytes: config.SCHEMA_INLINE_TOTAL_BYTES ?? DEFAULT_SCHEMA_BUDGET.inlineTotalBytes,
     inlineMaxSteps: config.SCHEMA_INLINE_MAX_STEPS ?? DEFAULT_SCHEMA_BUDGET.inlineMaxSteps,
   };
 }

@@ -35,6 +35,8 @@ export interface SchemaBudgetSettings {
   threads: number;
   /** SCHEMA_INLINE_MAX_BYTES: a schema whose JSON plus its RE2 instructions is this small compiles on the event loop. */
   inlineMaxBytes: number;
+  /** SCHEMA_INLINE_TOTAL_BYTES: the same measure, summed over the schemas compiled on the event loop (their heap). */
+  inlineTotalBytes: number;
   /** SCHEMA_INLINE_MAX_STEPS: such a schema validates on the event loop while (paths + patternWork) x bytes is this. */
   inlineMaxSteps: number;
 }
@@ -45,6 +47,7 @@ export const DEFAULT_SCHEMA_BUDGET: Readonly<SchemaBudgetSettings> = Object.free
   threadHeapMb: 128,
   threads: 1,
   inlineMaxBytes: 4096,
+  inlineTotalBytes: 2 * 1024 * 1024,
   inlineMaxSteps: 1_000_000,
 });
 
@@ -82,6 +85,8 @@ export class SchemaBudget {
   readonly #entries = new Map<string, Promise<Judged>>();
   readonly #compiled = new WeakMap<CatalogEntry, Compiled>();
   readonly #kept: number;
+  /** The size (JSON plus RE2 instructions) of the schemas compiled on the event loop, kept among the verdicts. */
+  #inline = 0;
   /** The work admission does on the event loop, one piece at a time with a turn of the loop before each. */
   #turns: Promise<unknown> = Promise.resolve();
 
@@ -185,7 +190,16 @@ export class SchemaBudget {
     const { entry } = admission;
     const json = await this.#onLoop(() => canonicalJson(entry.inputSchema));
     const key = digest(json);
-    const verdict = await this.#remember(this.#schemas, key, () => this.#compile(entry, json, key));
+    const verdict = await this.#remember(
+      this.#schemas,
+      key,
+      () => this.#compile(entry, json, key),
+      (evicted) => {
+        void evicted.then((old) => {
+          if (old.ok && old.compiled.where === 'inline') this.#inline -= inlineSize(old.compiled);
+        });
+      },
+    );
     if (verdict.ok) return { admission: { ...admission, cost: verdict.compiled.cost }, compiled: verdict.compiled };
     if (verdict.final) return { admission: { ok: false, reason: verdict.reason } };
     // A thread that failed for its own reasons says nothing of the schema: the next admission tries again.
@@ -195,19 +209,23 @@ export class SchemaBudget {
 
   /**
    * A schema of at most SCHEMA_INLINE_MAX_BYTES is judged on the event loop, and compiled there when its patterns
-   * keep it within that size too; any other is judged and compiled in a schema thread.
+   * keep it within that size too and those compiled there stay within SCHEMA_INLINE_TOTAL_BYTES; any other is judged
+   * and compiled in a schema thread.
    */
   async #compile(entry: CatalogEntry, json: string, key: string): Promise<Verdict> {
-    const { inlineMaxBytes } = this.settings;
+    const { inlineMaxBytes, inlineTotalBytes } = this.settings;
     if (json.length <= inlineMaxBytes) {
       const judged = await this.#onLoop(() => judgeArgumentsSchema(entry.inputSchema, this.bounds));
       if (!judged.ok) return { ok: false, reason: judged.reason, final: true };
       const { cost } = judged;
-      if (json.length + cost.patternSize <= inlineMaxBytes) {
+      const size = json.length + cost.patternSize;
+      if (size <= inlineMaxBytes && this.#inline + size <= inlineTotalBytes) {
+        this.#inline += size;
         try {
           const validator = await this.#onLoop(() => compileArgumentsSchema(entry.inputSchema, true));
           return { ok: true, compiled: { where: 'inline', key, json, cost, validator } };
         } catch (error) {
+          this.#inline -= size;
           if (!(error instanceof SchemaError)) throw error;
           return { ok: false, reason: `its inputSchema cannot be used: ${error.message}`, final: true };
         }
@@ -237,8 +255,13 @@ export class SchemaBudget {
     return turn;
   }
 
-  /** The value under `key`, made once and kept among the most recently used. */
-  #remember<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+  /** The value under `key`, made once and kept among the most recently used; `evict` hears of those let go. */
+  #remember<T>(
+    cache: Map<string, Promise<T>>,
+    key: string,
+    make: () => Promise<T>,
+    evict: (value: Promise<T>) => void = () => undefined,
+  ): Promise<T> {
     let value = cache.get(key);
     if (value) {
       cache.delete(key);
@@ -247,9 +270,10 @@ export class SchemaBudget {
       value.catch(() => cache.delete(key));
     }
     cache.set(key, value);
-    for (const old of cache.keys()) {
+    for (const [old, evicted] of cache) {
       if (cache.size <= this.#kept) break;
       cache.delete(old);
+      evict(evicted);
     }
     return value;
   }
@@ -266,6 +290,11 @@ function validationVerdict(outcome: ThreadOutcome): ArgumentsVerdict {
     ok: false,
     problems: `validating them ${what} ${outcome.limit}${outcome.message ? ` (${outcome.message})` : ''}`,
   };
+}
+
+/** What a schema compiled on the event loop counts against SCHEMA_INLINE_TOTAL_BYTES. */
+function inlineSize(compiled: Compiled): number {
+  return compiled.json.length + compiled.cost.patternSize;
 }
 
 function digest(text: string): string {
