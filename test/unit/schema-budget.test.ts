@@ -4,7 +4,15 @@
 // schema thread with a deadline and a heap of its own; verdicts are kept by content. Each attack of the issue is here
 // with its figure.
 import { expect } from 'chai';
-import { DEFAULT_SCHEMA_BUDGET, SchemaBudget, type SchemaBudgetSettings } from '@mcp-tasks/engine';
+import {
+  CatalogEnvSchema,
+  ConfigError,
+  DEFAULT_SCHEMA_BUDGET,
+  parseEnv,
+  SchemaBudget,
+  schemaBudgetOf,
+  type SchemaBudgetSettings,
+} from '@mcp-tasks/engine';
 import {
   catalogEntryOf,
   checkArgumentsSchema,
@@ -334,6 +342,27 @@ describe('catalog bounds: a fair share per publisher', () => {
     expect(small.kept.filter((tool) => tool.startsWith('aaa_'))).to.deep.equal(flood.slice(0, 7));
     expect(small.leftOut.find((r) => r.tool === 'aaa_0007')?.reason).to.equal(
       'more than CATALOG_MAX_TOOLS (10) tools are live; each publisher keeps an equal share of them, its first by name',
+    );
+  });
+});
+
+describe('schema budget: settings', () => {
+  it('every budget is a setting with its documented default (docs/catalog.md, "Budgets")', () => {
+    expect(schemaBudgetOf(parseEnv(CatalogEnvSchema, {}))).to.deep.equal({
+      compileTimeoutMs: 2000,
+      validationTimeoutMs: 1000,
+      threadHeapMb: 128,
+      threads: 1,
+      inlineMaxBytes: 4096,
+      inlineTotalBytes: 2_097_152,
+      inlineMaxSteps: 1_000_000,
+    });
+    expect(
+      schemaBudgetOf(parseEnv(CatalogEnvSchema, { SCHEMA_VALIDATION_TIMEOUT_MS: '250', SCHEMA_THREADS: '2' })),
+    ).to.deep.include({ validationTimeoutMs: 250, threads: 2 });
+    expect(() => parseEnv(CatalogEnvSchema, { SCHEMA_THREAD_HEAP_MB: '8' })).to.throw(
+      ConfigError,
+      /SCHEMA_THREAD_HEAP_MB="8"/,
     );
   });
 });
