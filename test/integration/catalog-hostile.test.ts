@@ -1,7 +1,9 @@
 // Hostile catalog entries and arguments (issue 30; docs/security.md, "Trust boundaries"; docs/catalog.md, "Bounds"):
 // each entry goes through the real publish path (Redis, as docs/job-contract.md tells a consumer to publish, or a
 // worker's publish script) to a real api and worker, and none may crash or stall them. Bounded: a few dozen entries,
-// a few hundred calls, all on 127.0.0.1.
+// a few hundred calls, all on 127.0.0.1. The "cost" section (issue 37; docs/catalog.md, "Budgets") runs each attack on
+// what admitting and validating costs, from a catalog writer and from an upstream MCP server behind the gateway
+// (test/fixtures/upstream/hostile-server.mjs), with tools/list and both processes' /healthz timed meanwhile.
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
@@ -630,7 +632,7 @@ describe('cost: budgets, not shapes (issue 37): each attack against a real api a
     expectAlive();
   });
 
-  it('attack 3: calls with 60 KB against (?:a|aa|aaa){1000}$ and 20,000 keys against 1,200 patternProperties are refused with -32602 at SCHEMA_VALIDATION_TIMEOUT_MS, on the api, through the gateway and in a worker, while both answer', async () => {
+  it('attack 3: calls with 60 KB against (?:a|aa|aaa){1000}$ and 20,000 keys against 1,200 patternProperties are refused with -32602 at SCHEMA_VALIDATION_TIMEOUT_MS, on the api and (a gateway’s tool) in a worker, while both answer', async () => {
     const slow = JSON.stringify(
       entry('slow_pattern', { type: 'object', properties: { s: { type: 'string', pattern: '(?:a|aa|aaa){1000}$' } } }),
     );
@@ -655,20 +657,19 @@ describe('cost: budgets, not shapes (issue 37): each attack against a real api a
     };
     const sampled = await whileSampling('attack 3', async () => {
       const api60k = await refusedIn('slow_pattern', long);
-      const gateway60k = await refusedIn('a_slow', long);
       const keys20k = await refusedIn('key_patterns', keys);
       const started = performance.now();
       const child = await client.call('tools/call', {
         name: 'call_with',
         arguments: { tool: 'a_slow', arguments: long },
       });
-      return { api60k, gateway60k, keys20k, child, worker60k: performance.now() - started };
+      return { api60k, keys20k, child, worker60k: performance.now() - started };
     });
     const { result } = sampled;
     figures.push(
-      `attack 3: refused in ${result.api60k.toFixed(0)} ms (api, 60 KB), ${result.gateway60k.toFixed(0)} ms ` +
-        `(gateway tool, 60 KB), ${result.keys20k.toFixed(0)} ms (20,000 keys), ${result.worker60k.toFixed(0)} ms ` +
-        '(ctx.callTool in a worker, with the parent task)',
+      `attack 3: refused in ${result.api60k.toFixed(0)} ms (api, 60 KB), ${result.keys20k.toFixed(0)} ms ` +
+        `(api, 20,000 keys, after a thread was replaced), ${result.worker60k.toFixed(0)} ms (the gateway's tool ` +
+        'through ctx.callTool in a worker, with the parent task)',
     );
     expectResponsive(sampled);
     expect(result.child['content']).to.deep.equal([
