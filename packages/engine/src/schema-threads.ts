@@ -42,7 +42,7 @@ interface Pending {
 interface Slot {
   worker: Worker | undefined;
   ready: boolean;
-  /** The keys whose validators the thread holds: a job for another one includes its compile in its deadline. */
+  /** The keys whose validators the thread holds: a validation against another one is preceded by its compile. */
   held: Set<string>;
   running: { pending: Pending; timer: NodeJS.Timeout } | undefined;
 }
