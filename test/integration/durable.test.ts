@@ -1,4 +1,4 @@
-// Durable execution inside a tool (docs/durable-execution.md) with real worker processes, real Redis and real HTTP:
+// Durable execution inside a tool (docs/durable-execution.md) with real workers (in the test's process; a process of its own for the one a test kills), real Redis and real HTTP:
 // child tasks on one worker of concurrency 1 and their cancellation, a step's side effect once across a retry, the
 // children listed with their parent on both wires, what operators see, and last a worker SIGKILLed during a
 // checkpointed loop whose task another worker resumes after the last checkpoint (examples/long-import).

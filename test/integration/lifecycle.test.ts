@@ -1,4 +1,4 @@
-// Session lifecycle through real processes: initialize and version negotiation, declared capabilities, ping,
+// Session lifecycle through an api and a worker (in process, test/support/in-process.ts): initialize and version negotiation, declared capabilities, ping,
 // tools/list, DELETE, idle expiry, and sessions kept in Redis so that any api replica serves them.
 import { expect } from 'chai';
 import { toolRegistry } from '@mcp-tasks/tools';

@@ -1,4 +1,4 @@
-// Scheduling (docs/scheduling.md) with real worker processes and Redis: a tool's global concurrency and rate
+// Scheduling (docs/scheduling.md) with real workers (in the test's process; a process of its own for one a test kills) and Redis: a tool's global concurrency and rate
 // limit hold across workers, retries wait with the tool's backoff and stop at a final error, a run longer than its
 // timeoutMs fails, principals take turns (weighted, across api replicas), a per-principal cap holds tasks back
 // visibly, a killed worker's slots come back, a Redis restart leaks no lease, and operators see it all. Limits are

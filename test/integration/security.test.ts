@@ -1,5 +1,6 @@
-// Security end to end through real api and worker processes: bearer authentication (API keys, HS256 JWTs), tasks
-// bound to principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
+// Security end to end through real apis and workers (in the test's process; processes where a test signals one or
+// where the client would share their event loop): bearer authentication (API keys, HS256 JWTs), tasks bound to
+// principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
 import { createHash, randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

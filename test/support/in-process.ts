@@ -90,6 +90,8 @@ async function startService(
     name,
     logs: output.lines,
     records: () => parseRecords(output.lines),
+    // An uncaught error of a service here fails the test that runs (mocha's handlers), where a process would exit.
+    alive: () => closing === undefined,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (signal !== 'SIGTERM' && signal !== 'SIGINT') {
         throw new Error(

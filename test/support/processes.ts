@@ -20,6 +20,8 @@ export interface ServiceHandle {
   logs: string[];
   /** Parsed JSON log lines. */
   records(): Record<string, unknown>[];
+  /** Still running: a process that has not exited, a service in process not closed (in-process.ts). */
+  alive(): boolean;
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
 }
 
@@ -99,6 +101,7 @@ export async function spawnService(
     process: child,
     logs,
     records: () => parseRecords(logs),
+    alive: () => child.exitCode === null && child.signalCode === null,
     stop: async (signal, timeoutMs) => {
       const code = await stop(signal, timeoutMs);
       await release();
