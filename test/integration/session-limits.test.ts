@@ -1,4 +1,4 @@
-// What one client can make the api hold through sessions (issue 14, item 1), through real api processes and a real
+// What one client can make the api hold through sessions (issue 14, item 1), through real apis (in process) and a real
 // Redis: initialize is rate-limited per principal and per address, live sessions are capped per principal and per
 // address (DELETE and idle expiry free a slot, use keeps it), a session stores a fixed-size projection of its
 // initialize, and requests that block until a task ends count against MAX_STREAMS_PER_SESSION as streams do.

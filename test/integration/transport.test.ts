@@ -32,7 +32,7 @@ function expectRpcErrorReply(reply: RawReply, id: unknown, code: number, message
   expect(body.error?.message).to.match(message);
 }
 
-describe('Streamable HTTP transport: bad input (api + worker processes, real Redis)', function () {
+describe('Streamable HTTP transport: bad input (api + worker in process, real Redis)', function () {
   this.timeout(20_000);
   let system: System;
   let client: McpTestClient;
