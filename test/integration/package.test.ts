@@ -5,9 +5,9 @@
 //   project's node_modules/.bin, on plain Node (no tsx). The api serves the dashboard too: its files are found next
 //   to the bundle (dist/admin-assets), as the Lua is (dist/lua);
 // - in TypeScript (issue 38): the package's declarations stand alone (strict, module nodenext, no skipLibCheck): the
-//   tool examples of the READMEs and of the docs pages their blocks moved to, and every example under examples/ compile, and misuses of a tool's arguments and
-//   context (a misspelt `ctx.checkpont`) fail with the expected diagnostics, in one tsc run of the workspace's
-//   TypeScript.
+//   tool examples of the READMEs and of the docs pages their blocks moved to, and every example under examples/
+//   compile, and misuses of a tool's arguments and context (a misspelt `ctx.checkpont`) fail with the expected
+//   diagnostics, in one tsc run of the workspace's TypeScript.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

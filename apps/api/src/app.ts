@@ -180,6 +180,7 @@ async function apiServices(
     }),
     metrics,
     security,
+    webhooks: engine.webhooks,
     stopping,
   };
 }

@@ -37,6 +37,7 @@ import { ServedTools } from './served-tools.ts';
 import type { UpstreamConfig } from './upstream/config.ts';
 import { UpstreamTools } from './upstream/upstream-tools.ts';
 import { WaitBudget } from './wait-budget.ts';
+import { startWebhookDelivery } from './webhook-delivering.ts';
 import { openEngine, type WorkerEngine } from './worker-engine.ts';
 
 export interface WorkerSources {
@@ -92,6 +93,7 @@ export async function startWorker(
     const running = new RunningTasks();
     await listenForCancels(engine, running, config.CANCEL_CHECK_INTERVAL_MS, log, cleanup);
     startMaintenance(config, opened, log, cleanup);
+    await startWebhookDelivery(opened, name, log, cleanup);
     // Upstream sessions close after the BullMQ workers (registered below) have let their calls finish.
     const upstreamTools =
       upstreams.length === 0
@@ -135,6 +137,7 @@ export async function startWorker(
       concurrency: config.WORKER_CONCURRENCY,
       tools: served.names(),
       tracing: tracing !== undefined,
+      webhooks: engine.webhooks.enabled,
     });
     return {
       name,

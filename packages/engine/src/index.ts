@@ -141,6 +141,7 @@ export {
   type StepView,
   type TaskFilter,
   type TaskInspection,
+  type WebhookInspection,
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
 export {
@@ -170,6 +171,11 @@ export {
   tracingRequested,
   withSpan,
 } from './tracing.ts';
+export { OutboundTargets } from './outbound-targets.ts';
+export { type DeliveryAttempt, type WebhookView } from './records/webhooks.ts';
+export { WebhookDelivery, webhookBody } from './webhook-delivery.ts';
+export { loadWebhookSettings, WebhookEnvSchema, type WebhookSettings } from './webhook-settings.ts';
+export { parseWebhookSecrets, webhookSignature } from './webhook-signing.ts';
 export {
   applyQueueLimits,
   countSchedulingEvent,

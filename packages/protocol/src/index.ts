@@ -31,4 +31,5 @@ export {
 export * from './task.ts';
 export * from './task-status.ts';
 export * from './tool.ts';
+export * from './webhook.ts';
 export * from './modern.ts';

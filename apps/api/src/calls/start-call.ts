@@ -1,5 +1,5 @@
 // tools/call, whichever wire it came in on: the tool and how it may run (T-TOOL-*, X-NEG-*), the arguments' size
-// and schema, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
+// and schema, its webhook, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
 // between the wires — how the answer is given — is theirs; what a call does is here, once.
 import { audit, AuditEvent, SecurityEvent, type CreatedTask, type CreateTaskInput } from '@mcp-tasks/engine';
 import {
@@ -9,8 +9,10 @@ import {
   TaskSupport,
   TaskSupportError,
   type CatalogEntry,
+  type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import { ensureOpened } from './admission.ts';
+import { webhookOf } from './webhooks.ts';
 import type { CallContext, CallRequest, Execution } from './request.ts';
 
 /** A call whose tool, way of running and arguments passed every check: nothing is written yet. */
@@ -20,6 +22,8 @@ export interface PreparedCall {
   asTask: boolean;
   /** The arguments as validated, the schema's defaults applied. */
   arguments: unknown;
+  /** Where the task is posted when it changes (calls/webhooks.ts). */
+  webhook?: WebhookTarget;
 }
 
 /**
@@ -46,7 +50,11 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   if (!asTask) await ensureOpened(request.opening);
   const size = argumentsSize(context, request.arguments);
   if (size !== undefined) await refuseArguments(context, request, size);
-  return { request, tool, asTask, arguments: services.tools.parseArguments(tool, request.arguments) };
+  const args = services.tools.parseArguments(tool, request.arguments);
+  // A plain call its client follows with task handles may become a task (handed out): it may name a webhook too.
+  const mayBecomeTask = asTask || (request.handles !== undefined && tool.taskSupport !== TaskSupport.Forbidden);
+  const webhook = await webhookOf(context, request, mayBecomeTask);
+  return { request, tool, asTask, arguments: args, ...(webhook ? { webhook } : {}) };
 }
 
 /** Writes the prepared call's record and its job in one step (invariant 2), audited; nothing for a refused one. */
@@ -74,6 +82,7 @@ export async function startCall(context: CallContext, prepared: PreparedCall): P
       ? { requestContext: { ...client, owner: context.caller.owner, createdAt: Date.now() } }
       : {}),
     ...idempotencyOf(context, prepared),
+    ...(prepared.webhook ? { webhook: prepared.webhook } : {}),
   };
   // The create script opens the request in its step when the transport left that to it (RequestOpening).
   const record = await createAudited(context, input, asTask ? request.opening : undefined);
