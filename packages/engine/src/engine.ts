@@ -4,8 +4,10 @@ import { ActivityRecorder } from './activity.ts';
 import type { Queue } from 'bullmq';
 import { ToolCatalog } from './catalog.ts';
 import {
+  catalogBoundsOf,
   CatalogEnvSchema,
   MIN_TASK_TTL_MS,
+  schemaBudgetOf,
   TaskEnvSchema,
   type CatalogEnv,
   type MetricsEnv,
@@ -21,6 +23,7 @@ import {
   type SchedulingEnv,
   type SchedulingSettings,
 } from './scheduling-config.ts';
+import { SchemaBudget } from './schema-budget.ts';
 import { SessionEvents } from './session-events.ts';
 import { SchedulingView } from './tool-limits.ts';
 import { ExternalTasks } from './external.ts';
@@ -34,6 +37,7 @@ import { Subscriber } from './subscriber.ts';
 import { TaskAdmin } from './task-admin.ts';
 import { TaskService, type TaskTiming } from './task-service.ts';
 import { SIGNAL_DEFAULTS, TaskSignals, type SignalEnv } from './task-signals.ts';
+import { ArgumentValidator } from './tool-arguments.ts';
 import { DEFAULT_SESSION_STREAM, TaskStore } from './records/store.ts';
 import { loadWebhookSettings, WebhookEnvSchema, type WebhookEnv, type WebhookSettings } from './webhook-settings.ts';
 
@@ -84,6 +88,9 @@ export interface Engine {
   externalQueues: ExternalQueues;
   /** The tool catalog workers publish to and api replicas list (docs/catalog.md). */
   catalog: ToolCatalog;
+  /** The one validation of a call's arguments against its tool's published schema, within the schema budget. */
+  arguments: ArgumentValidator;
+
   /** What the workers' gateways to upstream MCP servers share (docs/gateway.md). */
   gateway: GatewayState;
   tasks: TaskService;
@@ -156,13 +163,16 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
       .useExternalQueues(externalQueues)
       .useFairQueue(fairQueue);
   const catalogSetting = <K extends keyof CatalogEnv>(name: K): CatalogEnv[K] => config[name] ?? CATALOG_DEFAULTS[name];
-  const catalog = new ToolCatalog(redis, keys, {
-    CATALOG_GRACE_MS: catalogSetting('CATALOG_GRACE_MS'),
-    CATALOG_HEARTBEAT_MS: catalogSetting('CATALOG_HEARTBEAT_MS'),
-    CATALOG_MAX_ENTRY_BYTES: catalogSetting('CATALOG_MAX_ENTRY_BYTES'),
-    CATALOG_MAX_DEPTH: catalogSetting('CATALOG_MAX_DEPTH'),
-    CATALOG_MAX_TOOLS: catalogSetting('CATALOG_MAX_TOOLS'),
-  });
+  const schemas = new SchemaBudget(catalogBoundsOf(config), schemaBudgetOf(config));
+  const catalog = new ToolCatalog(
+    redis,
+    keys,
+    {
+      CATALOG_GRACE_MS: catalogSetting('CATALOG_GRACE_MS'),
+      CATALOG_HEARTBEAT_MS: catalogSetting('CATALOG_HEARTBEAT_MS'),
+    },
+    schemas,
+  );
   const schedulingView = new SchedulingView(redis, keys, externalQueues);
   const activity = new ActivityRecorder(redis, keys, { flushMs: config.DASHBOARD_FLUSH_MS });
   const gateway = new GatewayState(redis, keys);
@@ -190,6 +200,7 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     webhooks,
     external: new ExternalTasks(redis, keys, store, events),
     catalog,
+    arguments: new ArgumentValidator(schemas),
     gateway,
     admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog, scheduling: schedulingView, gateway }),
     activity,
@@ -198,6 +209,7 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
       await activity.close(); // bounded in time: a Redis that does not answer does not hold the shutdown
       await externalQueues.close();
       await queue.close();
+      await schemas.close();
     },
   };
 }

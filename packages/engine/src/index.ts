@@ -34,6 +34,7 @@ export {
   parseEnv,
   PrincipalRateEnvSchema,
   RedisEnvSchema,
+  schemaBudgetOf,
   SessionEnvSchema,
   TaskEnvSchema,
 } from './config.ts';
@@ -152,6 +153,12 @@ export {
   type SignalRequest,
   TaskSignals,
 } from './task-signals.ts';
+export {
+  type ArgumentsVerdict,
+  DEFAULT_SCHEMA_BUDGET,
+  SchemaBudget,
+  type SchemaBudgetSettings,
+} from './schema-budget.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,

@@ -821,7 +821,7 @@ export class RedisScripts {
     channel: string;
     publisher: string;
     instance: string;
-    entries: readonly { name: string; json: string }[];
+    entries: readonly { name: string; json: string; publisher?: string }[];
   }): Promise<{ verdict: 'ok'; changed: boolean } | { verdict: 'conflict'; name: string; live: string }> {
     const { now, liveAfter, channel, publisher, instance, entries } = call;
     const reply = (await this.#run('publishCatalog', catalogKeys(call.keys), {

@@ -245,6 +245,22 @@ export interface Overview {
   parked?: ParkedOverview;
 }
 
+/**
+ * The upstream tools the gateway's workers left out at publish (docs/catalog.md, "Budgets"), as catalog refusals
+ * published by '<worker>/<upstream>' as their catalog entries would have been: one per tool and reason, however many
+ * workers front that upstream.
+ */
+function upstreamRefusals(upstreams: readonly UpstreamStatus[]): CatalogRefusal[] {
+  const refusals = new Map<string, CatalogRefusal>();
+  for (const { upstream, worker, refusedTools = [] } of upstreams) {
+    for (const { tool, reason } of refusedTools) {
+      const key = `${tool}\n${reason}`;
+      if (!refusals.has(key)) refusals.set(key, { tool, reason, publisher: `${worker}/${upstream}` });
+    }
+  }
+  return [...refusals.values()];
+}
+
 export interface PurgeResult {
   /** Terminal tasks that finished before the cutoff (deleted unless dryRun). */
   taskIds: string[];
@@ -585,7 +601,11 @@ export class TaskAdmin {
     const parked = await this.parked();
     if (parked.soonest.length > 0 || Object.values(parked.byKind).some((count) => count > 0)) overview.parked = parked;
     const upstreams = await this.tools?.gateway?.upstreams(now);
-    if (upstreams && upstreams.length > 0) overview.upstreams = upstreams;
+    if (upstreams && upstreams.length > 0) {
+      overview.upstreams = upstreams;
+      const leftOut = upstreamRefusals(upstreams);
+      if (leftOut.length > 0) overview.refusedTools = [...(overview.refusedTools ?? []), ...leftOut];
+    }
     const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);

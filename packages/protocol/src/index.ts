@@ -21,8 +21,19 @@ export * from './jsonrpc.ts';
 export * from './meta.ts';
 export * from './outcome.ts';
 export * from './scheduling.ts';
+export { compileLinearPattern, patternSizeBound } from './linear-pattern.ts';
 export * from './schemas.ts';
 export {
+  costFigure,
+  judgeArgumentsSchema,
+  MAX_ARGUMENTS_DEPTH,
+  overBudget,
+  schemaCost,
+  type SchemaBounds,
+  type SchemaCost,
+} from './schema-cost.ts';
+export {
+  checkArgumentsSchema,
   compileArgumentsSchema,
   SchemaError,
   type ArgumentsCheck,

@@ -48,9 +48,9 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   const asTask = runsAsTask(tool, request.execution, request.handles?.requiredTools === true);
   // A plain call does work before any script that could open the request: it is opened first (RequestOpening).
   if (!asTask) await ensureOpened(request.opening);
-  const size = argumentsSize(context, request.arguments);
-  if (size !== undefined) await refuseArguments(context, request, size);
-  const args = services.tools.parseArguments(tool, request.arguments);
+  const size = argumentsSize(request.arguments);
+  if (size > services.config.MAX_ARGUMENTS_BYTES) await refuseArguments(context, request, size);
+  const args = await services.tools.parseArguments(tool, request.arguments, size);
   // A plain call its client follows with task handles may become a task (handed out): it may name a webhook too.
   const mayBecomeTask = asTask || (request.handles !== undefined && tool.taskSupport !== TaskSupport.Forbidden);
   const webhook = await webhookOf(context, request, mayBecomeTask);
@@ -153,9 +153,8 @@ async function createAudited(
  * Arguments are stored with the task and sent to a worker: they get their own cap, below the body's
  * (MAX_ARGUMENTS_BYTES). Their size when over it; undefined within it (nothing to wait for then).
  */
-function argumentsSize(context: CallContext, args: unknown): number | undefined {
-  const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
-  return size <= context.services.config.MAX_ARGUMENTS_BYTES ? undefined : size;
+function argumentsSize(args: unknown): number {
+  return Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
 }
 
 async function refuseArguments(context: CallContext, request: CallRequest, size: number): Promise<never> {
