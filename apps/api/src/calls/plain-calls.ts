@@ -71,7 +71,7 @@ export class PlainCalls {
    * RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests from `since` on (as tasks/result
    * does); without `since` (no SSE), as JSON after the whole wait. `since` is the session's stream position read
    * before the call was written, so that the stream misses none of its messages. A call still running at
-   * `request.handAt` is handed out instead (as JSON; a stream hands it out itself, streams.ts).
+   * `request.handAt` is handed out instead (as JSON; a stream hands it out itself, wires/rev2025-11-25/streams.ts).
    */
   async answer(
     request: PlainCallRequest,

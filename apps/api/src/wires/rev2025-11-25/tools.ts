@@ -15,15 +15,15 @@ import {
   toWireTask,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import { runHandleTool, type HandleOutcome } from '../calls/handles.ts';
-import { idempotencyKeyOf } from '../calls/idempotency.ts';
-import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
-import { webhookMetaOf } from '../calls/webhooks.ts';
-import type { CallRequest } from '../calls/request.ts';
-import type { HandlerReply, RequestContext } from '../context.ts';
-import { holdingSlot } from '../stream-limit.ts';
-import { StreamReply } from '../stream-reply.ts';
-import { constantMethod, wireMethod } from '../wire-table.ts';
+import { runHandleTool, type HandleOutcome } from '../../calls/handles.ts';
+import { idempotencyKeyOf } from '../../calls/idempotency.ts';
+import { prepareCall, startCall, type PreparedCall } from '../../calls/start-call.ts';
+import { webhookMetaOf } from '../../calls/webhooks.ts';
+import type { CallRequest } from '../../calls/request.ts';
+import type { HandlerReply, RequestContext } from './context.ts';
+import { holdingSlot } from './stream-limit.ts';
+import { StreamReply } from './stream-reply.ts';
+import { constantMethod, wireMethod } from '../method-table.ts';
 import { callContextOf } from './call-context.ts';
 
 export const listTools = constantMethod('tools/list', (context: RequestContext): HandlerReply => {
@@ -105,7 +105,7 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
   const request = {
     session,
     requestId: context.requestId,
-    // Made on first use (transport/post.ts).
+    // Made on first use (post.ts).
     get signal() {
       return context.signal;
     },

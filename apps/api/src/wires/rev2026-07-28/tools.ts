@@ -27,14 +27,14 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import { randomUUID } from 'node:crypto';
-import { idempotencyKeyOf } from '../calls/idempotency.ts';
-import { webhookMetaOf } from '../calls/webhooks.ts';
-import { runHandleTool } from '../calls/handles.ts';
-import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
-import type { CallRequest } from '../calls/request.ts';
-import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
-import { SERVER_INFO } from '../server-info.ts';
-import { constantMethod, wireMethod } from '../wire-table.ts';
+import { idempotencyKeyOf } from '../../calls/idempotency.ts';
+import { webhookMetaOf } from '../../calls/webhooks.ts';
+import { runHandleTool } from '../../calls/handles.ts';
+import { answerTaskInputs, outstandingInputs } from '../../calls/inputs.ts';
+import type { CallRequest } from '../../calls/request.ts';
+import { prepareCall, startCall, type PreparedCall } from '../../calls/start-call.ts';
+import { SERVER_INFO } from '../../server-info.ts';
+import { constantMethod, wireMethod } from '../method-table.ts';
 import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 import { checkParamHeaders, paramHeadersOf } from './param-headers.ts';
 import { argumentsDigest } from './request-state.ts';

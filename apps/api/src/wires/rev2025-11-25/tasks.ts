@@ -10,11 +10,11 @@ import {
   toWireTask,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import { cancelTask as cancel, findTask, listTasks as list, type CancelOutcome } from '../calls/tasks.ts';
-import type { HandlerReply, RequestContext } from '../context.ts';
-import { holdingSlot } from '../stream-limit.ts';
-import { StreamReply } from '../stream-reply.ts';
-import { wireMethod } from '../wire-table.ts';
+import { cancelTask as cancel, findTask, listTasks as list, type CancelOutcome } from '../../calls/tasks.ts';
+import type { HandlerReply, RequestContext } from './context.ts';
+import { holdingSlot } from './stream-limit.ts';
+import { StreamReply } from './stream-reply.ts';
+import { wireMethod } from '../method-table.ts';
 import { callContextOf } from './call-context.ts';
 
 type Ctx = RequestContext;
@@ -85,7 +85,7 @@ export const getTaskResult = wireMethod<Ctx, string, ResultOutcome, HandlerReply
  * waiter is opened first, so that no change slips between the read and the wait.
  */
 async function awaitResult(taskId: string, context: Ctx): Promise<ResultOutcome> {
-  // `signal` and `log` are read only where needed: the context makes them on first use (transport/post.ts).
+  // `signal` and `log` are read only where needed: the context makes them on first use (post.ts).
   const { services, session, canStream, opening } = context;
   // The waits' later reads: the first read below has checked the owner and registered this replica.
   const read = () => services.tasks.reread(taskId, session.owner);
