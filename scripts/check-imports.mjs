@@ -36,6 +36,13 @@ const LAYERS = [
     not: ['apps/api/src/wires/rev', 'apps/api/src/wires/index.ts'],
     why: 'a wire never imports another wire',
   },
+  // The services every use case reads (calls/ may import it): they name no wire, so calls/ learns none through them.
+  {
+    layer: 'apps/api/src/context.ts',
+    may: ['packages/', 'apps/api/src/'],
+    not: ['apps/api/src/wires/', 'apps/api/src/transport/'],
+    why: 'the use cases read it, and they never learn which revision asked',
+  },
   { layer: 'apps/api/', may: ['packages/'] },
   { layer: 'apps/worker/', may: ['packages/'] },
   { layer: 'apps/cli/', may: ['packages/'] },

@@ -37,7 +37,7 @@ import type { ApiServices, SecurityServices } from './context.ts';
 import { metricsGate, operationsRouter } from './ops.ts';
 import { TaskHandles } from './calls/handle-policy.ts';
 import { PlainCalls } from './calls/plain-calls.ts';
-import { RequestStateSigner } from './wires/rev2026-07-28/request-state.ts';
+import { RequestStateSigner } from './request-state.ts';
 import { callbacksRouter } from './callbacks.ts';
 import { signalsRouter } from './signals.ts';
 import { ApiTools } from './tool-catalog.ts';

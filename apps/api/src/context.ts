@@ -15,7 +15,7 @@ import type {
 } from '@mcp-tasks/engine';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
-import type { RequestStateSigner } from './wires/rev2026-07-28/request-state.ts';
+import type { RequestStateSigner } from './request-state.ts';
 import type { TaskHandles } from './calls/handle-policy.ts';
 import type { PlainCalls } from './calls/plain-calls.ts';
 import type { ApiTools } from './tool-catalog.ts';
@@ -31,7 +31,7 @@ export interface ApiServices {
   handles: TaskHandles;
   /** The live tool catalog (docs/catalog.md). */
   tools: ApiTools;
-  /** Signs and checks the MRTR requestState of 2026-07-28 synchronous calls (wires/rev2026-07-28/request-state.ts). */
+  /** Signs and checks the MRTR requestState of 2026-07-28 synchronous calls (request-state.ts). */
   requestStates: RequestStateSigner;
   events: SessionEvents;
   inputs: InputBroker;

@@ -37,7 +37,7 @@ import { SERVER_INFO } from '../../server-info.ts';
 import { constantMethod, wireMethod } from '../method-table.ts';
 import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 import { checkParamHeaders, paramHeadersOf } from './param-headers.ts';
-import { argumentsDigest } from './request-state.ts';
+import { argumentsDigest } from '../../request-state.ts';
 
 /** How long a client may cache discover and tools/list (ms): the catalog changes as workers come and go. */
 const LIST_TTL_MS = 0;
