@@ -165,7 +165,6 @@ async function apiServices(
       store,
       tasks: engine.tasks,
       events: engine.events,
-      streamAfterMs: config.RESULT_STREAM_AFTER_MS,
     }),
     handles: new TaskHandles({
       enabled: config.TASK_HANDLES,
