@@ -83,6 +83,7 @@ const ENGINE_EXPORTS = [
   'createEngine',
   'createLogger',
   'createRedis',
+  'createTaskFromEntry',
   'createToolQueue',
   'decodeCursor',
   'describeRedisTarget',
