@@ -17,10 +17,11 @@
   counter and duplicate check are left out: the job id is the task id, a fresh UUID. The queue's meta is read once.
 
   With an idempotency key (a tools/call that carries one, docs/durable-execution.md), the same step first looks the
-  key up among the principal's: a live task filed under it is answered instead ({2, its id}, or {3, its id} when it
-  was filed for another call), and nothing is written; a new task is filed under the key. With a parent (a child task
+  key up among the principal's: a live task filed under it is answered instead ({"same-call", its id}, or
+  {"other-call", its id} when it was filed for another call), and nothing is written; a new task is filed under the key. With a parent (a child task
   started by a running tool's ctx.callTool), the same step checks the parent (include/child-call.lua): a child the
-  call's key names already is answered ({2, its id}, or {4, its id} when it was filed for another call); a new one
+  call's key names already is answered ({"same-call", its id}, or {"other-call", its id} when it was filed for
+  another call); a new one
   is filed in the parent's durable hash and its set of children, so that the child exists exactly when the parent
   knows it. With `resume` (an operator's `mcpt retry --resume`), the task begins with what a failed task kept: its
   durable hash is copied (its checkpoint, its steps, the child calls that ended with a result) in the step that
@@ -92,14 +93,16 @@
                    drop         the ids of its child tasks whose calls are not carried over (they ended without a
                                 result): their fields are left out
 
-  Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
-  job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
-  refused as it was opened (opened: -1 its session is gone, 1..4 the rate bucket that refused it), {2, taskId} when
-  the idempotency key or the parent's call key names a task already (nothing written), {3, taskId} when the
-  idempotency key names a task of another call, {4, taskId} when the parent's call key names the child of another
-  call, {-2, reason, detail} when the parent cannot start a child, {-3, reason, detail} when the task to resume
-  cannot be: 'missing', 'not-failed' (detail: its status) or 'resumed' (detail: the task that resumed it).
+  Returns {"created", count, priority} when created (count: the owner's unfinished tasks, 0 without a cap;
+  priority: the job's, 0 without a fair order), {"owner-limit", count} when the owner is at the limit,
+  {"not-opened", opened} when the request was refused as it was opened (opened: -1 its session is gone, 1..4 the
+  rate bucket that refused it), {"same-call", taskId} when the idempotency key or the parent's call key names a task
+  of the same call already (nothing written), {"other-call", taskId} when it names a task of another call,
+  {"parent-refused", reason, detail} when the parent cannot start a child (include/child-call.lua),
+  {"resume-refused", reason, detail} when the task to resume cannot be: "missing", "not-failed" (detail: its status)
+  or "resumed" (detail: the task that resumed it).
 ]]
+--- @include "replies"
 --- @include "open-request"
 --- @include "expiry"
 --- @include "idempotency"
@@ -110,14 +113,14 @@ local taskId, expiresAt, fair, job = args.taskId, args.expiresAt, args.fair, arg
 if args.open then
   local opened = openKnownSession(args.open)
   if opened ~= 0 then
-    return {-1, opened}
+    return {Reply.NOT_OPENED, opened}
   end
 end
 local idempotency = args.idempotency
 if idempotency then
   local filed, digest = idempotentTask(idempotency.keys.entries, idempotency.key, args.now, idempotency.replace)
   if filed then
-    return {digest == idempotency.digest and 2 or 3, filed}
+    return {digest == idempotency.digest and Reply.SAME_CALL or Reply.OTHER_CALL, filed}
   end
 end
 local parent, parentExpiresAt, parentOrder, childCap = args.parent, nil, nil, nil
@@ -155,7 +158,7 @@ if args.maxLive then
   if count >= cap then
     count = count - redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', args.now)
     if count >= cap then
-      return {0, count}
+      return {Reply.OWNER_LIMIT, count}
     end
   end
   redis.call('ZADD', KEYS[6], expiresAt, taskId)
@@ -258,4 +261,4 @@ end
 if resume then
   carryOver(resume.keys, resume.taskId, resume.drop, taskId, expiresAt)
 end
-return {1, count, priority}
+return {Reply.CREATED, count, priority}

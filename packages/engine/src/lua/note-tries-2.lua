@@ -15,6 +15,7 @@
 
   Returns {"ok"}; {"missing"}, {"ended", status}, {"stale", latestAttempt}, {"full", count} as save-durable-3.lua.
 ]]
+--- @include "replies"
 --- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
 local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl')
@@ -23,7 +24,7 @@ if refusal then
 end
 if args.tries == 0 then
   redis.call('HDEL', KEYS[2], args.field)
-  return {'ok'}
+  return {Reply.OK}
 end
 if redis.call('HEXISTS', KEYS[2], args.field) == 0 then
   local full = durableFull(2, args.maxEntries)
@@ -34,4 +35,4 @@ end
 redis.call('HSET', KEYS[2], args.field, args.tries)
 redis.call('PEXPIREAT', KEYS[2], tonumber(f[3]) + tonumber(f[4]))
 redis.call('HSET', KEYS[1], 'durable', '1')
-return {'ok'}
+return {Reply.OK}

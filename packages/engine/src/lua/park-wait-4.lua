@@ -31,6 +31,7 @@
   save-durable-3.lua; {"full", count} when the durable hash is full; {"too-many", count} when the task made
   maxWaits waits already.
 ]]
+--- @include "replies"
 --- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
 local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl', 'waits')
@@ -44,14 +45,14 @@ local function resolve(outcome)
   redis.call('HSET', KEYS[2], args.field, value)
   redis.call('PEXPIREAT', KEYS[2], expiresAt)
   redis.call('HSET', KEYS[1], 'durable', '1')
-  return {'resolved', value}
+  return {Reply.RESOLVED, value}
 end
 
 local untilMs = args['until']
 local stored = redis.call('HGET', KEYS[2], args.field)
 if stored then
   if string.sub(stored, 1, 11) == '{"outcome":' then
-    return {'resolved', stored}
+    return {Reply.RESOLVED, stored}
   end
   untilMs = tonumber(cjson.decode(stored)['until'])
 else
@@ -61,7 +62,7 @@ else
   end
   local waits = tonumber(f[5]) or 0
   if waits >= args.maxWaits then
-    return {'too-many', tostring(waits)}
+    return {Reply.TOO_MANY, tostring(waits)}
   end
 end
 
@@ -100,4 +101,4 @@ else
   redis.call('HSET', KEYS[1], 'durable', '1', 'wait', cjson.encode(wait))
 end
 redis.call('ZADD', KEYS[4], untilMs, args.taskId)
-return {'parked', tostring(untilMs)}
+return {Reply.PARKED, tostring(untilMs)}

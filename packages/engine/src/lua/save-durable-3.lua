@@ -35,6 +35,7 @@
   attempt has started; {"full", count} when the task keeps maxEntries steps and child tasks already; {"over", bytes}
   when the write would take the checkpoint and step results to `bytes`, past maxTotalBytes.
 ]]
+--- @include "replies"
 --- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
 local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl', 'durableBytes')
@@ -45,7 +46,7 @@ local count = 0
 if not args.checkpoint then
   local stored = redis.call('HGET', KEYS[2], args.field)
   if stored then
-    return {'exists', stored}
+    return {Reply.EXISTS, stored}
   end
   local full
   full, count = durableFull(2, args.maxEntries)
@@ -64,7 +65,7 @@ if args.checkpoint then
 end
 local total = (tonumber(f[5]) or 0) - replaced + string.len(args.field) + string.len(args.value)
 if total > args.maxTotalBytes then
-  return {'over', tostring(total)}
+  return {Reply.OVER, tostring(total)}
 end
 if args.facts then
   redis.call('HSET', KEYS[2], args.field, args.value, 'f:' .. args.field,
@@ -80,4 +81,4 @@ if args.checkpoint then
 else
   redis.call('HSET', KEYS[1], 'durable', '1', 'durableBytes', total)
 end
-return {'ok'}
+return {Reply.OK}

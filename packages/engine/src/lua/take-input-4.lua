@@ -22,6 +22,7 @@
   caller tells the client); {"pending"} when no answer came yet and there is time left; {"missing"}, {"ended",
   status}, {"stale", latestAttempt} as save-durable-3.lua.
 ]]
+--- @include "replies"
 --- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
 local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl')
@@ -30,7 +31,7 @@ if refusal then
 end
 local stored = redis.call('HGET', KEYS[2], args.field)
 if stored and string.sub(stored, 1, 11) == '{"outcome":' then
-  return {'resolved', stored}
+  return {Reply.RESOLVED, stored}
 end
 local function settle(outcome, verdict)
   local value = '{"outcome":' .. outcome .. '}'
@@ -42,9 +43,9 @@ local function settle(outcome, verdict)
 end
 local response = redis.call('HGET', KEYS[3], 'response')
 if response then
-  return settle('{"answer":' .. response .. '}', 'resolved')
+  return settle('{"answer":' .. response .. '}', Reply.RESOLVED)
 end
 if args['until'] <= args.now then
-  return settle('{"timedOut":true}', 'withdrawn')
+  return settle('{"timedOut":true}', Reply.WITHDRAWN)
 end
-return {'pending'}
+return {Reply.PENDING}

@@ -14,18 +14,19 @@
   hash's size halved. It answers {"full", count} when that count is maxEntries or more, otherwise nil; and the
   hash's size (its number of fields: the order a new entry's facts record).
 ]]
+--- @include "replies"
 local function durableFence(record, attempt, ...)
   local f = redis.call('HMGET', KEYS[record], 'status', 'attempt', ...)
   local status = f[1]
   if not status then
-    return {'missing'}
+    return {Reply.MISSING}
   end
   if status ~= 'working' and status ~= 'input_required' then
-    return {'ended', status}
+    return {Reply.ENDED, status}
   end
   local latest = tonumber(f[2]) or 0
   if attempt < latest then
-    return {'stale', tostring(latest)}
+    return {Reply.STALE, tostring(latest)}
   end
   return nil, f
 end
@@ -34,7 +35,7 @@ local function durableFull(durable, maxEntries)
   local fields = redis.call('HLEN', KEYS[durable])
   local count = math.floor(fields / 2)
   if count >= maxEntries then
-    return {'full', tostring(count)}, fields
+    return {Reply.FULL, tostring(count)}, fields
   end
   return nil, fields
 end
