@@ -64,6 +64,7 @@ const ENGINE_EXPORTS = [
   'TaskService',
   'TaskSignals',
   'TaskStore',
+  'ToolQueueWorker',
   'WebhookDelivery',
   'WebhookEnvSchema',
   'applyQueueLimits',

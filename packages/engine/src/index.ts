@@ -60,14 +60,8 @@ export {
   metricsWarning,
 } from './metrics-access.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
-export {
-  BULLMQ_JOB_LAYOUT_VERSION,
-  createToolQueue,
-  TOOL_QUEUE_NAME,
-  type ToolJobData,
-  toolJobOptions,
-  type UpstreamTaskRef,
-} from './queue.ts';
+export { BULLMQ_JOB_LAYOUT_VERSION, ToolQueueWorker } from './bullmq/index.ts';
+export { createToolQueue, TOOL_QUEUE_NAME, type ToolJobData, toolJobOptions, type UpstreamTaskRef } from './queue.ts';
 export {
   type RateCharge,
   RateLimiter,
