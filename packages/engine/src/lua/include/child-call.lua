@@ -13,9 +13,9 @@
   (another tool or other arguments: a replay that would guess); or {"parent-refused", reason, detail} when the parent
   cannot start one: "missing", "ended" (detail: its status), "stale" (a later attempt of the parent runs it: detail,
   its number), "full" (it keeps maxEntries steps and child tasks: detail, that count) or "children" (it has started
-  as many children as its cap: detail, the cap). The cap is the parent record's `maxChildren`, which the api wrote when it created the task tree's
-  root and every child inherits (so a worker's own setting cannot raise it), else maxChildren. Fenced as
-  transition-8.lua fences a worker's moves (include/durable-fence.lua).
+  as many children as its cap: detail, the cap). The cap is the parent record's `maxChildren`, which the api wrote
+  when it created the task tree's root and every child inherits (so a worker's own setting cannot raise it), else
+  maxChildren. Fenced as transition-8.lua fences a worker's moves (include/durable-fence.lua).
 
   fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt, childRecord,
   cap) files the new child: its id under the call's key with its facts (a JSON object, to which its `order` as `n`
