@@ -54,6 +54,7 @@ const ENGINE_EXPORTS = [
   'SessionEvents',
   'SessionStore',
   'SignalEnvSchema',
+  'SigningKeys',
   'SpanKind',
   'SpanStatusCode',
   'Subscriber',

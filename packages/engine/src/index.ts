@@ -122,7 +122,9 @@ export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } 
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
 export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
 export { type RequestContextRecord } from './request-context.ts';
+export { type SessionCalls } from './session-calls.ts';
 export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
+export { SigningKeys } from './signing-keys.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export {
