@@ -1,4 +1,5 @@
-// scripts/check-imports.mjs, run by `pnpm lint`: no import cycle (type-only imports included) and no upward import.
+// scripts/check-imports.mjs, run by `pnpm lint`: no import cycle (type-only imports included), no upward import, and
+// no Redis client outside the engine.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 
@@ -30,5 +31,12 @@ describe('import rules (scripts/check-imports.mjs, part of pnpm lint)', function
     expect(status).to.equal(1);
     expect(output).to.contain('upward import: packages/engine/src/engine.ts -> apps/api/src/legacy/serve.ts');
     expect(output).to.contain('upward import: apps/api/src/calls/start.ts -> apps/api/src/legacy/serve.ts');
+  });
+
+  it('fails on ioredis imported outside packages/engine, a type-only import included', () => {
+    const { status, output } = check('test/fixtures/imports/redis');
+    expect(status).to.equal(1);
+    expect(output).to.contain('apps/api/src/calls/plain.ts imports ioredis: only packages/engine/ may');
+    expect(output).to.not.contain('packages/engine/src/redis.ts imports');
   });
 });
