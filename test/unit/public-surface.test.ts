@@ -85,6 +85,7 @@ const ENGINE_EXPORTS = [
   'createEngine',
   'createLogger',
   'createRedis',
+  'createTaskFromEntry',
   'createToolQueue',
   'decodeCursor',
   'describeRedisTarget',

@@ -141,6 +141,7 @@ export {
   type WebhookInspection,
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+export { createTaskFromEntry, type EntryTaskInput, type TaskRequester } from './task-from-entry.ts';
 export {
   EVENT_NAME,
   SignalEnvSchema,

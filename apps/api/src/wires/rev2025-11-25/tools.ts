@@ -14,16 +14,18 @@ import {
   TaskSupportError,
   toWireTask,
   type TaskRecord,
+  plainResultOf,
 } from '@mcp-tasks/protocol';
-import { runHandleTool, type HandleOutcome } from '../calls/handles.ts';
-import { idempotencyKeyOf } from '../calls/idempotency.ts';
-import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
-import { webhookMetaOf } from '../calls/webhooks.ts';
-import type { CallRequest } from '../calls/request.ts';
-import type { HandlerReply, RequestContext } from '../context.ts';
-import { holdingSlot } from '../stream-limit.ts';
-import { StreamReply } from '../stream-reply.ts';
-import { constantMethod, wireMethod } from '../wire-table.ts';
+import { awaitTask } from '../../calls/await-task.ts';
+import { runHandleTool, type HandleOutcome } from '../../calls/handles.ts';
+import { idempotencyKeyOf } from '../../calls/idempotency.ts';
+import { prepareCall, startCall, type PreparedCall } from '../../calls/start-call.ts';
+import { webhookMetaOf } from '../../calls/webhooks.ts';
+import type { CallRequest } from '../../calls/request.ts';
+import type { HandlerReply, RequestContext } from './context.ts';
+import { holdingSlot } from './stream-limit.ts';
+import { StreamReply } from './stream-reply.ts';
+import { constantMethod, wireMethod } from '../method-table.ts';
 import { callContextOf } from './call-context.ts';
 
 export const listTools = constantMethod('tools/list', (context: RequestContext): HandlerReply => {
@@ -102,20 +104,25 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
   const { record } = await startCall(callContextOf(context), prepared);
   // Its request began as its record was made: a resumed answer stream finds the same deadline (streams.ts).
   const handAt = services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, record.createdAt);
-  const request = {
-    session,
-    requestId: context.requestId,
-    // Made on first use (transport/post.ts).
+  // Filed under its request id for notifications/cancelled, then awaited: as JSON when it ends within
+  // RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests from `since` on (as tasks/result
+  // does); without SSE, as JSON after the whole wait. Still running at its handle deadline, it is handed out (as
+  // JSON; a stream hands it out itself, streams.ts).
+  await services.plainCalls.file(record, context.requestId);
+  const outcome = await awaitTask(services, record.taskId, {
+    // Made on first use (post.ts).
     get signal() {
       return context.signal;
     },
-    canStream: context.canStream,
-    ...(handAt !== undefined ? { handAt } : {}),
-  };
-  const answer = await services.plainCalls.answer(request, record, since);
-  if ('answered' in answer) return answer.answered;
-  if ('handedOut' in answer) return handleStartedResult({ record: answer.handedOut }, services.handles.names);
-  return new StreamReply(answer.streaming.record, answer.streaming.since);
+    read: () => services.plainCalls.read(record.taskId, record.owner, 'The call expired before it finished'),
+    plainCall: { record, requestId: context.requestId, filed: true },
+    stop: handAt !== undefined ? { handAt } : {},
+    ...(since ? { stream: { afterMs: services.config.RESULT_STREAM_AFTER_MS, since: () => since } } : {}),
+  });
+  if ('ended' in outcome) return plainResultOf(outcome.ended);
+  if ('handedOut' in outcome) return handleStartedResult({ record: outcome.handedOut }, services.handles.names);
+  if ('stream' in outcome) return new StreamReply(outcome.stream, outcome.since);
+  throw new Error(`tools/call: unexpected end of the wait (${Object.keys(outcome).join()})`);
 }
 
 /**
