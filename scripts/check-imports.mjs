@@ -23,7 +23,9 @@ const root =
 const LAYERS = [
   // The vocabulary: nothing of ours.
   { layer: 'packages/protocol/', may: [] },
-  { layer: 'packages/engine/', may: ['packages/protocol/'] },
+  // Process plumbing that touches no Redis (logs, tracing, environment parsing, signals): nothing of ours either.
+  { layer: 'packages/runtime/', may: [] },
+  { layer: 'packages/engine/', may: ['packages/protocol/', 'packages/runtime/'] },
   { layer: 'packages/tools/', may: ['packages/protocol/'] },
   { layer: 'packages/client/', may: ['packages/protocol/'] },
   // Use cases below the wires: they never learn which revision asked.

@@ -10,27 +10,29 @@ import {
   auditObserver,
   CatalogView,
   logCatalogRefusals,
-  CleanupStack,
   closeRedis,
   coalesceWrites,
   createEngine,
-  createLogger,
   createRedis,
   describeRedisTarget,
-  isLoopbackHost,
-  listenOn,
-  metricsWarning,
   RateLimiter,
   RedisConnectionLog,
   registerSecurityCounters,
   RunnerMetrics,
   ConnectionSlots,
-  startTracing,
-  tracingRequested,
   type Engine,
-  type Logger,
   type RedisClient,
 } from '@mcp-tasks/engine';
+import {
+  CleanupStack,
+  createLogger,
+  isLoopbackHost,
+  listenOn,
+  metricsWarning,
+  startTracing,
+  tracingRequested,
+  type Logger,
+} from '@mcp-tasks/runtime';
 import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices, SecurityServices } from './context.ts';

@@ -2,7 +2,6 @@
 // shared services.
 import type {
   InputBroker,
-  Logger,
   RateCharge,
   RateLimiter,
   RateVerdict,
@@ -12,13 +11,12 @@ import type {
   SessionEvents,
   SessionStore,
   ConnectionSlots,
-  Span,
   Subscriber,
   TaskService,
   TaskStore,
-  TraceContext,
   WebhookSettings,
 } from '@mcp-tasks/engine';
+import type { Logger, Span, TraceContext } from '@mcp-tasks/runtime';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { Authenticator } from './auth.ts';

@@ -8,16 +8,14 @@
 import {
   audit,
   AuditEvent,
-  carrierFor,
   type ArgumentValidator,
   type CatalogView,
   type FiledCall,
-  type Logger,
   type RateLimiter,
   type TaskService,
   type TaskStore,
-  type TraceContext,
 } from '@mcp-tasks/engine';
+import { carrierFor, type Logger, type TraceContext } from '@mcp-tasks/runtime';
 import {
   callDigest,
   ChildTaskError,

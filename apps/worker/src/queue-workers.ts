@@ -5,12 +5,12 @@ import type { Queue } from 'bullmq';
 import {
   isConnectionError,
   TOOL_QUEUE_NAME,
-  type Logger,
   type RedisClient,
   type RedisConnectionLog,
   type TaskStore,
   type ToolJobData,
 } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 import { isTerminal, lostSettlement } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import type { RunEventEmitter } from './run-events.ts';

@@ -10,7 +10,7 @@ import { TaskStatus } from '@mcp-tasks/protocol';
 import { ACTIVITY_FLUSH_MS } from './config.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
-import { ownerLabel } from './redact.ts';
+import { ownerLabel } from '@mcp-tasks/runtime';
 import type { TaskObserver } from './records/store.ts';
 import type { QueueDepth } from './task-admin.ts';
 

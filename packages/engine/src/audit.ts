@@ -1,8 +1,9 @@
 // The audit trail (T-AUDIT-1): one structured record per task event and per refused access, on a child logger
 // marked `audit: true` so that a log pipeline can route these records apart. Records name the principal, the
 // task, the tool and the request; never arguments, results, tokens or keys. Where a session id is a credential (no
-// authentication), the logger writes its digest instead (redact.ts), in these records as in every other line.
-import type { Logger } from './logger.ts';
+// authentication), the logger writes its digest instead (redact.ts of @mcp-tasks/runtime), in these records as in
+// every other line.
+import type { Logger } from '@mcp-tasks/runtime';
 import type { TaskObserver } from './records/store.ts';
 
 export const AuditEvent = {

@@ -11,7 +11,7 @@ import {
 } from '@mcp-tasks/protocol';
 import type { CatalogEnv } from './config.ts';
 import type { KeySpace } from './keys.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@mcp-tasks/runtime';
 import type { RedisClient } from './redis.ts';
 import type { SchemaBudget } from './schema-budget.ts';
 import { RedisScripts } from './scripts.ts';

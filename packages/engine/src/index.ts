@@ -1,7 +1,9 @@
 /**
  * @mcp-tasks/engine — the runner's Redis side, as api, workers and the CLI use it: the composition root
  * (`createEngine`), task records, sessions and their event streams, input requests, the tool queue, maintenance,
- * security (rate limits, connection slots, audit, redaction), metrics, configuration and Redis connections.
+ * security (rate limits, connection slots, audit), metrics, the runner's settings and Redis connections. The process
+ * plumbing that touches no Redis (logs, tracing, environment parsing, signals, listen, redaction, /metrics access)
+ * is @mcp-tasks/runtime's, which the engine builds on and does not re-export.
  * Everything else in this package (Lua scripts and their registry, record codecs and indexes) is internal; this
  * list is the whole surface, pinned by test/unit/public-surface.test.ts.
  *
@@ -23,12 +25,9 @@ export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from 
 export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
 export { CatalogConflictError, type CatalogRefusal, CatalogView, logCatalogRefusals } from './catalog.ts';
 export { unservedMessage, withServedStatus } from './unserved.ts';
-export { CleanupStack, onShutdownSignal, stopOnShutdownSignal } from './cleanup.ts';
 export {
   catalogBoundsOf,
   CatalogEnvSchema,
-  ConfigError,
-  intFromEnv,
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
@@ -47,18 +46,8 @@ export { GatewayState, type UpstreamStatus } from './gateway.ts';
 export { type AnswerVerdict, type InputAnswer, InputBroker } from './input-broker.ts';
 export { KeySpace } from './keys.ts';
 export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
-export { listenOn, type ListenTarget } from './listen.ts';
-export { createLogger, type Logger } from './logger.ts';
 export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
-export { LiveStatusSnapshot, METRICS_CHALLENGE, metricsAccessAllowed, RunnerMetrics } from './metrics.ts';
-export {
-  hostAllowed,
-  hostRefusal,
-  isLoopbackHost,
-  metricsAccess,
-  type MetricsGate,
-  metricsWarning,
-} from './metrics-access.ts';
+export { LiveStatusSnapshot, RunnerMetrics } from './metrics.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
 export {
   BULLMQ_JOB_LAYOUT_VERSION,
@@ -107,14 +96,6 @@ export {
   workerOf,
 } from './lost-jobs.ts';
 export {
-  isSecretVariable,
-  isSessionOwnerLabel,
-  maskUrlPasswords,
-  ownerLabel,
-  redactSessionFields,
-  sessionDigest,
-} from './redact.ts';
-export {
   clusterOptions,
   type ClusterSeeds,
   describeRedisTarget,
@@ -160,24 +141,6 @@ export {
   type SchemaBudgetSettings,
 } from './schema-budget.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
-export {
-  type Attributes,
-  carrierFor,
-  clientContext,
-  type Context as TraceContext,
-  contextOf,
-  endWithError,
-  linkTo,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  startTracing,
-  type TraceCarrier,
-  tracer,
-  type TracingHandle,
-  tracingRequested,
-  withSpan,
-} from './tracing.ts';
 export { OutboundTargets } from './outbound-targets.ts';
 export { type DeliveryAttempt, type WebhookView } from './records/webhooks.ts';
 export { WebhookDelivery, webhookBody } from './webhook-delivery.ts';

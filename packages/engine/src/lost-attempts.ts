@@ -4,7 +4,7 @@
 // (the job's next attempt as it starts, or the reconciler as it settles the task) and records each here: a span of
 // the same name and attributes as an attempt's own, from its start to the moment it was noticed, with an error status.
 import type { AttemptStart } from './records/store.ts';
-import { SpanKind, SpanStatusCode, tracer, type Context } from './tracing.ts';
+import { SpanKind, SpanStatusCode, tracer, type TraceContext as Context } from '@mcp-tasks/runtime';
 
 /**
  * What a task says once a worker found that the worker running it is gone (lost-jobs.ts): the attempt is lost, and

@@ -14,13 +14,13 @@ import {
 import type { Queue } from 'bullmq';
 import { SessionEvents } from './session-events.ts';
 import type { ExternalQueues } from './external-queues.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@mcp-tasks/runtime';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
 import type { ClaimedExpiry } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
 import { traceLostAttempts } from './lost-attempts.ts';
-import { contextOf, tracer } from './tracing.ts';
+import { contextOf, tracer } from '@mcp-tasks/runtime';
 
 export interface MaintenanceOptions {
   intervalMs: number;

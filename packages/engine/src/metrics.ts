@@ -4,7 +4,6 @@
 // every scraped process therefore counts each task once. Queue depth, workers and live tasks are read from Redis
 // at scrape time with a fixed number of commands whatever the number of tasks (counts and set sizes, no record
 // reads): every api replica reports the same cluster-wide value (aggregate them with max()).
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { TASK_STATUSES, TaskStatus, type CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
@@ -45,21 +44,6 @@ export const REJECTION_REASONS: Readonly<Record<number, string>> = {
   415: 'unsupported_media_type',
   429: 'too_many_requests',
 };
-
-/** The challenge of a /metrics request without the right METRICS_TOKEN (401). */
-export const METRICS_CHALLENGE = 'Bearer realm="mcp-task-runner metrics"';
-
-/**
- * Whether a /metrics request may be served: always without METRICS_TOKEN, else only with
- * `Authorization: Bearer <token>` (digests compared in constant time, so the time says nothing about the token).
- */
-export function metricsAccessAllowed(authorization: string | undefined, token: string | undefined): boolean {
-  if (token === undefined) return true;
-  const presented = /^Bearer +(\S+) *$/i.exec(authorization ?? '')?.[1];
-  if (presented === undefined) return false;
-  const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
-  return timingSafeEqual(digest(presented), digest(token));
-}
 
 export class RunnerMetrics {
   readonly registry = new Registry();

@@ -6,7 +6,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { InvalidInputError } from '@mcp-tasks/protocol';
-import { ConfigError } from './config.ts';
+import { ConfigError } from '@mcp-tasks/runtime';
 
 /** The address ranges refused unless allowed, each with what it is (the refusal says it). */
 const NON_PUBLIC: readonly [string, readonly [string, number, 'ipv4' | 'ipv6'][]][] = [

@@ -2,7 +2,7 @@
 // dashboard's task page), and every parked task with what it waits for and until when, counted by kind (mcpt
 // overview, the dashboard, the mcpt_tasks_parked metric). Read from the waiting sets and the records' `wait` field.
 import type { TaskRecord, WaitKind } from '@mcp-tasks/protocol';
-import { ownerLabel } from './redact.ts';
+import { ownerLabel } from '@mcp-tasks/runtime';
 import type { TaskStore } from './records/store.ts';
 
 /** One task's waits as operators see them. */

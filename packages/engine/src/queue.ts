@@ -2,10 +2,10 @@
 import { retryPolicyOf, toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
 import { Queue, type JobsOptions } from 'bullmq';
 import { createRequire } from 'node:module';
-import { ConfigError } from './config.ts';
+import { ConfigError } from '@mcp-tasks/runtime';
 import type { RedisClient } from './redis.ts';
 import type { ScriptedJob } from './scripts.ts';
-import type { TraceCarrier } from './tracing.ts';
+import type { TraceCarrier } from '@mcp-tasks/runtime';
 
 /**
  * The queue all tools shared before the catalog (docs/catalog.md, "Queues"): no job is added to it any more; workers

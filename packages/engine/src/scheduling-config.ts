@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describeIssues, mergeScheduling, SchedulingSchema, type Scheduling } from '@mcp-tasks/protocol';
 import { z } from 'zod';
-import { ConfigError, intFromEnv } from './config.ts';
+import { ConfigError, intFromEnv } from '@mcp-tasks/runtime';
 
 export const SchedulingFileSchema = z.strictObject({
   /** Per tool name; `*` applies to every tool, under the tool's own entry. */

@@ -28,7 +28,7 @@ import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf, type ToolJobData } from './queue.ts';
 import { isExpired, type AttemptEntry, type HistoryEntry, type TaskSummary } from './records/codec.ts';
 import { workerOf } from './lost-jobs.ts';
-import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
+import { isSessionOwnerLabel, ownerLabel, sessionDigest } from '@mcp-tasks/runtime';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
 import type { WebhookOutcome, WebhookView } from './records/webhooks.ts';

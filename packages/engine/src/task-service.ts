@@ -36,7 +36,7 @@ import type { RequestContextRecord } from './request-context.ts';
 import { type RequestOpening, withOpening } from './request-opening.ts';
 import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
 import { type Created, type NewTask, OwnerTaskLimitError, type TaskStore } from './records/store.ts';
-import type { TraceCarrier } from './tracing.ts';
+import type { TraceCarrier } from '@mcp-tasks/runtime';
 
 export interface TaskTiming {
   defaultTtlMs: number;

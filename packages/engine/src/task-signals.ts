@@ -10,7 +10,7 @@ import {
   toolQueueName,
 } from '@mcp-tasks/protocol';
 import { z } from 'zod';
-import { intFromEnv } from './config.ts';
+import { intFromEnv } from '@mcp-tasks/runtime';
 import type { ExternalQueues } from './external-queues.ts';
 import type { TaskStore } from './records/store.ts';
 

@@ -8,7 +8,7 @@ import type { ExternalQueues } from './external-queues.ts';
 import type { KeySpace } from './keys.ts';
 import type { ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
-import { ownerLabel } from './redact.ts';
+import { ownerLabel } from '@mcp-tasks/runtime';
 
 /** Sets (or removes) the tool queue's global concurrency and rate limit from the tool's settings. */
 export async function applyQueueLimits(queue: Queue, scheduling: Scheduling | undefined): Promise<void> {

@@ -17,7 +17,7 @@ import {
   type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import type { KeySpace } from './keys.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@mcp-tasks/runtime';
 import { isConnectionError } from './redis-log.ts';
 import type { TaskStore } from './records/store.ts';
 import type { DeliveryAttempt, DeliverySettlement, QueuedDelivery, WebhookOutbox } from './records/webhooks.ts';

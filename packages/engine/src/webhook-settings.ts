@@ -11,7 +11,7 @@ import {
   type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import { z } from 'zod';
-import { ConfigError, intFromEnv } from './config.ts';
+import { ConfigError, intFromEnv } from '@mcp-tasks/runtime';
 import { OutboundTargets } from './outbound-targets.ts';
 import { parseWebhookSecrets } from './webhook-signing.ts';
 

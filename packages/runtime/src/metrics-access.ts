@@ -2,7 +2,22 @@
 // requests that carry it; without, anyone, but only while the process is bound to a loopback address. On any other
 // bind an open /metrics would show anyone who reaches the port the runner's tools, principals and load, so it
 // answers 403 saying what to set, and the process says so at start-up (docs/security.md, "Metrics").
-import { METRICS_CHALLENGE, metricsAccessAllowed } from './metrics.ts';
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/** The challenge of a /metrics request without the right METRICS_TOKEN (401). */
+export const METRICS_CHALLENGE = 'Bearer realm="mcp-task-runner metrics"';
+
+/**
+ * Whether a /metrics request may be served: always without METRICS_TOKEN, else only with
+ * `Authorization: Bearer <token>` (digests compared in constant time, so the time says nothing about the token).
+ */
+export function metricsAccessAllowed(authorization: string | undefined, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const presented = /^Bearer +(\S+) *$/i.exec(authorization ?? '')?.[1];
+  if (presented === undefined) return false;
+  const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+  return timingSafeEqual(digest(presented), digest(token));
+}
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
