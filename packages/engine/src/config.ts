@@ -3,7 +3,7 @@
 // parsing, plus the Redis Cluster rules across variables.
 import { DEFAULT_CATALOG_BOUNDS, type CatalogBounds } from '@mcp-tasks/protocol';
 import { type EnvProblem, intFromEnv, parseEnvWith } from '@mcp-tasks/runtime';
-import { DEFAULT_SCHEMA_BUDGET, type SchemaBudgetSettings } from './schema-budget.ts';
+import { DEFAULT_SCHEMA_BUDGET, type SchemaBudgetSettings } from './catalog/schema-budget.ts';
 import { z } from 'zod';
 import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
 

@@ -20,11 +20,11 @@ export {
   LATENCY_BOUNDS_MS,
   latencyBucketOf,
   latencyPercentile,
-} from './activity.ts';
-export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './audit.ts';
-export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './callback-token.ts';
-export { CatalogConflictError, type CatalogRefusal, CatalogView, logCatalogRefusals } from './catalog.ts';
-export { unservedMessage, withServedStatus } from './unserved.ts';
+} from './ops/activity.ts';
+export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './security/audit.ts';
+export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './security/callback-token.ts';
+export { CatalogConflictError, type CatalogRefusal, CatalogView, logCatalogRefusals } from './catalog/catalog.ts';
+export { unservedMessage, withServedStatus } from './catalog/unserved.ts';
 export {
   catalogBoundsOf,
   CatalogEnvSchema,
@@ -37,18 +37,18 @@ export {
   SessionEnvSchema,
   TaskEnvSchema,
 } from './config.ts';
-export { type ConnectionSlot, ConnectionSlots } from './connection-slots.ts';
+export { type ConnectionSlot, ConnectionSlots } from './security/connection-slots.ts';
 export { createEngine, type Engine } from './engine.ts';
 export { ExternalQueueListener, ExternalQueues } from './external-queues.ts';
-export { ExternalTasks, forwardCancel } from './external.ts';
-export { fairStep } from './fair-queue.ts';
+export { ExternalTasks, forwardCancel } from './tasks/external.ts';
+export { fairStep } from './scheduling/fair-queue.ts';
 export { GatewayState, type UpstreamStatus } from './gateway.ts';
-export { type AnswerVerdict, type InputAnswer, InputBroker } from './input-broker.ts';
+export { type AnswerVerdict, type InputAnswer, InputBroker } from './sessions/input-broker.ts';
 export { KeySpace } from './keys.ts';
-export { decodeCursor, encodeCursor, indexMember } from './list-cursor.ts';
-export { Maintenance, type MaintenanceOptions } from './maintenance.ts';
-export { LiveStatusSnapshot, RunnerMetrics } from './metrics.ts';
-export { OwnerCaps, type RunClaim } from './owner-caps.ts';
+export { decodeCursor, encodeCursor, indexMember } from './records/list-cursor.ts';
+export { Maintenance, type MaintenanceOptions } from './ops/maintenance.ts';
+export { LiveStatusSnapshot, RunnerMetrics } from './ops/metrics.ts';
+export { OwnerCaps, type RunClaim } from './scheduling/owner-caps.ts';
 export {
   BULLMQ_JOB_LAYOUT_VERSION,
   createToolQueue,
@@ -64,10 +64,10 @@ export {
   type RateVerdict,
   registerSecurityCounters,
   SecurityEvent,
-} from './rate-limiter.ts';
+} from './security/rate-limiter.ts';
 export { TaskKeys } from './records/keys.ts';
 export { type DurableEntry, type DurableSnapshot, EMPTY_SNAPSHOT, type FiledCall } from './records/durable.ts';
-export { type ParkedEntry, type ParkedOverview, type WaitsView } from './parked-view.ts';
+export { type ParkedEntry, type ParkedOverview, type WaitsView } from './durable/parked-view.ts';
 export {
   type ParkedTask,
   type PendingWait,
@@ -85,7 +85,7 @@ export {
   TaskStore,
 } from './records/store.ts';
 export { type AttemptEntry } from './records/codec.ts';
-export { handedBackMessage, lostAttemptMessage, traceLostAttempts } from './lost-attempts.ts';
+export { handedBackMessage, lostAttemptMessage, traceLostAttempts } from './tasks/lost-attempts.ts';
 export {
   connectedInstances,
   isClientCommandRefused,
@@ -105,12 +105,16 @@ export {
 } from './redis-target.ts';
 export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './redis.ts';
 export { isConnectionError, RedisConnectionLog, type RedisConnectionLogOptions } from './redis-log.ts';
-export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } from './scheduling-config.ts';
-export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
-export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
-export { type RequestContextRecord } from './request-context.ts';
-export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
-export { parseControlMessage } from './stop-task-work.ts';
+export {
+  loadSchedulingSettings,
+  SchedulingEnvSchema,
+  type SchedulingSettings,
+} from './scheduling/scheduling-config.ts';
+export { SessionEvents, type StreamEvent, type StreamMessage } from './sessions/session-events.ts';
+export { type RequestOpening, RequestRefusedError } from './sessions/request-opening.ts';
+export { type RequestContextRecord } from './sessions/request-context.ts';
+export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions/sessions.ts';
+export { parseControlMessage } from './tasks/stop-task-work.ts';
 export { Subscriber } from './subscriber.ts';
 export {
   AdminError,
@@ -124,8 +128,8 @@ export {
   type TaskFilter,
   type TaskInspection,
   type WebhookInspection,
-} from './task-admin.ts';
-export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
+} from './ops/task-admin.ts';
+export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './tasks/task-service.ts';
 export {
   EVENT_NAME,
   SignalEnvSchema,
@@ -133,23 +137,23 @@ export {
   type SignalOutcome,
   type SignalRequest,
   TaskSignals,
-} from './task-signals.ts';
+} from './durable/task-signals.ts';
 export {
   type ArgumentsVerdict,
   DEFAULT_SCHEMA_BUDGET,
   SchemaBudget,
   type SchemaBudgetSettings,
-} from './schema-budget.ts';
-export { ArgumentValidator } from './tool-arguments.ts';
-export { OutboundTargets } from './outbound-targets.ts';
+} from './catalog/schema-budget.ts';
+export { ArgumentValidator } from './catalog/tool-arguments.ts';
+export { OutboundTargets } from './security/outbound-targets.ts';
 export { type DeliveryAttempt, type WebhookView } from './records/webhooks.ts';
-export { WebhookDelivery, webhookBody } from './webhook-delivery.ts';
-export { loadWebhookSettings, WebhookEnvSchema, type WebhookSettings } from './webhook-settings.ts';
-export { parseWebhookSecrets, webhookSignature } from './webhook-signing.ts';
+export { WebhookDelivery, webhookBody } from './webhooks/webhook-delivery.ts';
+export { loadWebhookSettings, WebhookEnvSchema, type WebhookSettings } from './webhooks/webhook-settings.ts';
+export { parseWebhookSecrets, webhookSignature } from './webhooks/webhook-signing.ts';
 export {
   applyQueueLimits,
   countSchedulingEvent,
   SchedulingCounter,
   type SchedulingView,
   type ToolSchedulingView,
-} from './tool-limits.ts';
+} from './scheduling/tool-limits.ts';

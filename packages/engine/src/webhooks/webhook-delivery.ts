@@ -16,13 +16,13 @@ import {
   type TaskRecord,
   type WebhookTarget,
 } from '@mcp-tasks/protocol';
-import type { KeySpace } from './keys.ts';
+import type { KeySpace } from '../keys.ts';
 import type { Logger } from '@mcp-tasks/runtime';
-import { isConnectionError } from './redis-log.ts';
-import type { TaskStore } from './records/store.ts';
-import type { DeliveryAttempt, DeliverySettlement, QueuedDelivery, WebhookOutbox } from './records/webhooks.ts';
-import type { SessionEvents } from './session-events.ts';
-import type { Subscriber } from './subscriber.ts';
+import { isConnectionError } from '../redis-log.ts';
+import type { TaskStore } from '../records/store.ts';
+import type { DeliveryAttempt, DeliverySettlement, QueuedDelivery, WebhookOutbox } from '../records/webhooks.ts';
+import type { SessionEvents } from '../sessions/session-events.ts';
+import type { Subscriber } from '../subscriber.ts';
 import type { DeliveryBounds, WebhookSettings } from './webhook-settings.ts';
 import { webhookSignature } from './webhook-signing.ts';
 

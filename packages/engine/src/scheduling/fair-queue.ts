@@ -3,9 +3,9 @@
 // (weighted by SCHEDULING weights) instead of starting in arrival order.
 import { MAX_JOB_PRIORITY } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import type { KeySpace } from './keys.ts';
+import type { KeySpace } from '../keys.ts';
 import type { SchedulingSettings } from './scheduling-config.ts';
-import type { FairOrderCall } from './scripts.ts';
+import type { FairOrderCall } from '../scripts.ts';
 
 /** A principal of weight 1 moves this many priority steps per job; weight w moves 12 / w (at least 1). */
 export const FAIR_STEP = 12;

@@ -4,10 +4,10 @@
 // them: running/limit, queued per principal, the current rate-limit wait, retries, timeouts and parked jobs.
 import type { CatalogEntry, Scheduling } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import type { ExternalQueues } from './external-queues.ts';
-import type { KeySpace } from './keys.ts';
-import type { ToolJobData } from './queue.ts';
-import type { RedisClient } from './redis.ts';
+import type { ExternalQueues } from '../external-queues.ts';
+import type { KeySpace } from '../keys.ts';
+import type { ToolJobData } from '../queue.ts';
+import type { RedisClient } from '../redis.ts';
 import { ownerLabel } from '@mcp-tasks/runtime';
 
 /** Sets (or removes) the tool queue's global concurrency and rate limit from the tool's settings. */

@@ -1,11 +1,11 @@
 // MCP sessions live in Redis so that any api replica serves any request of any session. What clients can make
 // Redis hold through them is bounded: a session stores a fixed-size projection of its initialize (the api's
 // initialize handler makes it), and the live sessions of a principal and of a client address are capped.
-import type { KeySpace } from './keys.ts';
-import { SecurityEvent, type RateCharge } from './rate-limiter.ts';
-import type { RedisClient } from './redis.ts';
+import type { KeySpace } from '../keys.ts';
+import { SecurityEvent, type RateCharge } from '../security/rate-limiter.ts';
+import type { RedisClient } from '../redis.ts';
 import { type Opened, type OpeningCall, RequestOpening } from './request-opening.ts';
-import { RedisScripts } from './scripts.ts';
+import { RedisScripts } from '../scripts.ts';
 
 export interface Session {
   sessionId: string;

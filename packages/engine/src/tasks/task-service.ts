@@ -24,18 +24,18 @@ import {
   type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import { SessionEvents } from './session-events.ts';
+import { SessionEvents } from '../sessions/session-events.ts';
 import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
-import type { ExternalQueues } from './external-queues.ts';
-import type { FairQueue } from './fair-queue.ts';
-import type { ToolJobData } from './queue.ts';
-import { externalJobOptions, jobQueueOf, scriptedJob, TOOL_QUEUE_NAME, toolJobOptions } from './queue.ts';
-import type { RedisClient } from './redis.ts';
-import type { RequestContextRecord } from './request-context.ts';
-import { type RequestOpening, withOpening } from './request-opening.ts';
-import type { Subscriber, WakeOn, Waiter } from './subscriber.ts';
-import { type Created, type NewTask, OwnerTaskLimitError, type TaskStore } from './records/store.ts';
+import type { ExternalQueues } from '../external-queues.ts';
+import type { FairQueue } from '../scheduling/fair-queue.ts';
+import type { ToolJobData } from '../queue.ts';
+import { externalJobOptions, jobQueueOf, scriptedJob, TOOL_QUEUE_NAME, toolJobOptions } from '../queue.ts';
+import type { RedisClient } from '../redis.ts';
+import type { RequestContextRecord } from '../sessions/request-context.ts';
+import { type RequestOpening, withOpening } from '../sessions/request-opening.ts';
+import type { Subscriber, WakeOn, Waiter } from '../subscriber.ts';
+import { type Created, type NewTask, OwnerTaskLimitError, type TaskStore } from '../records/store.ts';
 import type { TraceCarrier } from '@mcp-tasks/runtime';
 
 export interface TaskTiming {

@@ -4,7 +4,7 @@
 // authentication), the logger writes its digest instead (redact.ts of @mcp-tasks/runtime), in these records as in
 // every other line.
 import type { Logger } from '@mcp-tasks/runtime';
-import type { TaskObserver } from './records/store.ts';
+import type { TaskObserver } from '../records/store.ts';
 
 export const AuditEvent = {
   TaskCreated: 'task.created',

@@ -7,11 +7,11 @@
 // hour after it, a minute's tool fields are bounded by the tool catalog, its principals are trimmed to the top
 // ACTIVITY_TOP_OWNERS at each flush, and what waits for a flush is bounded (ACTIVITY_PENDING_OWNERS, below).
 import { TaskStatus } from '@mcp-tasks/protocol';
-import { ACTIVITY_FLUSH_MS } from './config.ts';
-import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
+import { ACTIVITY_FLUSH_MS } from '../config.ts';
+import type { KeySpace } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
 import { ownerLabel } from '@mcp-tasks/runtime';
-import type { TaskObserver } from './records/store.ts';
+import type { TaskObserver } from '../records/store.ts';
 import type { QueueDepth } from './task-admin.ts';
 
 export const ACTIVITY_MINUTES = 60;

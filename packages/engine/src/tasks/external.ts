@@ -8,10 +8,10 @@ import {
   type ExternalRef,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import type { SessionEvents } from './session-events.ts';
-import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
-import type { MarkResult, TaskStore } from './records/store.ts';
+import type { SessionEvents } from '../sessions/session-events.ts';
+import type { KeySpace } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
+import type { MarkResult, TaskStore } from '../records/store.ts';
 
 const CANCEL_FORWARD_TIMEOUT_MS = 2000;
 

@@ -3,10 +3,10 @@
 // renews while it runs, so a crashed worker's slots free themselves when the leases run out. A job over a cap is
 // parked (BullMQ delayed) and listed; the end of one of the principal's runs starts the longest-parked one again
 // (release-run-4.lua), and a periodic sweep catches a wake-up lost with a crashed worker.
-import type { ExternalQueues } from './external-queues.ts';
-import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
-import { RedisScripts, type RunKeys } from './scripts.ts';
+import type { ExternalQueues } from '../external-queues.ts';
+import type { KeySpace } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
+import { RedisScripts, type RunKeys } from '../scripts.ts';
 
 /** One admitted run, as its worker keeps it to renew and end it. */
 export interface RunClaim {

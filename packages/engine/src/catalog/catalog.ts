@@ -9,13 +9,13 @@ import {
   type CatalogBounds,
   type CatalogEntry,
 } from '@mcp-tasks/protocol';
-import type { CatalogEnv } from './config.ts';
-import type { KeySpace } from './keys.ts';
+import type { CatalogEnv } from '../config.ts';
+import type { KeySpace } from '../keys.ts';
 import type { Logger } from '@mcp-tasks/runtime';
-import type { RedisClient } from './redis.ts';
+import type { RedisClient } from '../redis.ts';
 import type { SchemaBudget } from './schema-budget.ts';
-import { RedisScripts } from './scripts.ts';
-import type { Subscriber } from './subscriber.ts';
+import { RedisScripts } from '../scripts.ts';
+import type { Subscriber } from '../subscriber.ts';
 
 /** A worker's definition of a tool differs from the one live workers publish under the same name. */
 export class CatalogConflictError extends Error {

@@ -2,10 +2,10 @@
 // progress, elicitation and sampling requests) goes into one Redis stream. SSE event ids are stream ids, so a
 // client that reconnects to any api replica resumes exactly where it left off.
 import { inputRequestOf, isTaskStatus, type InputRequest, type TaskFacts, type TaskRecord } from '@mcp-tasks/protocol';
-import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
-import type { SessionStreamOptions } from './records/store.ts';
-import { hashOf, RedisScripts } from './scripts.ts';
+import type { KeySpace } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
+import type { SessionStreamOptions } from '../records/store.ts';
+import { hashOf, RedisScripts } from '../scripts.ts';
 
 /**
  * One entry of a session's event stream: a JSON-RPC message written as it is sent (progress, input requests,

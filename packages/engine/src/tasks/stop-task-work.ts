@@ -2,8 +2,8 @@
 // holds the job, so cancellation is broadcast and each worker aborts the tasks it runs.
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
-import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
+import type { KeySpace } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
 
 export const ControlMessageSchema = z.object({ type: z.literal('cancel'), taskId: z.string() });
 export type ControlMessage = z.infer<typeof ControlMessageSchema>;

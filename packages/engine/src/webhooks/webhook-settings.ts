@@ -12,7 +12,7 @@ import {
 } from '@mcp-tasks/protocol';
 import { z } from 'zod';
 import { ConfigError, intFromEnv } from '@mcp-tasks/runtime';
-import { OutboundTargets } from './outbound-targets.ts';
+import { OutboundTargets } from '../security/outbound-targets.ts';
 import { parseWebhookSecrets } from './webhook-signing.ts';
 
 export const WebhookEnvSchema = z.object({

@@ -1,7 +1,7 @@
 // Periodic chores every worker runs: delete what expired (index entries, queued jobs) and settle tasks whose job
 // can no longer settle them (crash between record and job, BullMQ giving up on a stalled job). Every step is
 // idempotent or claimed atomically, so several workers can run it at once.
-import { stopTaskWork } from './stop-task-work.ts';
+import { stopTaskWork } from '../tasks/stop-task-work.ts';
 import {
   lostSettlement,
   reconcile,
@@ -12,14 +12,14 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import { SessionEvents } from './session-events.ts';
-import type { ExternalQueues } from './external-queues.ts';
+import { SessionEvents } from '../sessions/session-events.ts';
+import type { ExternalQueues } from '../external-queues.ts';
 import type { Logger } from '@mcp-tasks/runtime';
-import { jobQueueOf, type ToolJobData } from './queue.ts';
-import type { RedisClient } from './redis.ts';
-import type { ClaimedExpiry } from './records/indexes.ts';
-import type { TaskStore } from './records/store.ts';
-import { traceLostAttempts } from './lost-attempts.ts';
+import { jobQueueOf, type ToolJobData } from '../queue.ts';
+import type { RedisClient } from '../redis.ts';
+import type { ClaimedExpiry } from '../records/indexes.ts';
+import type { TaskStore } from '../records/store.ts';
+import { traceLostAttempts } from '../tasks/lost-attempts.ts';
 import { contextOf, tracer } from '@mcp-tasks/runtime';
 
 export interface MaintenanceOptions {

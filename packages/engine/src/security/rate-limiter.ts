@@ -1,11 +1,11 @@
 // Rate limits on task operations, shared by every api replica through Redis (T-SEC-3), and the counters of
 // suspicious events that operators watch (T-AUDIT-1): failed task lookups, throttled requests, bad tokens.
 import { Counter, type Registry } from 'prom-client';
-import type { KeySpace } from './keys.ts';
-import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
-import type { RedisClient } from './redis.ts';
-import type { RateBucket } from './request-opening.ts';
-import { RedisScripts } from './scripts.ts';
+import type { KeySpace } from '../keys.ts';
+import { collectFromRedis, METRICS_PREFIX } from '../ops/metrics-collect.ts';
+import type { RedisClient } from '../redis.ts';
+import type { RateBucket } from '../sessions/request-opening.ts';
+import { RedisScripts } from '../scripts.ts';
 
 export interface RateLimits {
   /** Length of a fixed window, ms. */

@@ -19,23 +19,23 @@ import {
   type WebhookEvents,
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
-import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
-import { parkedOverview, waitsView, type ParkedOverview, type WaitsView } from './parked-view.ts';
-import { withServedStatus } from './unserved.ts';
-import type { ExternalQueues } from './external-queues.ts';
-import type { GatewayState, UpstreamStatus } from './gateway.ts';
-import { decodeCursor, encodeCursor, taskIdOf } from './list-cursor.ts';
-import { jobQueueOf, type ToolJobData } from './queue.ts';
-import { isExpired, type AttemptEntry, type HistoryEntry, type TaskSummary } from './records/codec.ts';
-import { workerOf } from './lost-jobs.ts';
+import type { CatalogRefusal, ToolCatalog } from '../catalog/catalog.ts';
+import { parkedOverview, waitsView, type ParkedOverview, type WaitsView } from '../durable/parked-view.ts';
+import { withServedStatus } from '../catalog/unserved.ts';
+import type { ExternalQueues } from '../external-queues.ts';
+import type { GatewayState, UpstreamStatus } from '../gateway.ts';
+import { decodeCursor, encodeCursor, taskIdOf } from '../records/list-cursor.ts';
+import { jobQueueOf, type ToolJobData } from '../queue.ts';
+import { isExpired, type AttemptEntry, type HistoryEntry, type TaskSummary } from '../records/codec.ts';
+import { workerOf } from '../lost-jobs.ts';
 import { isSessionOwnerLabel, ownerLabel, sessionDigest } from '@mcp-tasks/runtime';
-import type { TaskIndex } from './records/indexes.ts';
-import type { TaskStore } from './records/store.ts';
-import type { WebhookOutcome, WebhookView } from './records/webhooks.ts';
-import type { CreateTaskInput, TaskService } from './task-service.ts';
-import type { SchedulingView, ToolSchedulingView } from './tool-limits.ts';
+import type { TaskIndex } from '../records/indexes.ts';
+import type { TaskStore } from '../records/store.ts';
+import type { WebhookOutcome, WebhookView } from '../records/webhooks.ts';
+import type { CreateTaskInput, TaskService } from '../tasks/task-service.ts';
+import type { SchedulingView, ToolSchedulingView } from '../scheduling/tool-limits.ts';
 
-export type { HistoryEntry } from './records/codec.ts';
+export type { HistoryEntry } from '../records/codec.ts';
 
 /**
  * A task as operators see it: the MCP `Task` plus who owns it, what it runs and when it expires. The owner and the

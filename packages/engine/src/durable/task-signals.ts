@@ -11,8 +11,8 @@ import {
 } from '@mcp-tasks/protocol';
 import { z } from 'zod';
 import { intFromEnv } from '@mcp-tasks/runtime';
-import type { ExternalQueues } from './external-queues.ts';
-import type { TaskStore } from './records/store.ts';
+import type { ExternalQueues } from '../external-queues.ts';
+import type { TaskStore } from '../records/store.ts';
 
 /** The bounds of events (docs/durable-execution.md, "Limits"), shared by every process that sends or keeps them. */
 export const SignalEnvSchema = z.object({

@@ -7,10 +7,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { TASK_STATUSES, TaskStatus, type CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
-import type { ToolJobData } from './queue.ts';
+import type { ToolJobData } from '../queue.ts';
 import type { QueueDepth, TaskAdmin } from './task-admin.ts';
-import type { TaskObserver } from './records/store.ts';
-import type { ToolSchedulingView } from './tool-limits.ts';
+import type { TaskObserver } from '../records/store.ts';
+import type { ToolSchedulingView } from '../scheduling/tool-limits.ts';
 import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
 
 /** Waiting jobs a scrape reads per tool to count them by principal, and how many principals it reports per tool. */

@@ -13,11 +13,11 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { SessionEvents } from './session-events.ts';
-import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
-import { RedisScripts } from './scripts.ts';
-import type { Subscriber } from './subscriber.ts';
-import type { TaskStore, TransitionResult } from './records/store.ts';
+import type { KeySpace } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
+import { RedisScripts } from '../scripts.ts';
+import type { Subscriber } from '../subscriber.ts';
+import type { TaskStore, TransitionResult } from '../records/store.ts';
 
 export const INPUT_REQUEST_ID_PREFIX = 'mcpt-';
 

@@ -3,7 +3,7 @@
 // overview, the dashboard, the mcpt_tasks_parked metric). Read from the waiting sets and the records' `wait` field.
 import type { TaskRecord, WaitKind } from '@mcp-tasks/protocol';
 import { ownerLabel } from '@mcp-tasks/runtime';
-import type { TaskStore } from './records/store.ts';
+import type { TaskStore } from '../records/store.ts';
 
 /** One task's waits as operators see them. */
 export interface WaitsView {

@@ -3,7 +3,7 @@
 // task's record (TaskStore.markAttemptStarted) and removed when it ends; whoever comes next takes the attempts left
 // (the job's next attempt as it starts, or the reconciler as it settles the task) and records each here: a span of
 // the same name and attributes as an attempt's own, from its start to the moment it was noticed, with an error status.
-import type { AttemptStart } from './records/store.ts';
+import type { AttemptStart } from '../records/store.ts';
 import { SpanKind, SpanStatusCode, tracer, type TraceContext as Context } from '@mcp-tasks/runtime';
 
 /**

@@ -2,9 +2,9 @@
 // counted in Redis so that it holds across api replicas. Each holds a lease its replica renews; a dead replica's
 // leases run out.
 import { randomUUID } from 'node:crypto';
-import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
-import { RedisScripts } from './scripts.ts';
+import type { KeySpace } from '../keys.ts';
+import type { RedisClient } from '../redis.ts';
+import { RedisScripts } from '../scripts.ts';
 
 export interface ConnectionSlot {
   /** Gives the slot back (idempotent). */
