@@ -31,4 +31,13 @@ describe('import rules (scripts/check-imports.mjs, part of pnpm lint)', function
     expect(output).to.contain('upward import: packages/engine/src/engine.ts -> apps/api/src/legacy/serve.ts');
     expect(output).to.contain('upward import: apps/api/src/calls/start.ts -> apps/api/src/legacy/serve.ts');
   });
+
+  it('fails on a concern of the engine importing one above it (records/ -> ops/)', () => {
+    const { status, output } = check('test/fixtures/imports/upward');
+    expect(status).to.equal(1);
+    expect(output).to.contain(
+      'upward import: packages/engine/src/records/store.ts -> packages/engine/src/ops/task-admin.ts ' +
+        '(packages/engine/src/records/ must not import packages/engine/src/ops/task-admin.ts)',
+    );
+  });
 });

@@ -4,27 +4,27 @@
  * security (rate limits, connection slots, audit), metrics, the runner's settings and Redis connections. The process
  * plumbing that touches no Redis (logs, tracing, environment parsing, signals, listen, redaction, /metrics access)
  * is @mcp-tasks/runtime's, which the engine builds on and does not re-export.
- * Everything else in this package (Lua scripts and their registry, record codecs and indexes) is internal; this
- * list is the whole surface, pinned by test/unit/public-surface.test.ts.
+ * The engine is cut by concern: each folder's index.ts is its entry point, re-exported here beside what the folders
+ * share (configuration, keys, Redis connections, the subscriber) and the tool queue. Everything else in this package
+ * (Lua scripts and their registry, record codecs and indexes) is internal; these lists are the whole surface,
+ * pinned by test/unit/public-surface.test.ts.
  *
  * @example
  * const redis = createRedis('redis://127.0.0.1:6379', 'api');
  * const engine = createEngine({ redis }, { REDIS_PREFIX: 'mcpt', SESSION_IDLE_TTL_MS: 3_600_000 });
  * const record = await engine.store.get(taskId);
  */
-export {
-  ACTIVITY_MINUTES,
-  ACTIVITY_TOP_OWNERS,
-  type ActivityReport,
-  ActivityRecorder,
-  LATENCY_BOUNDS_MS,
-  latencyBucketOf,
-  latencyPercentile,
-} from './ops/activity.ts';
-export { audit, AuditEvent, type AuditFields, auditLogger, auditObserver } from './security/audit.ts';
-export { CallbackEnvSchema, callbackUrl, signCallbackToken, verifyCallbackToken } from './security/callback-token.ts';
-export { CatalogConflictError, type CatalogRefusal, CatalogView, logCatalogRefusals } from './catalog/catalog.ts';
-export { unservedMessage, withServedStatus } from './catalog/unserved.ts';
+// By concern (docs/architecture.md, "What each package owns").
+export * from './records/index.ts';
+export * from './sessions/index.ts';
+export * from './tasks/index.ts';
+export * from './durable/index.ts';
+export * from './scheduling/index.ts';
+export * from './catalog/index.ts';
+export * from './security/index.ts';
+export * from './webhooks/index.ts';
+export * from './ops/index.ts';
+// What the folders share (settings, keys, Redis connections, the subscriber), and what BullMQ is closest to.
 export {
   catalogBoundsOf,
   CatalogEnvSchema,
@@ -37,18 +37,10 @@ export {
   SessionEnvSchema,
   TaskEnvSchema,
 } from './config.ts';
-export { type ConnectionSlot, ConnectionSlots } from './security/connection-slots.ts';
 export { createEngine, type Engine } from './engine.ts';
 export { ExternalQueueListener, ExternalQueues } from './external-queues.ts';
-export { ExternalTasks, forwardCancel } from './tasks/external.ts';
-export { fairStep } from './scheduling/fair-queue.ts';
 export { GatewayState, type UpstreamStatus } from './gateway.ts';
-export { type AnswerVerdict, type InputAnswer, InputBroker } from './sessions/input-broker.ts';
 export { KeySpace } from './keys.ts';
-export { decodeCursor, encodeCursor, indexMember } from './records/list-cursor.ts';
-export { Maintenance, type MaintenanceOptions } from './ops/maintenance.ts';
-export { LiveStatusSnapshot, RunnerMetrics } from './ops/metrics.ts';
-export { OwnerCaps, type RunClaim } from './scheduling/owner-caps.ts';
 export {
   BULLMQ_JOB_LAYOUT_VERSION,
   createToolQueue,
@@ -57,35 +49,6 @@ export {
   toolJobOptions,
   type UpstreamTaskRef,
 } from './queue.ts';
-export {
-  type RateCharge,
-  RateLimiter,
-  RateScope,
-  type RateVerdict,
-  registerSecurityCounters,
-  SecurityEvent,
-} from './security/rate-limiter.ts';
-export { TaskKeys } from './records/keys.ts';
-export { type DurableEntry, type DurableSnapshot, EMPTY_SNAPSHOT, type FiledCall } from './records/durable.ts';
-export { type ParkedEntry, type ParkedOverview, type WaitsView } from './durable/parked-view.ts';
-export {
-  type ParkedTask,
-  type PendingWait,
-  readStoredWait,
-  stepTriesKey,
-  type StoredWait,
-  type WaitOutcome,
-} from './records/waits.ts';
-export {
-  AttemptEnding,
-  type AttemptRun,
-  type AttemptStart,
-  DEFAULT_SESSION_STREAM,
-  type TaskPage,
-  TaskStore,
-} from './records/store.ts';
-export { type AttemptEntry } from './records/codec.ts';
-export { handedBackMessage, lostAttemptMessage, traceLostAttempts } from './tasks/lost-attempts.ts';
 export {
   connectedInstances,
   isClientCommandRefused,
@@ -105,55 +68,6 @@ export {
 } from './redis-target.ts';
 export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './redis.ts';
 export { isConnectionError, RedisConnectionLog, type RedisConnectionLogOptions } from './redis-log.ts';
-export {
-  loadSchedulingSettings,
-  SchedulingEnvSchema,
-  type SchedulingSettings,
-} from './scheduling/scheduling-config.ts';
-export { SessionEvents, type StreamEvent, type StreamMessage } from './sessions/session-events.ts';
-export { type RequestOpening, RequestRefusedError } from './sessions/request-opening.ts';
-export { type RequestContextRecord } from './sessions/request-context.ts';
-export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions/sessions.ts';
-export { parseControlMessage } from './tasks/stop-task-work.ts';
+export { type RequestContextRecord } from './request-context.ts';
+export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
 export { Subscriber } from './subscriber.ts';
-export {
-  AdminError,
-  type DurableView,
-  operatorInspection,
-  operatorRecord,
-  operatorTask,
-  TaskAdmin,
-  type QueueDepth,
-  type StepView,
-  type TaskFilter,
-  type TaskInspection,
-  type WebhookInspection,
-} from './ops/task-admin.ts';
-export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './tasks/task-service.ts';
-export {
-  EVENT_NAME,
-  SignalEnvSchema,
-  type SignalEnv,
-  type SignalOutcome,
-  type SignalRequest,
-  TaskSignals,
-} from './durable/task-signals.ts';
-export {
-  type ArgumentsVerdict,
-  DEFAULT_SCHEMA_BUDGET,
-  SchemaBudget,
-  type SchemaBudgetSettings,
-} from './catalog/schema-budget.ts';
-export { ArgumentValidator } from './catalog/tool-arguments.ts';
-export { OutboundTargets } from './security/outbound-targets.ts';
-export { type DeliveryAttempt, type WebhookView } from './records/webhooks.ts';
-export { WebhookDelivery, webhookBody } from './webhooks/webhook-delivery.ts';
-export { loadWebhookSettings, WebhookEnvSchema, type WebhookSettings } from './webhooks/webhook-settings.ts';
-export { parseWebhookSecrets, webhookSignature } from './webhooks/webhook-signing.ts';
-export {
-  applyQueueLimits,
-  countSchedulingEvent,
-  SchedulingCounter,
-  type SchedulingView,
-  type ToolSchedulingView,
-} from './scheduling/tool-limits.ts';

@@ -13,7 +13,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TaskStatus } from '@mcp-tasks/protocol';
 import type { RedisClient } from './redis.ts';
-import { type OpeningCall, type Opened, openedOf, openingArgs, type RateBucket } from './sessions/request-opening.ts';
+import { type OpeningCall, type Opened, openedOf, openingArgs, type RateBucket } from './request-opening.ts';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 const INCLUDE_DIR = new URL('./include/', LUA_DIR);

@@ -11,7 +11,7 @@ import type { ToolJobData } from '../queue.ts';
 import type { QueueDepth, TaskAdmin } from './task-admin.ts';
 import type { TaskObserver } from '../records/store.ts';
 import type { ToolSchedulingView } from '../scheduling/tool-limits.ts';
-import { collectFromRedis, METRICS_PREFIX } from './metrics-collect.ts';
+import { collectFromRedis, METRICS_PREFIX } from '../metrics-collect.ts';
 
 /** Waiting jobs a scrape reads per tool to count them by principal, and how many principals it reports per tool. */
 const METRICS_QUEUED_SAMPLE = 200;

@@ -17,8 +17,8 @@ import type { KeySpace } from '../keys.ts';
 import { decodeCursor, encodeCursor, indexMember, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
-import { type RequestContextRecord, requestContextFields } from '../sessions/request-context.ts';
-import type { Opened, OpeningCall } from '../sessions/request-opening.ts';
+import { type RequestContextRecord, requestContextFields } from '../request-context.ts';
+import type { Opened, OpeningCall } from '../request-opening.ts';
 import {
   type FairOrderCall,
   type IdempotencyCall,

@@ -2,9 +2,9 @@
 // suspicious events that operators watch (T-AUDIT-1): failed task lookups, throttled requests, bad tokens.
 import { Counter, type Registry } from 'prom-client';
 import type { KeySpace } from '../keys.ts';
-import { collectFromRedis, METRICS_PREFIX } from '../ops/metrics-collect.ts';
+import { collectFromRedis, METRICS_PREFIX } from '../metrics-collect.ts';
 import type { RedisClient } from '../redis.ts';
-import type { RateBucket } from '../sessions/request-opening.ts';
+import type { RateBucket } from '../request-opening.ts';
 import { RedisScripts } from '../scripts.ts';
 
 export interface RateLimits {

@@ -4,7 +4,7 @@
 import type { KeySpace } from '../keys.ts';
 import { SecurityEvent, type RateCharge } from '../security/rate-limiter.ts';
 import type { RedisClient } from '../redis.ts';
-import { type Opened, type OpeningCall, RequestOpening } from './request-opening.ts';
+import { type Opened, type OpeningCall, RequestOpening } from '../request-opening.ts';
 import { RedisScripts } from '../scripts.ts';
 
 export interface Session {
