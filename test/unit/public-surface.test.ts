@@ -75,6 +75,7 @@ const ENGINE_EXPORTS = [
   'countSchedulingEvent',
   'createEngine',
   'createRedis',
+  'createTaskFromEntry',
   'createToolQueue',
   'decodeCursor',
   'describeRedisTarget',

@@ -4,7 +4,7 @@ import type { Job } from 'bullmq';
 import { LocalError, LocalErrorCode, type TaskRecord } from '@mcp-tasks/protocol';
 import type { ToolJobData } from '@mcp-tasks/engine';
 import type { Logger } from '@mcp-tasks/runtime';
-import { createToolContext, type ContextDeps } from '@mcp-tasks/worker/tool-context';
+import { createToolContext, type ContextDeps } from '@mcp-tasks/worker/internals';
 
 describe('tool context', () => {
   // Deps that fail the test once the context is made: a refused request must not reach the session, the broker or

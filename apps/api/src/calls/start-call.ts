@@ -1,7 +1,15 @@
 // tools/call, whichever wire it came in on: the tool and how it may run (T-TOOL-*, X-NEG-*), the arguments' size
 // and schema, its webhook, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
 // between the wires — how the answer is given — is theirs; what a call does is here, once.
-import { audit, AuditEvent, SecurityEvent, type CreatedTask, type CreateTaskInput } from '@mcp-tasks/engine';
+import {
+  audit,
+  AuditEvent,
+  createTaskFromEntry,
+  SecurityEvent,
+  type CreatedTask,
+  type CreateTaskInput,
+  type EntryTaskInput,
+} from '@mcp-tasks/engine';
 import {
   callDigest,
   LimitExceededError,
@@ -61,15 +69,11 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
 export async function startCall(context: CallContext, prepared: PreparedCall): Promise<StartedCall> {
   const { request, tool, asTask } = prepared;
   const { client } = request;
-  const input: CreateTaskInput = {
+  const input: EntryTaskInput = {
     kind: asTask ? TaskKind.Task : TaskKind.PlainToolCall,
     owner: context.caller.owner,
     sessionId: client.id,
-    tool: tool.name,
     arguments: prepared.arguments,
-    retrySafe: tool.retrySafe,
-    ...(tool.external ? { queue: tool.queue } : {}),
-    ...(tool.scheduling !== undefined ? { scheduling: tool.scheduling } : {}),
     ...(request.requestedTtl !== undefined ? { requestedTtl: request.requestedTtl } : {}),
     // A 2026 request's context has no stream once its answer is sent: a task's progress would have nowhere to go.
     ...(request.progressToken !== undefined && !(asTask && client.kind === 'request')
@@ -85,7 +89,7 @@ export async function startCall(context: CallContext, prepared: PreparedCall): P
     ...(prepared.webhook ? { webhook: prepared.webhook } : {}),
   };
   // The create script opens the request in its step when the transport left that to it (RequestOpening).
-  const record = await createAudited(context, input, asTask ? request.opening : undefined);
+  const record = await createAudited(context, tool, input, asTask ? request.opening : undefined);
   return { record, tool, asTask };
 }
 
@@ -115,21 +119,30 @@ function runsAsTask(tool: CatalogEntry, execution: Execution, plainRequired: boo
   return execution === 'task';
 }
 
-/** Writes the record and its job; audits the creation, or the refusal at the owner's cap. */
+/**
+ * Writes the record and its job, audited (the engine's createTaskFromEntry, as a child call's); audits the refusal at
+ * the owner's cap, an access of this request refused.
+ */
 async function createAudited(
   context: CallContext,
-  input: CreateTaskInput,
+  tool: CatalogEntry,
+  input: EntryTaskInput,
   opening: CallRequest['opening'],
 ): Promise<CreatedTask> {
   const { services, caller } = context;
-  const record = await services.tasks.create(input, opening).catch((error: unknown) => {
+  const requester = {
+    audit: services.security.audit,
+    requestId: caller.requestId,
+    ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
+  };
+  const record = await createTaskFromEntry(services.tasks, tool, input, requester, opening).catch((error: unknown) => {
     if (error instanceof LimitExceededError) {
       audit(services.security.audit, AuditEvent.AccessRejected, {
         reason: 'too_many_tasks',
         principal: caller.owner,
         ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
         requestId: caller.requestId,
-        tool: input.tool,
+        tool: tool.name,
         address: caller.address,
       });
       services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
@@ -137,15 +150,6 @@ async function createAudited(
     throw error;
   });
   context.span?.setAttribute('mcp.task.id', record.taskId);
-  audit(services.security.audit, record.reused ? AuditEvent.TaskReused : AuditEvent.TaskCreated, {
-    principal: record.owner,
-    taskId: record.taskId,
-    tool: input.tool,
-    requestId: caller.requestId,
-    ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
-    kind: record.kind,
-    ttl: record.ttl,
-  });
   return record;
 }
 
