@@ -13,6 +13,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/cli/package.json apps/cli/
 COPY apps/worker/package.json apps/worker/
 COPY packages/protocol/package.json packages/protocol/
+COPY packages/runtime/package.json packages/runtime/
 COPY packages/engine/package.json packages/engine/
 COPY packages/tools/package.json packages/tools/
 COPY packages/client/package.json packages/client/

@@ -85,6 +85,22 @@ export default tseslint.config(
     },
   },
   {
+    // The process plumbing touches no Redis: what reads or writes Redis is the engine's (docs/architecture.md).
+    files: ['packages/runtime/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: ['**/packages/*/src/**', '**/apps/*/src/**', '@mcp-tasks/*/src/**'],
+          paths: [
+            { name: 'ioredis', message: "Redis is the engine's (@mcp-tasks/engine), not the runtime's." },
+            { name: 'bullmq', message: "Redis is the engine's (@mcp-tasks/engine), not the runtime's." },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Small functions that read top-down (docs/architecture.md); tests' describe blocks are exempt.
     files: ['apps/*/src/**/*.ts', 'packages/*/src/**/*.ts', 'scripts/**/*.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 120 }] },

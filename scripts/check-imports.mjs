@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // `pnpm lint` runs this: the source modules' imports must form no cycle — type-only imports included, which
 // eslint's import-x/no-cycle skips — and must point down the layers docs/architecture.md draws: packages never
-// import apps, apps never import each other (but the installable package, which bundles them), and inside the api
-// the use cases (calls/) never import the wires or the transport, and a wire (wires/rev<date>/) never imports another;
-// and the Redis client library is the engine's alone. Prints each cycle, each upward import and each library
-// imported outside its owner, with the files that make it, and exits 1.
+// import apps, apps never import each other (but the installable package, which bundles them), inside the engine a
+// concern never imports one above it, inside the api the use cases (calls/) never import the wires or the transport,
+// and a wire (wires/rev<date>/) never imports another; and the Redis client library is the engine's alone. Prints each
+// cycle, each upward import and each library imported outside its owner, with the files that make it, and exits 1.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,18 @@ const root =
     ? resolve(process.argv[rootArgument + 1] ?? '.')
     : join(dirname(fileURLToPath(import.meta.url)), '..');
 
+/** One layer per concern folder of the engine: `below` are the concerns it may import; every other one it may not. */
+function engineConcerns(order) {
+  const folder = (name) => `packages/engine/src/${name}/`;
+  const all = [...order.map(([name]) => name), 'ops'];
+  return order.map(([name, below]) => ({
+    layer: folder(name),
+    may: ['packages/protocol/', 'packages/runtime/', 'packages/engine/src/'],
+    not: all.filter((other) => other !== name && !below.includes(other)).map(folder),
+    why: 'a concern of the engine never imports one above it',
+  }));
+}
+
 /**
  * Who may import whom, by the first matching pattern of each side (paths relative to the root, '/'-separated). A
  * module may always import within its own layer (the same folder prefix).
@@ -24,7 +36,21 @@ const root =
 const LAYERS = [
   // The vocabulary: nothing of ours.
   { layer: 'packages/protocol/', may: [] },
-  { layer: 'packages/engine/', may: ['packages/protocol/'] },
+  // Process plumbing that touches no Redis (logs, tracing, environment parsing, signals): nothing of ours either.
+  { layer: 'packages/runtime/', may: [] },
+  // The engine's concerns (docs/architecture.md), bottom up: each may import what the engine's folders share (the
+  // modules at the top of packages/engine/src/) and the concerns below it, never one above; ops/ reads them all.
+  ...engineConcerns([
+    ['records', []],
+    ['catalog', []],
+    ['scheduling', []],
+    ['security', ['records']],
+    ['durable', ['records']],
+    ['sessions', ['records', 'security']],
+    ['tasks', ['records', 'scheduling', 'security', 'sessions']],
+    ['webhooks', ['records', 'security', 'sessions']],
+  ]),
+  { layer: 'packages/engine/', may: ['packages/protocol/', 'packages/runtime/'] },
   { layer: 'packages/tools/', may: ['packages/protocol/'] },
   { layer: 'packages/client/', may: ['packages/protocol/'] },
   // Use cases below the wires: they never learn which revision asked.

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createLogger, type CleanupStack } from '@mcp-tasks/engine';
+import { createLogger, type CleanupStack } from '@mcp-tasks/runtime';
 import { toolQueueName, type ToolContext, type ToolDefinition } from '@mcp-tasks/protocol';
 import { UpstreamTools } from '@mcp-tasks/worker/internals';
 import { parseUpstreams } from '@mcp-tasks/worker';

@@ -7,7 +7,7 @@ import { freePort } from '../lib/ports.ts';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CleanupStack } from '@mcp-tasks/engine';
+import type { CleanupStack } from '@mcp-tasks/runtime';
 import { Redis } from 'ioredis';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

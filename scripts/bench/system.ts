@@ -2,7 +2,8 @@
 // workers on another prefix of the same Redis, MCP clients with their sessions, and the raw producer's queues.
 import { randomUUID } from 'node:crypto';
 import type { Agent } from 'node:http';
-import { CleanupStack, closeRedis, createRedis, KeySpace, type ToolJobData } from '@mcp-tasks/engine';
+import { closeRedis, createRedis, KeySpace, type ToolJobData } from '@mcp-tasks/engine';
+import { CleanupStack } from '@mcp-tasks/runtime';
 import { toolQueueName } from '@mcp-tasks/protocol';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';

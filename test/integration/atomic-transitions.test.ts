@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
 import {
-  createLogger,
   DEFAULT_SESSION_STREAM,
   InputBroker,
   KeySpace,
@@ -17,6 +16,7 @@ import {
   TaskStore,
   type ToolJobData,
 } from '@mcp-tasks/engine';
+import { createLogger } from '@mcp-tasks/runtime';
 import {
   cancelledSettlement,
   lostSettlement,

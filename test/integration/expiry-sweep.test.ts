@@ -5,7 +5,6 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import {
   closeRedis,
-  createLogger,
   createRedis,
   createToolQueue,
   DEFAULT_SESSION_STREAM,
@@ -19,6 +18,7 @@ import {
   type MaintenanceOptions,
   type ToolJobData,
 } from '@mcp-tasks/engine';
+import { createLogger } from '@mcp-tasks/runtime';
 import type { TaskRecord, TaskStatus } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -10,7 +10,6 @@ import { type Job, type Queue, Worker } from 'bullmq';
 import {
   BULLMQ_JOB_LAYOUT_VERSION,
   closeRedis,
-  ConfigError,
   createEngine,
   createRedis,
   type Engine,
@@ -19,6 +18,7 @@ import {
   type ToolJobData,
   toolJobOptions,
 } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import { toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
 import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';

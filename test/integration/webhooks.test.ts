@@ -7,12 +7,12 @@ import { Redis } from 'ioredis';
 import {
   closeRedis,
   createEngine,
-  createLogger,
   createRedis,
   WebhookDelivery,
   type Engine,
   type TaskInspection,
 } from '@mcp-tasks/engine';
+import { createLogger } from '@mcp-tasks/runtime';
 import { runCli } from '@mcp-tasks/cli';
 import { TaskStatus, type TaskRecord, type WebhookTarget } from '@mcp-tasks/protocol';
 import { commandsDuring } from '../support/command-stats.ts';

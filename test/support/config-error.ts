@@ -1,6 +1,6 @@
 // The message of the ConfigError that loading a configuration throws (fails the test when it loads).
 import { expect } from 'chai';
-import { ConfigError } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 
 export function configError(load: () => unknown): string {
   try {

@@ -1,14 +1,8 @@
 // Catalog entries as untrusted input (docs/catalog.md, "Bounds" and "Schema validation"; docs/security.md): bounds
 // of size and depth at publish and at read, schemas that compile in isolation, patterns in linear time, $ref loops.
 import { expect } from 'chai';
-import {
-  catalogBoundsOf,
-  CatalogEnvSchema,
-  ConfigError,
-  DEFAULT_SCHEMA_BUDGET,
-  parseEnv,
-  SchemaBudget,
-} from '@mcp-tasks/engine';
+import { catalogBoundsOf, CatalogEnvSchema, DEFAULT_SCHEMA_BUDGET, parseEnv, SchemaBudget } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import {
   admitEntryToPublish,
   admitPublishedEntry,

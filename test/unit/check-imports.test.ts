@@ -50,4 +50,14 @@ describe('import rules (scripts/check-imports.mjs, part of pnpm lint)', function
     expect(output).to.contain('apps/api/src/calls/plain.ts imports ioredis: only packages/engine/ may');
     expect(output).to.not.contain('packages/engine/src/redis.ts imports');
   });
+
+  it('fails on a concern of the engine importing one above it (records/ -> ops/)', () => {
+    const { status, output } = check('test/fixtures/imports/upward');
+    expect(status).to.equal(1);
+    expect(output).to.contain(
+      'upward import: packages/engine/src/records/store.ts -> packages/engine/src/ops/task-admin.ts ' +
+        '(packages/engine/src/records/ must not import packages/engine/src/ops/task-admin.ts: ' +
+        'a concern of the engine never imports one above it)',
+    );
+  });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { CleanupStack } from '@mcp-tasks/engine';
+import { CleanupStack } from '@mcp-tasks/runtime';
 
 /** A release step that finishes only when the test lets it. */
 function gate(): { promise: Promise<void>; open: () => void } {

@@ -1,8 +1,9 @@
-// createLogger (engine logger.ts) writes a line winston would pass straight to its Console transport without
+// createLogger (runtime logger.ts) writes a line winston would pass straight to its Console transport without
 // winston's streams. The lines must be those winston's own path writes, byte for byte (timestamps aside), to the
 // same stream, in the same order, with the same levels and silences; a logger in another shape keeps winston's path.
 import { expect } from 'chai';
-import { audit, auditLogger, AuditEvent, createLogger, type Logger } from '@mcp-tasks/engine';
+import { audit, auditLogger, AuditEvent } from '@mcp-tasks/engine';
+import { createLogger, type Logger } from '@mcp-tasks/runtime';
 
 interface Written {
   stream: 'stdout' | 'stderr';

@@ -1,7 +1,8 @@
 // Scheduling settings and the decisions made from them without I/O (docs/scheduling.md): backoff waits, what follows a
 // failed run, operators' overrides, and the fair-order step of a weight.
 import { expect } from 'chai';
-import { ConfigError, fairStep, loadSchedulingSettings, SchedulingEnvSchema } from '@mcp-tasks/engine';
+import { fairStep, loadSchedulingSettings, SchedulingEnvSchema } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import {
   catalogEntryOf,
   ChildTaskError,

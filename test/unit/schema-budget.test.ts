@@ -6,13 +6,13 @@
 import { expect } from 'chai';
 import {
   CatalogEnvSchema,
-  ConfigError,
   DEFAULT_SCHEMA_BUDGET,
   parseEnv,
   SchemaBudget,
   schemaBudgetOf,
   type SchemaBudgetSettings,
 } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import {
   catalogEntryOf,
   checkArgumentsSchema,

@@ -12,7 +12,7 @@ import {
   ownerLabel,
   redactSessionFields,
   sessionDigest,
-} from '@mcp-tasks/engine';
+} from '@mcp-tasks/runtime';
 import { loadWorkerConfig } from '@mcp-tasks/worker';
 import { configError } from '../support/config-error.ts';
 

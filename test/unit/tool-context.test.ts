@@ -2,7 +2,8 @@
 import { expect } from 'chai';
 import type { Job } from 'bullmq';
 import { LocalError, LocalErrorCode, type TaskRecord } from '@mcp-tasks/protocol';
-import type { Logger, ToolJobData } from '@mcp-tasks/engine';
+import type { ToolJobData } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import { createToolContext, type ContextDeps } from '@mcp-tasks/worker/internals';
 
 describe('tool context', () => {

@@ -9,7 +9,7 @@ import {
   tracer,
   tracingRequested,
   type TracingHandle,
-} from '@mcp-tasks/engine';
+} from '@mcp-tasks/runtime';
 
 const META_PARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 const HEADER_PARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';

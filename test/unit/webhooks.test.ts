@@ -3,7 +3,6 @@
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import {
-  ConfigError,
   loadWebhookSettings,
   OutboundTargets,
   parseWebhookSecrets,
@@ -11,6 +10,7 @@ import {
   webhookBody,
   webhookSignature,
 } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import { InvalidInputError, parseWebhookMeta, RunnerMeta, type TaskRecord } from '@mcp-tasks/protocol';
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;

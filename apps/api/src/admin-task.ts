@@ -7,10 +7,10 @@ import {
   AuditEvent,
   operatorTask,
   type Engine,
-  type Logger,
   type TaskAdmin,
   type TaskService,
 } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 import { LocalErrorCode, ProtocolError, type TaskRecord } from '@mcp-tasks/protocol';
 
 /** What an operator can do to a task from the dashboard (the CLI's cancel and retry, on the api's engine). */

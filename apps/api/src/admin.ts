@@ -6,13 +6,12 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import {
   operatorInspection,
   operatorTask,
-  ownerLabel,
   TOOL_QUEUE_NAME,
   type ActivityRecorder,
-  type Logger,
   type TaskAdmin,
   type ToolJobData,
 } from '@mcp-tasks/engine';
+import { ownerLabel, type Logger } from '@mcp-tasks/runtime';
 import { TASK_STATUSES, TaskKind, ProtocolError, type TaskStatus } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { z } from 'zod';

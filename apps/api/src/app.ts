@@ -3,18 +3,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import {
-  audit,
-  AuditEvent,
-  CleanupStack,
-  createLogger,
-  listenOn,
-  startTracing,
-  tracingRequested,
-  type Engine,
-  type Logger,
-  type RedisClient,
-} from '@mcp-tasks/engine';
+import { audit, AuditEvent, type Engine, type RedisClient } from '@mcp-tasks/engine';
+import { CleanupStack, createLogger, listenOn, startTracing, tracingRequested, type Logger } from '@mcp-tasks/runtime';
 import { createAuthenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { ApiServices } from './context.ts';

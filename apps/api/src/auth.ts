@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { NextFunction, Request, Response } from 'express';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
-import { ConfigError } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import { ErrorCode } from '@mcp-tasks/protocol';
 import { JWKS_DEFAULT_ALGORITHMS, type ApiConfig } from './config.ts';
 

@@ -3,7 +3,8 @@
 // docs/external-tools.md for the payloads and answers.
 import { createHash } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { verifyCallbackToken, type ExternalTasks, type Logger, type TaskStore } from '@mcp-tasks/engine';
+import { verifyCallbackToken, type ExternalTasks, type TaskStore } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 import {
   CallbackPayloadSchema,
   describeIssues,

@@ -2,7 +2,6 @@
 // (wires/rev*/context.ts).
 import type {
   InputBroker,
-  Logger,
   RateLimiter,
   RunnerMetrics,
   SessionEvents,
@@ -13,6 +12,7 @@ import type {
   TaskStore,
   WebhookSettings,
 } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import type { Authenticator } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { RequestStateSigner } from './request-state.ts';

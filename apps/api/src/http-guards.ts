@@ -1,7 +1,7 @@
 // Transport-level checks of the Streamable HTTP spec that run before any JSON-RPC: DNS-rebinding protection
 // (Host and Origin). Content negotiation is in responses.ts.
 import type { NextFunction, Request, Response } from 'express';
-import { hostAllowed, hostRefusal, isLoopbackHost } from '@mcp-tasks/engine';
+import { hostAllowed, hostRefusal, isLoopbackHost } from '@mcp-tasks/runtime';
 import { ErrorCode } from '@mcp-tasks/protocol';
 import { sendHttpError } from './responses.ts';
 

@@ -1,5 +1,5 @@
 // Entry point of one api process: `pnpm api`.
-import { ConfigError, stopOnShutdownSignal } from '@mcp-tasks/engine';
+import { ConfigError, stopOnShutdownSignal } from '@mcp-tasks/runtime';
 import { startApi } from './app.ts';
 import { loadApiConfig } from './config.ts';
 

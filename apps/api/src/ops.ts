@@ -2,17 +2,8 @@
 // metrics (behind METRICS_TOKEN, or open on a loopback bind only), and the admin dashboard when ADMIN_TOKEN is set. Refused /mcp requests
 // are counted where /mcp is served (transport/router.ts).
 import express, { type Router } from 'express';
-import {
-  metricsAccess,
-  type CleanupStack,
-  type Engine,
-  type Logger,
-  type MetricsGate,
-  type RedisClient,
-  type RunnerMetrics,
-  type TaskAdmin,
-  type ToolJobData,
-} from '@mcp-tasks/engine';
+import { type Engine, type RedisClient, type RunnerMetrics, type TaskAdmin, type ToolJobData } from '@mcp-tasks/engine';
+import { metricsAccess, type CleanupStack, type Logger, type MetricsGate } from '@mcp-tasks/runtime';
 import type { CatalogEntry } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { adminRouter, carriesAdminToken, operatorActions } from './admin.ts';

@@ -9,7 +9,7 @@ import {
   withSpan,
   type Span,
   type TraceContext,
-} from '@mcp-tasks/engine';
+} from '@mcp-tasks/runtime';
 import type { JsonRpcErrorObject, JsonRpcId } from '@mcp-tasks/protocol';
 
 export interface RequestSpan {

@@ -6,23 +6,20 @@ import {
   auditObserver,
   CatalogView,
   logCatalogRefusals,
-  type CleanupStack,
   closeRedis,
   coalesceWrites,
   ConnectionSlots,
   createEngine,
   createRedis,
   describeRedisTarget,
-  isLoopbackHost,
-  metricsWarning,
   RateLimiter,
   RedisConnectionLog,
   registerSecurityCounters,
   RunnerMetrics,
   type Engine,
-  type Logger,
   type RedisClient,
 } from '@mcp-tasks/engine';
+import { type CleanupStack, isLoopbackHost, metricsWarning, type Logger } from '@mcp-tasks/runtime';
 import type { Authenticator } from './auth.ts';
 import { TaskHandles } from './calls/handle-policy.ts';
 import { PlainCalls } from './calls/plain-calls.ts';

@@ -4,14 +4,8 @@
 // the answer of an unknown task. The event's data is the body's `data` (any JSON; absent: none).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
-import {
-  audit,
-  AuditEvent,
-  verifyCallbackToken,
-  type Logger,
-  type RateLimiter,
-  type TaskSignals,
-} from '@mcp-tasks/engine';
+import { audit, AuditEvent, verifyCallbackToken, type RateLimiter, type TaskSignals } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 import {
   InvalidInputError,
   InvalidStateError,

@@ -1,6 +1,7 @@
 // The `mcpt` program: one command per operator task, each with --help, --json for scripts and tables otherwise.
 import { Command, CommanderError } from 'commander';
-import { AdminError, ConfigError } from '@mcp-tasks/engine';
+import { AdminError } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import { ProtocolError } from '@mcp-tasks/protocol';
 import { registerCancel } from './commands/cancel.ts';
 import { registerInspect } from './commands/inspect.ts';

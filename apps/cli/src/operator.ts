@@ -1,7 +1,6 @@
 // What every command works with: one Redis connection and the engine objects built on it, opened only when a
 // command needs Redis (--help does not) and closed in reverse order, also when the command fails.
 import {
-  CleanupStack,
   closeRedis,
   createEngine,
   createRedis,
@@ -13,6 +12,7 @@ import {
   type TaskStore,
   type ToolJobData,
 } from '@mcp-tasks/engine';
+import { CleanupStack } from '@mcp-tasks/runtime';
 import type { CatalogEntry, TaskRecord } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { loadCliConfig, type CliConfig } from './config.ts';

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
-import { ConfigError } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 
 /**
  * A tiny supervisor between us and redis-server: it holds the read end of a pipe whose write end only this process

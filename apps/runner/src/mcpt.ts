@@ -3,7 +3,8 @@
 // (overview, list, inspect, cancel, retry, purge). Runs on plain Node: this file is built into dist/mcpt.js.
 import { loadApiConfig, startApi } from '@mcp-tasks/api';
 import { removeStartState, runCli, writeStartState } from '@mcp-tasks/cli';
-import { CatalogConflictError, ConfigError, stopOnShutdownSignal } from '@mcp-tasks/engine';
+import { CatalogConflictError } from '@mcp-tasks/engine';
+import { ConfigError, stopOnShutdownSignal } from '@mcp-tasks/runtime';
 import { loadWorkerConfig, servedSources, startWorker } from '@mcp-tasks/worker';
 import { startLocalRedis, type LocalRedis } from './local-redis.ts';
 

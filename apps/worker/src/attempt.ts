@@ -4,12 +4,12 @@ import type { Job } from 'bullmq';
 import type {
   AttemptEnding,
   AttemptRun,
-  Logger,
   OwnerCaps,
   SchedulingCounter,
   TaskStore,
   ToolJobData,
 } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import type { Scheduling, TaskRecord, ToolRegistry } from '@mcp-tasks/protocol';
 import type { ChildCallDeps } from './child-calls.ts';
 import type { DelayedCalls } from './delayed-calls.ts';

@@ -1,6 +1,7 @@
 // Stops the tools of tasks that were cancelled (or deleted) while they run here: on the api's broadcast, and by a
 // periodic check of their statuses in case a message was missed.
-import { parseControlMessage, type CleanupStack, type Engine, type Logger } from '@mcp-tasks/engine';
+import { parseControlMessage, type Engine } from '@mcp-tasks/engine';
+import { type CleanupStack, type Logger } from '@mcp-tasks/runtime';
 import { isTerminal } from '@mcp-tasks/protocol';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
 

@@ -1,6 +1,7 @@
 // What this worker serves, in the tool catalog (docs/catalog.md): published before any job is taken, then at every
 // heartbeat and at every change of an upstream's tools, with the tool queues run here following what is served.
-import { CatalogConflictError, type CleanupStack, type Logger } from '@mcp-tasks/engine';
+import { CatalogConflictError } from '@mcp-tasks/engine';
+import { type CleanupStack, type Logger } from '@mcp-tasks/runtime';
 import type { CatalogEntry } from '@mcp-tasks/protocol';
 import type { QueueWorkers } from './queue-workers.ts';
 import type { ServedTools } from './served-tools.ts';

@@ -6,17 +6,15 @@
 // digest of the call, so a later attempt of the parent waits for the same child, and a later attempt whose call
 // under that key is another one is refused (NonDeterministicCallError) rather than handed another call's result.
 import {
-  carrierFor,
   createTaskFromEntry,
   type ArgumentValidator,
   type CatalogView,
   type FiledCall,
-  type Logger,
   type RateLimiter,
   type TaskService,
   type TaskStore,
-  type TraceContext,
 } from '@mcp-tasks/engine';
+import { carrierFor, type Logger, type TraceContext } from '@mcp-tasks/runtime';
 import {
   callDigest,
   ChildTaskError,

@@ -2,7 +2,8 @@
 // the delayed set (BullMQ's DelayedError), its next run after the backoff (RetryLater), or nothing; and with it the
 // attempt's log line, its trace attributes and the scheduling counters.
 import { DelayedError, type Job } from 'bullmq';
-import { AttemptEnding, handedBackMessage, type AttemptRun, type Logger, type ToolJobData } from '@mcp-tasks/engine';
+import { AttemptEnding, handedBackMessage, type AttemptRun, type ToolJobData } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 import {
   ErrorCode,
   isTerminal,

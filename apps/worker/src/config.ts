@@ -2,7 +2,6 @@
 import {
   CallbackEnvSchema,
   CatalogEnvSchema,
-  intFromEnv,
   LogEnvSchema,
   MetricsEnvSchema,
   parseEnv,
@@ -14,6 +13,7 @@ import {
   TaskEnvSchema,
   WebhookEnvSchema,
 } from '@mcp-tasks/engine';
+import { intFromEnv } from '@mcp-tasks/runtime';
 import { z } from 'zod';
 
 export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)

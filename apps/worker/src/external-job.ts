@@ -2,14 +2,8 @@
 // then either give the job up (callback: the api settles the task when the external system reports) or poll its
 // status from a delayed job, so that no worker slot is held between polls.
 import type { Job } from 'bullmq';
-import {
-  callbackUrl,
-  forwardCancel,
-  signCallbackToken,
-  type ExternalTasks,
-  type Logger,
-  type ToolJobData,
-} from '@mcp-tasks/engine';
+import { callbackUrl, forwardCancel, signCallbackToken, type ExternalTasks, type ToolJobData } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 import {
   CallToolResultSchema,
   describeIssues,

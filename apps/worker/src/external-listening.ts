@@ -1,7 +1,8 @@
 // Tools served by external consumers: this worker maps their jobs' outcomes onto the tasks (docs/job-contract.md),
 // for its own queue tools and for those a consumer in another language published to the catalog. Each queue's
 // listener is registered on the cleanup stack as it starts, also when the catalog names a new one at runtime.
-import { type CatalogView, ExternalQueueListener, type CleanupStack, type Logger } from '@mcp-tasks/engine';
+import { type CatalogView, ExternalQueueListener } from '@mcp-tasks/engine';
+import { type CleanupStack, type Logger } from '@mcp-tasks/runtime';
 import { queueOfTool, type CatalogEntry, type ToolDefinition } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import type { WorkerEngine } from './worker-engine.ts';

@@ -3,19 +3,17 @@
 // attempts lost to a crash. They join the trace of the api request that queued the job (ToolJobData.trace). Made
 // only while tracing is on: `startJobTrace` answers undefined otherwise and callers skip every step with `?.`.
 import type { Job } from 'bullmq';
+import { traceLostAttempts, type TaskStore, type ToolJobData } from '@mcp-tasks/engine';
 import {
   contextOf,
   endWithError,
   SpanKind,
-  traceLostAttempts,
   tracer,
   withSpan,
   type Attributes,
   type Span,
-  type TaskStore,
-  type ToolJobData,
   type TraceContext,
-} from '@mcp-tasks/engine';
+} from '@mcp-tasks/runtime';
 
 export interface JobTrace {
   /** The context the attempt's children start in. */

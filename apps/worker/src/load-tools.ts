@@ -4,7 +4,7 @@
 import { createRequire, register } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import type { ToolDefinition } from '@mcp-tasks/protocol';
 
 /** The tools of every module `spec` names, in order; undefined when `spec` names none. */

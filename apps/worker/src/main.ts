@@ -1,7 +1,8 @@
 // Entry point of one worker process: `pnpm worker` or `mcpt worker`. MCPT_TOOLS names the tool modules, and
 // MCPT_UPSTREAMS / UPSTREAM_MCP_COMMAND / UPSTREAM_MCP_URL the MCP servers whose tools are served too; the demo
 // tools only with `--demo` or MCPT_DEMO=1 (served-sources.ts). With none of them the worker refuses to start.
-import { CatalogConflictError, ConfigError, stopOnShutdownSignal } from '@mcp-tasks/engine';
+import { CatalogConflictError } from '@mcp-tasks/engine';
+import { ConfigError, stopOnShutdownSignal } from '@mcp-tasks/runtime';
 import { CatalogEntryError } from '@mcp-tasks/protocol';
 import { loadWorkerConfig } from './config.ts';
 import { servedSources } from './served-sources.ts';

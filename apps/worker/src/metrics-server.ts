@@ -3,6 +3,7 @@
 // HTTP server; the counters they own (tasks finished, durations, queue wait) can only be scraped here.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type RunnerMetrics } from '@mcp-tasks/engine';
 import {
   hostAllowed,
   hostRefusal,
@@ -12,8 +13,7 @@ import {
   type CleanupStack,
   type Logger,
   type MetricsGate,
-  type RunnerMetrics,
-} from '@mcp-tasks/engine';
+} from '@mcp-tasks/runtime';
 import type { WorkerConfig } from './config.ts';
 
 /** With WORKER_METRICS_PORT set: the listener, with the gauges of the tasks this worker runs (`running`). */

@@ -4,7 +4,6 @@
 import type { Queue } from 'bullmq';
 import {
   isConnectionError,
-  type Logger,
   type RedisClient,
   type RedisConnectionLog,
   type TaskStore,
@@ -12,6 +11,7 @@ import {
   type ToolJobData,
   ToolQueueWorker,
 } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 import { isTerminal, lostSettlement } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
 import type { RunEventEmitter } from './run-events.ts';

@@ -9,13 +9,12 @@ import {
   lostAttemptMessage,
   LostJobs,
   workerOf,
-  type CleanupStack,
   type KeySpace,
   type LostJob,
-  type Logger,
   type RedisClient,
   type TaskStore,
 } from '@mcp-tasks/engine';
+import { type CleanupStack, type Logger } from '@mcp-tasks/runtime';
 import { isTerminal } from '@mcp-tasks/protocol';
 import type { QueueWorkers } from './queue-workers.ts';
 

@@ -5,7 +5,8 @@
 // It lives in the job's data rather than in the task record: it is the worker's private state of one execution,
 // read only by the next attempt of that job, never rendered to a client, and gone with the job.
 import type { Job } from 'bullmq';
-import type { Logger, ToolJobData, UpstreamTaskRef } from '@mcp-tasks/engine';
+import type { ToolJobData, UpstreamTaskRef } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import type { ToolContext } from '@mcp-tasks/protocol';
 
 export interface ResumePoint {

@@ -3,14 +3,8 @@
 // only forward. The task transitions they also count come from the store's observers.
 import { EventEmitter } from 'node:events';
 import type { Job } from 'bullmq';
-import {
-  auditLogger,
-  auditObserver,
-  RunnerMetrics,
-  type Engine,
-  type Logger,
-  type ToolJobData,
-} from '@mcp-tasks/engine';
+import { auditLogger, auditObserver, RunnerMetrics, type Engine, type ToolJobData } from '@mcp-tasks/engine';
+import { type Logger } from '@mcp-tasks/runtime';
 
 export interface RunEvents {
   /** A job became active on one of this process's tool-queue workers (BullMQ's 'active'). */

@@ -1,14 +1,8 @@
 // The worker's side of scheduling that runs on timers (docs/scheduling.md): the global limits of the tools it runs,
 // applied to their queues at start and again at every heartbeat, and the run leases of the per-principal caps,
 // renewed while the runs go on.
-import {
-  applyQueueLimits,
-  OwnerCaps,
-  type CleanupStack,
-  type ExternalQueues,
-  type Logger,
-  type SchedulingSettings,
-} from '@mcp-tasks/engine';
+import { applyQueueLimits, OwnerCaps, type ExternalQueues, type SchedulingSettings } from '@mcp-tasks/engine';
+import { type CleanupStack, type Logger } from '@mcp-tasks/runtime';
 import { HeldRuns } from './scheduling.ts';
 import type { ServedTools } from './served-tools.ts';
 import type { WorkerEngine } from './worker-engine.ts';

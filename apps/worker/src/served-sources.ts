@@ -1,7 +1,7 @@
 // What a worker started from the environment serves (`mcpt worker`, `mcpt start`, `pnpm worker`): the modules of
 // MCPT_TOOLS, the upstream MCP servers, and the demo tools only when asked for (MCPT_DEMO=1, `--demo`): a worker
 // that silently served them (`crash` included) would put them into a shared catalog.
-import { ConfigError } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import type { ToolDefinition } from '@mcp-tasks/protocol';
 import { demoTools } from '@mcp-tasks/tools';
 import type { WorkerConfig } from './config.ts';

@@ -7,10 +7,9 @@ import {
   type SessionEvents,
   type SessionStore,
   type TaskStore,
-  type Logger,
   type ToolJobData,
-  type TraceContext,
 } from '@mcp-tasks/engine';
+import { type Logger, type TraceContext } from '@mcp-tasks/runtime';
 import {
   LocalError,
   LocalErrorCode,

@@ -9,11 +9,10 @@ import {
   describeRedisTarget,
   RedisConnectionLog,
   workerConnectionName,
-  type CleanupStack,
   type Engine,
-  type Logger,
   type RedisClient,
 } from '@mcp-tasks/engine';
+import { type CleanupStack, type Logger } from '@mcp-tasks/runtime';
 import type { WorkerConfig } from './config.ts';
 
 export interface WorkerEngine {

@@ -6,18 +6,15 @@ import {
   auditLogger,
   catalogBoundsOf,
   CatalogView,
-  CleanupStack,
   countSchedulingEvent,
-  createLogger,
   loadSchedulingSettings,
   logCatalogRefusals,
   Maintenance,
-  startTracing,
   workerInstance,
-  type Logger,
   type OwnerCaps,
   type SchedulingSettings,
 } from '@mcp-tasks/engine';
+import { CleanupStack, createLogger, startTracing, type Logger } from '@mcp-tasks/runtime';
 import type { ToolDefinition } from '@mcp-tasks/protocol';
 import type { JobDeps } from './attempt.ts';
 import { listenForCancels } from './cancellation.ts';

@@ -1,9 +1,10 @@
-// Environment parsing shared by every process: one zod schema per app, parsed once into a frozen object, with
-// errors that name the variable and what it accepts.
+// The runner's settings that several processes share (Redis, sessions, the catalog, tasks, rate limits, metrics),
+// one zod schema each, which an app composes into its own and parses once with parseEnv: @mcp-tasks/runtime's
+// parsing, plus the Redis Cluster rules across variables.
 import { DEFAULT_CATALOG_BOUNDS, type CatalogBounds } from '@mcp-tasks/protocol';
-import { DEFAULT_SCHEMA_BUDGET, type SchemaBudgetSettings } from './schema-budget.ts';
+import { type EnvProblem, intFromEnv, parseEnvWith } from '@mcp-tasks/runtime';
+import { DEFAULT_SCHEMA_BUDGET, type SchemaBudgetSettings } from './catalog/schema-budget.ts';
 import { z } from 'zod';
-import { isSecretVariable, maskUrlPasswords } from './redact.ts';
 import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
 
 /** How often, at most, a process sends its pending dashboard figures (DASHBOARD_FLUSH_MS, this by default). */
@@ -43,16 +44,6 @@ export const LogEnvSchema = z.object({
   /** While Redis is unreachable: the least time between two "redis still unreachable" lines (redis-log.ts). */
   REDIS_DOWN_LOG_INTERVAL_MS: intFromEnv(30_000, { min: 100 }),
 });
-
-/** A whole number from the environment, e.g. `intFromEnv(1000, { min: 1 })`. */
-export function intFromEnv(defaultValue: number, bounds: { min?: number; max?: number } = {}) {
-  return z.coerce
-    .number()
-    .int()
-    .min(bounds.min ?? 0)
-    .max(bounds.max ?? Number.MAX_SAFE_INTEGER)
-    .default(defaultValue);
-}
 
 /** Shared by every process: api, workers and the CLI write a session's event stream and must agree on its lifetime. */
 export const SessionEnvSchema = z.object({
@@ -178,35 +169,12 @@ export const MetricsEnvSchema = z.object({
 
 export type MetricsEnv = z.infer<typeof MetricsEnvSchema>;
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
-
+/**
+ * Parses a process's environment (@mcp-tasks/runtime's parseEnvWith) with the Redis Cluster rules below, which every
+ * schema built on RedisEnvSchema needs.
+ */
 export function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): Readonly<z.infer<S>> {
-  // Empty variables count as unset, as in most shells' `FOO= cmd`.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
-  const parsed = schema.safeParse(present);
-  const problems = parsed.success
-    ? []
-    : parsed.error.issues.map((issue) => ({ name: String(issue.path[0] ?? ''), message: issue.message }));
-  const data = parsed.success ? applyClusterRules(parsed.data, present, problems) : undefined;
-  if (problems.length === 0) return Object.freeze(data as z.infer<S>);
-  const lines = problems.map(
-    ({ name, message }) => `  ${shownValue(name, present[name])}: ${redactIn(message, name, present[name])}`,
-  );
-  throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
-}
-
-function shownValue(name: string, value: string | undefined): string {
-  if (value === undefined) return `${name} (unset)`;
-  if (isSecretVariable(name)) return `${name} (value hidden, ${value.length} characters)`;
-  return `${name}=${JSON.stringify(maskUrlPasswords(value))}`;
-}
-
-/** A validation message that quotes the rejected value (a custom check may) gets it hidden as well. */
-function redactIn(message: string, name: string, value: string | undefined): string {
-  const masked = maskUrlPasswords(message);
-  return isSecretVariable(name) && value && value.length >= 4 ? masked.split(value).join('***') : masked;
+  return parseEnvWith(schema, env, [applyClusterRules]);
 }
 
 /**
@@ -217,7 +185,7 @@ function redactIn(message: string, name: string, value: string | undefined): str
 function applyClusterRules(
   data: unknown,
   present: Record<string, string | undefined>,
-  problems: { name: string; message: string }[],
+  problems: EnvProblem[],
 ): unknown {
   if (typeof data !== 'object' || data === null) return data;
   const env = data as Partial<RedisEnv>;

@@ -1,8 +1,8 @@
 // The composition root of the engine: api, workers and the CLI build their Redis-side objects here, from their
 // connections and their configuration, so that they cannot disagree on key names, lifetimes or limits.
-import { ActivityRecorder } from './activity.ts';
+import { ActivityRecorder } from './ops/activity.ts';
 import type { Queue } from 'bullmq';
-import { ToolCatalog } from './catalog.ts';
+import { ToolCatalog } from './catalog/catalog.ts';
 import {
   catalogBoundsOf,
   CatalogEnvSchema,
@@ -15,34 +15,39 @@ import {
   type SessionEnv,
   type TaskEnv,
 } from './config.ts';
-import { FairQueue } from './fair-queue.ts';
+import { FairQueue } from './scheduling/fair-queue.ts';
 import { GatewayState } from './gateway.ts';
 import {
   loadSchedulingSettings,
   SchedulingEnvSchema,
   type SchedulingEnv,
   type SchedulingSettings,
-} from './scheduling-config.ts';
-import { SchemaBudget } from './schema-budget.ts';
-import { SessionEvents } from './session-events.ts';
-import { SchedulingView } from './tool-limits.ts';
-import { ExternalTasks } from './external.ts';
+} from './scheduling/scheduling-config.ts';
+import { SchemaBudget } from './catalog/schema-budget.ts';
+import { SessionEvents } from './sessions/session-events.ts';
+import { SchedulingView } from './scheduling/tool-limits.ts';
+import { ExternalTasks } from './tasks/external.ts';
 import { ExternalQueues } from './external-queues.ts';
-import { InputBroker } from './input-broker.ts';
+import { InputBroker } from './sessions/input-broker.ts';
 import { KeySpace } from './keys.ts';
 import { checkJobLayoutVersion, installedBullmqVersion } from './bullmq/index.ts';
 import { createToolQueue, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
-import { SessionCalls } from './session-calls.ts';
-import { SessionStore } from './sessions.ts';
-import { SigningKeys } from './signing-keys.ts';
+import { SessionCalls } from './sessions/session-calls.ts';
+import { SessionStore } from './sessions/sessions.ts';
+import { SigningKeys } from './sessions/signing-keys.ts';
 import { Subscriber } from './subscriber.ts';
-import { TaskAdmin } from './task-admin.ts';
-import { TaskService, type TaskTiming } from './task-service.ts';
-import { SIGNAL_DEFAULTS, TaskSignals, type SignalEnv } from './task-signals.ts';
-import { ArgumentValidator } from './tool-arguments.ts';
+import { TaskAdmin } from './ops/task-admin.ts';
+import { TaskService, type TaskTiming } from './tasks/task-service.ts';
+import { SIGNAL_DEFAULTS, TaskSignals, type SignalEnv } from './durable/task-signals.ts';
+import { ArgumentValidator } from './catalog/tool-arguments.ts';
 import { DEFAULT_SESSION_STREAM, TaskStore } from './records/store.ts';
-import { loadWebhookSettings, WebhookEnvSchema, type WebhookEnv, type WebhookSettings } from './webhook-settings.ts';
+import {
+  loadWebhookSettings,
+  WebhookEnvSchema,
+  type WebhookEnv,
+  type WebhookSettings,
+} from './webhooks/webhook-settings.ts';
 
 export interface EngineConnections {
   /** The runner's own commands: records, sessions, event streams, scripts. */

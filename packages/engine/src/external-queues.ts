@@ -9,9 +9,9 @@ import {
   type Settlement,
 } from '@mcp-tasks/protocol';
 import { Queue, QueueEvents } from 'bullmq';
-import type { ExternalTasks } from './external.ts';
+import type { ExternalTasks } from './tasks/external.ts';
 import type { KeySpace } from './keys.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@mcp-tasks/runtime';
 import type { ToolJobData } from './queue.ts';
 import { isConnectionError } from './redis-log.ts';
 import { createRedis, closeRedis, type RedisClient } from './redis.ts';

@@ -2,7 +2,7 @@
 import { retryPolicyOf, toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis.ts';
-import type { TraceCarrier } from './tracing.ts';
+import type { TraceCarrier } from '@mcp-tasks/runtime';
 
 /**
  * The queue all tools shared before the catalog (docs/catalog.md, "Queues"): no job is added to it any more; workers

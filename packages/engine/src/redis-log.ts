@@ -2,7 +2,7 @@
 // (several a second, per connection), and BullMQ's objects repeat them: logged as they come, an outage buried the
 // logs under identical warnings and stacks. One warning when the connection is lost, naming the target; then at most
 // one line per REDIS_DOWN_LOG_INTERVAL_MS with the count of failures since; one info line when it is back.
-import type { Logger } from './logger.ts';
+import type { Logger } from '@mcp-tasks/runtime';
 import type { RedisClient } from './redis.ts';
 
 /** System error codes of a Redis that cannot be reached: expected during an outage, so logged without a stack. */

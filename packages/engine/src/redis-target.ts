@@ -1,7 +1,7 @@
 // Where the runner's Redis is: one server (REDIS_URL) or a Redis Cluster reached through seed nodes
 // (REDIS_CLUSTER_NODES), and how a cluster client is set up. Pure, so configuration errors surface at start-up.
 import type { ClusterOptions } from 'ioredis';
-import { maskUrlPasswords } from './redact.ts';
+import { maskUrlPasswords } from '@mcp-tasks/runtime';
 
 export interface ClusterNodeAddress {
   host: string;

@@ -1,6 +1,7 @@
 // What every use case is given, whichever wire the request came in on: who asks (Caller), where the work's
 // messages go and what its client can answer (ClientContext), and the request of a tool call, normalized.
-import type { Logger, RequestOpening, Span, TraceCarrier } from '@mcp-tasks/engine';
+import type { RequestOpening } from '@mcp-tasks/engine';
+import type { Logger, Span, TraceCarrier } from '@mcp-tasks/runtime';
 import type { CatalogEntry, JsonRpcId } from '@mcp-tasks/protocol';
 import type { ApiServices } from '../context.ts';
 

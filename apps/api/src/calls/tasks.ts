@@ -1,7 +1,8 @@
 // The task operations after creation, whichever wire asks: find the caller's task, list them, cancel one. Which
 // task a caller may read is decided here once: its owner's, or (2026-07-28 without authentication) whoever holds
 // its unguessable id, for tasks created without authentication only (X-SEC-2).
-import { linkTo, withServedStatus, type RequestOpening, type TaskPage } from '@mcp-tasks/engine';
+import { withServedStatus, type RequestOpening, type TaskPage } from '@mcp-tasks/engine';
+import { linkTo } from '@mcp-tasks/runtime';
 import { isTerminal, TaskKind, TaskNotFoundError, InvalidStateError, type TaskRecord } from '@mcp-tasks/protocol';
 import type { CallContext } from './request.ts';
 

@@ -2,7 +2,7 @@
 // JSON, nesting depth, and what is wrong with a message that is none of request, response or notification. Each
 // problem gets the transport's HTTP status and a JSON-RPC error that says what to fix.
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { Logger } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import { ErrorCode, JsonRpcNotificationSchema, RequestIdSchema } from '@mcp-tasks/protocol';
 import { sendHttpError } from '../responses.ts';
 

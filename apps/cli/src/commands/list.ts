@@ -1,7 +1,8 @@
 // `mcpt list`: tasks of every owner, newest first, filtered and paginated.
 import type { Command } from 'commander';
 import { durationArgument, kindArgument, limitArgument, statusesArgument } from '../arguments.ts';
-import { operatorTask, ownerLabel, type TaskFilter } from '@mcp-tasks/engine';
+import { operatorTask, type TaskFilter } from '@mcp-tasks/engine';
+import { ownerLabel } from '@mcp-tasks/runtime';
 import { TaskKind, TASK_STATUSES, type TaskStatus } from '@mcp-tasks/protocol';
 import { formatDuration } from '../duration.ts';
 import { table } from '../format.ts';

@@ -2,7 +2,8 @@
 // over (its completed steps run again), or with --resume continues from them (docs/durable-execution.md, "Resuming a
 // failed task"). Asks first (or takes --yes).
 import type { Command } from 'commander';
-import { operatorTask, ownerLabel } from '@mcp-tasks/engine';
+import { operatorTask } from '@mcp-tasks/engine';
+import { ownerLabel } from '@mcp-tasks/runtime';
 import { TaskKind, TaskStatus, type TaskRecord } from '@mcp-tasks/protocol';
 import { confirm, refuseUnanswerable, withYesOption, type YesOption } from '../confirm.ts';
 import { emit, type CliIo } from '../io.ts';

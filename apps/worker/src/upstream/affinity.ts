@@ -2,7 +2,8 @@
 // Redis, so any worker joins the session of a principal (or client session). Over stdio the session is a child
 // process of one worker: a lease in Redis names the one worker that runs the upstream's calls, and the others stand
 // by (they publish its tools but take none of its jobs) until the lease runs out.
-import type { GatewayState, KeySpace, Logger } from '@mcp-tasks/engine';
+import type { GatewayState, KeySpace } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import type { UpstreamConfig } from './config.ts';
 import type { SharedSession, UpstreamConnection } from './connection.ts';
 

@@ -2,7 +2,7 @@
 // or several from the JSON file MCPT_UPSTREAMS names. Read once at start-up; a mistake names the variable or file.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError } from '@mcp-tasks/engine';
+import { ConfigError } from '@mcp-tasks/runtime';
 import { TaskSupport } from '@mcp-tasks/protocol';
 import { z } from 'zod';
 

@@ -17,7 +17,7 @@ import {
   ToolListChangedNotificationSchema,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import { ChildProcessTransport } from './child-transport.ts';
 import type { UpstreamConfig } from './config.ts';
 import { describeConnectFailure, StreamLostError } from './failures.ts';

@@ -2,7 +2,8 @@
 // calls in flight, sharing one connection per lane (lanes.ts); connections opened on demand within
 // `connectTimeoutMs`, closed after `idleMs` without calls; after a failed attempt the upstream is unavailable until
 // the next one, which backs off exponentially.
-import type { GatewayState, KeySpace, Logger, UpstreamStatus } from '@mcp-tasks/engine';
+import type { GatewayState, KeySpace, UpstreamStatus } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import { SharedSessions } from './affinity.ts';
 import type { UpstreamConfig } from './config.ts';
 import { UpstreamConnection, type SharedSession } from './connection.ts';

@@ -1,7 +1,7 @@
 // What an upstream writes to stderr is its own log, and servers print tokens and connection strings there: it goes
 // to the worker's log only, with credentials masked, and never into a message a client reads (docs/gateway.md). Every
 // text of an upstream that we keep or show is also cut to the upstream's `maxTextBytes`.
-import { maskUrlPasswords } from '@mcp-tasks/engine';
+import { maskUrlPasswords } from '@mcp-tasks/runtime';
 import type { UpstreamConfig } from './config.ts';
 
 const MASK = '***';

@@ -4,7 +4,8 @@
 // their notifications/tools/list_changed, and their restarts. A tool seen once stays listed while its upstream is
 // unavailable: a call then says why (docs/gateway.md).
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { GatewayState, KeySpace, Logger, UpstreamStatus } from '@mcp-tasks/engine';
+import type { GatewayState, KeySpace, UpstreamStatus } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import {
   TaskSupport,
   toolQueueName,

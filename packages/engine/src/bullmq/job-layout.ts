@@ -3,7 +3,7 @@
 // held by a worker that the release of a gone worker's jobs reads (lost-jobs.ts, release-lost-3.lua).
 import { type JobsOptions, type Queue } from 'bullmq';
 import { createRequire } from 'node:module';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '@mcp-tasks/runtime';
 import type { ScriptedJob } from '../scripts.ts';
 
 /**

@@ -14,7 +14,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import type { KeySpace } from '../keys.ts';
-import { decodeCursor, encodeCursor, indexMember, taskIdOf } from '../list-cursor.ts';
+import { decodeCursor, encodeCursor, indexMember, taskIdOf } from './list-cursor.ts';
 import { jobQueueOf } from '../queue.ts';
 import type { RedisClient } from '../redis.ts';
 import { type RequestContextRecord, requestContextFields } from '../request-context.ts';

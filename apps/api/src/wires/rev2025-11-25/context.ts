@@ -1,7 +1,8 @@
 // What a 2025-11-25 method handler gets: its session, the request id, a signal for a client gone away, and the
 // shared services.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Logger, RateCharge, RateVerdict, RequestOpening, Session, Span, TraceContext } from '@mcp-tasks/engine';
+import type { RateCharge, RateVerdict, RequestOpening, Session } from '@mcp-tasks/engine';
+import type { Logger, Span, TraceContext } from '@mcp-tasks/runtime';
 import type { JsonRpcId } from '@mcp-tasks/protocol';
 import type { ApiServices } from '../../context.ts';
 import type { StreamReply } from './stream-reply.ts';

@@ -1,7 +1,8 @@
 // POST /mcp on the 2025-11-25 wire: one JSON-RPC message. initialize opens a session; a request is dispatched and answered as JSON or on
 // an SSE stream; a response answers one of our requests to the client; a notification gets 202.
 import type { Request, Response } from 'express';
-import type { Logger, Session } from '@mcp-tasks/engine';
+import type { Session } from '@mcp-tasks/engine';
+import type { Logger } from '@mcp-tasks/runtime';
 import {
   asJsonRpcRequest,
   ErrorCode,

@@ -1,7 +1,7 @@
 // tools/list and tools/call on the 2025-11-25 wire: the params of a call become a CallRequest (`params.task` asks
 // for a task, T-TOOL-*), the use case starts it (calls/start-call.ts), and the answer is a CreateTaskResult at once
 // (T-CREATE-1..3), or for a plain call its result, waited for as JSON or streamed (calls/plain-calls.ts).
-import { carrierFor } from '@mcp-tasks/engine';
+import { carrierFor } from '@mcp-tasks/runtime';
 import {
   handleStartedResult,
   HandleTool,

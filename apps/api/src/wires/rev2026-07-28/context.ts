@@ -1,7 +1,8 @@
 // What a 2026-07-28 method handler gets: no session, only what this one request says (C26-SES-2) — its caller
 // (principal or address), its declared capabilities, its id — and the shared services.
 import type { Response } from 'express';
-import type { Logger, RateVerdict, Span, TraceContext } from '@mcp-tasks/engine';
+import type { RateVerdict } from '@mcp-tasks/engine';
+import type { Logger, Span, TraceContext } from '@mcp-tasks/runtime';
 import { TASKS_EXTENSION, type JsonRpcId } from '@mcp-tasks/protocol';
 import type { CallContext } from '../../calls/request.ts';
 import type { ApiServices } from '../../context.ts';

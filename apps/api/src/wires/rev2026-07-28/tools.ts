@@ -3,7 +3,7 @@
 // answered: a task (CreateTaskResult, only when this request declared the extension), or synchronously, where a
 // tool's input request becomes an MRTR InputRequiredResult whose signed requestState lets the retry resume the same
 // waiting tool on any replica.
-import { carrierFor } from '@mcp-tasks/engine';
+import { carrierFor } from '@mcp-tasks/runtime';
 import {
   parseCallToolParams,
   isTerminal,
