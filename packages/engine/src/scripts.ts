@@ -40,34 +40,8 @@ import type {
   NoteTriesCall,
 } from './script-calls.ts';
 
-export type {
-  CreateTaskCall,
-  IdempotencyCall,
-  ParentCall,
-  ResumeCall,
-  CreateTaskReply,
-  ParentRefusal,
-  ResumeRefusal,
-  ScriptedJob,
-  FairOrderCall,
-  TransitionCall,
-  TransitionReply,
-  SettleWebhookCall,
-  SaveDurableCall,
-  SaveDurableReply,
-  AnswerInputVerdict,
-  CreateSessionReply,
-  TouchSessionCall,
-  CreateSessionCall,
-  DurableRefusalReply,
-  ParkWaitCall,
-  ParkWaitReply,
-  SignalTaskCall,
-  SignalTaskReply,
-  TakeInputCall,
-  TakeInputReply,
-  NoteTriesCall,
-} from './script-calls.ts';
+// The calls and replies are the registry's contract: whoever imports the scripts imports their types from here too.
+export type * from './script-calls.ts';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 const INCLUDE_DIR = new URL('./include/', LUA_DIR);
