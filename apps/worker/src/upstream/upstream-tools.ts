@@ -138,14 +138,17 @@ export class UpstreamTools {
     return this.#served.map(({ pool, tools, lease, leftOut }) => {
       const { upstream } = pool;
       const status = pool.status();
-      const standby = lease !== undefined && !lease.held;
+      // Another worker holds a stateful stdio upstream's lease: this one lists and publishes its tools (its listing
+      // connection stays open for list_changed) but runs none of its calls. A problem (connecting, unavailable) is
+      // still shown as such.
+      const standby = lease !== undefined && !lease.held && (status.state === 'ready' || status.state === 'idle');
       return {
         worker: this.options.worker,
         upstream: upstream.name,
         transport: upstream.url !== undefined ? 'http' : 'stdio',
         affinity: upstream.affinity,
         ...status,
-        state: standby && status.connections === 0 ? 'standby' : status.state,
+        state: standby ? 'standby' : status.state,
         tools: tools?.length ?? 0,
         ...(leftOut.length > 0 ? { refused: leftOut.length, refusedTools: leftOut.slice(0, LEFT_OUT_SHOWN) } : {}),
         at: now,

@@ -92,14 +92,7 @@ export class InputBroker {
         ...(attempt !== undefined ? { attempt } : {}),
       });
       if (!moved.ok) {
-        throw moved.reason === 'stale'
-          ? new LocalError(LocalErrorCode.AttemptSuperseded, `A later attempt (${moved.attempt}) runs the task now`, {
-              taskId: task.taskId,
-              attempt: moved.attempt,
-            })
-          : new LocalError(LocalErrorCode.TaskEnded, `The task is no longer running (${moved.reason})`, {
-              taskId: task.taskId,
-            });
+        throw refusedMove(task.taskId, moved);
       }
       await this.events.append(task.sessionId, task.taskId, message);
       for (;;) {
@@ -182,14 +175,7 @@ export class InputBroker {
         .del(this.keys.inputRequest(requestId))
         .hdel(this.keys.sessionInputs(task.sessionId), requestId)
         .exec();
-      throw moved.reason === 'stale'
-        ? new LocalError(LocalErrorCode.AttemptSuperseded, `A later attempt (${moved.attempt}) runs the task now`, {
-            taskId: task.taskId,
-            attempt: moved.attempt,
-          })
-        : new LocalError(LocalErrorCode.TaskEnded, `The task is no longer running (${moved.reason})`, {
-            taskId: task.taskId,
-          });
+      throw refusedMove(task.taskId, moved);
     }
     await this.events.append(task.sessionId, task.taskId, message);
     return { requestId, until };
@@ -282,6 +268,16 @@ export class InputBroker {
 }
 
 /** notifications/cancelled for a request we gave up on: the client may drop it (no answer expected). */
+/** Why the move to input_required was refused, as the tool's run sees it: a later attempt runs it, or it ended. */
+function refusedMove(taskId: string, moved: Exclude<TransitionResult, { ok: true }>): LocalError {
+  return moved.reason === 'stale'
+    ? new LocalError(LocalErrorCode.AttemptSuperseded, `A later attempt (${moved.attempt}) runs the task now`, {
+        taskId,
+        attempt: moved.attempt,
+      })
+    : new LocalError(LocalErrorCode.TaskEnded, `The task is no longer running (${moved.reason})`, { taskId });
+}
+
 function cancelledNotice(requestId: string, reason: string): Record<string, unknown> {
   return { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } };
 }
