@@ -856,7 +856,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
       const created = await modernPost(
         system.apiUrl,
         'tools/call',
-        { name: 'hostile_big_progress', arguments: { bytes, holdMs: 3000 } },
+        // Held long enough for a loaded machine: the message is seen only between its arrival and the task's end.
+        { name: 'hostile_big_progress', arguments: { bytes, holdMs: 10_000 } },
         { capabilities: WITH_TASKS },
       );
       const taskId = created.body.result?.['taskId'];
@@ -865,7 +866,7 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
         const got = await modernPost(system.apiUrl, 'tasks/get', { taskId }, { capabilities: WITH_TASKS });
         const statusMessage = got.body.result?.['statusMessage'];
         return typeof statusMessage === 'string' && statusMessage.startsWith('xxx') ? statusMessage : undefined;
-      });
+      }, 30_000);
       expect(Buffer.byteLength(message, 'utf8')).to.equal(1024);
       expect(message.endsWith('…')).to.equal(true);
       // What Redis keeps of the task: the record with its status history, a few KB however large the message was.
