@@ -92,7 +92,9 @@ export class Workloads {
     }
     // The plain-call path too (its own code in the api), from one client as the plain-call workload sends them.
     for (const client of [clients[0], this.system.bareClients[0]] as BenchClient[]) {
-      await drive(Math.min(100, count), 1, 30_000, () => client.callTool('wait', NOOP_ARGS));
+      await drive(Math.min(100, count), 1, 30_000, async () => {
+        await client.callTool('wait', NOOP_ARGS);
+      });
     }
   }
 
