@@ -129,7 +129,7 @@ export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
 export { type RequestContextRecord } from './request-context.ts';
 export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
 export { parseControlMessage } from './stop-task-work.ts';
-export { Subscriber } from './subscriber.ts';
+export { Subscriber, type Waiter, type WakeOn } from './subscriber.ts';
 export {
   AdminError,
   type DurableView,

@@ -4,7 +4,7 @@
 // delete, and the hand-out of a call still running at its handle deadline (a task handle: the record becomes a task
 // the client follows with the handle tools, calls/handles.ts). The entry of a call leaves the session's hash when the
 // call ends or is handed out.
-import type { KeySpace, RedisClient, SessionEvents, TaskService, TaskStore } from '@mcp-tasks/engine';
+import type { KeySpace, RedisClient, SessionEvents, TaskService, TaskStore, Waiter } from '@mcp-tasks/engine';
 import {
   CallGoneError,
   isTerminal,
@@ -71,27 +71,53 @@ export class PlainCalls {
    * RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests from `since` on (as tasks/result
    * does); without `since` (no SSE), as JSON after the whole wait. `since` is the session's stream position read
    * before the call was written, so that the stream misses none of its messages. A call still running at
-   * `request.handAt` is handed out instead (as JSON; a stream hands it out itself, streams.ts).
+   * `request.handAt` is handed out instead (as JSON; a stream hands it out itself, streams.ts). `waiter`: the one
+   * TaskService.createWatched opened before the record was written (closed here); without it, the wait reads first.
    */
   async answer(
     request: PlainCallRequest,
     record: TaskRecord,
     since: Promise<string> | undefined,
+    waiter?: Waiter,
   ): Promise<PlainAnswer> {
-    await this.#remember(record, request.requestId);
+    // Filed while the call runs (sent at once, answered during the wait): the entry is in before the call is
+    // deleted, which the same connection sends later, and before the answer goes out.
+    const remembered = this.#remember(record, request.requestId);
+    remembered.catch(() => undefined); // awaited below; a wait that fails first must not leave it unhandled
+    try {
+      const answer = await this.#answerFiled(request, record, since, remembered, waiter);
+      await remembered;
+      return answer;
+    } finally {
+      await waiter?.close();
+    }
+  }
+
+  async #answerFiled(
+    request: PlainCallRequest,
+    record: TaskRecord,
+    since: Promise<string> | undefined,
+    remembered: Promise<void>,
+    waiter: Waiter | undefined,
+  ): Promise<PlainAnswer> {
     const { handAt } = request;
+    // The record as created, with the waiter opened before it was written: the first wait needs no read.
+    const first = waiter ? { record, waiter, remembered } : { remembered };
     if (!since) {
-      const waited = await this.#answer(record, request, handAt !== undefined ? { until: handAt } : {});
-      return 'answered' in waited ? waited : this.#handOutOrAnswer(waited.live, request);
+      const waited = await this.#answer(record, request, handAt !== undefined ? { until: handAt } : {}, first);
+      if ('answered' in waited) return waited;
+      await remembered;
+      return this.#handOutOrAnswer(waited.live, request);
     }
     const streamAt = Date.now() + this.deps.streamAfterMs;
     let live = record;
     if (this.deps.streamAfterMs > 0) {
       const until = handAt !== undefined ? Math.min(handAt, streamAt) : streamAt;
-      const waited = await this.#answer(record, request, { until, untilInput: true });
+      const waited = await this.#answer(record, request, { until, untilInput: true }, first);
       if ('answered' in waited) return waited;
       live = waited.live;
     }
+    await remembered;
     if (handAt !== undefined && Date.now() >= handAt) return this.#handOutOrAnswer(live, request);
     return { streaming: { record, since: await since } };
   }
@@ -162,9 +188,12 @@ export class PlainCalls {
     record: TaskRecord,
     { signal, requestId }: PlainCallRequest,
     limit: { until?: number; untilInput?: boolean },
+    filed: { record?: TaskRecord; waiter?: Waiter; remembered?: Promise<void> } = {},
   ): Promise<{ answered: Record<string, unknown> } | { live: TaskRecord }> {
+    // One HGETALL: the replica is among the record's waiters already (named at its creation, or by the first read
+    // of this wait, which reread does when it is not: getOwned's script then).
     const read = async () => {
-      const current = await this.deps.store.getOwned(record.taskId, record.owner, this.deps.tasks.watcherId);
+      const current = await this.deps.store.reread(record.taskId, record.owner, this.deps.tasks.watcherId);
       if (!current) throw new CallGoneError('The call expired before it finished');
       return current;
     };
@@ -172,15 +201,21 @@ export class PlainCalls {
       const current = await this.deps.tasks.waitFor(record.taskId, {
         signal,
         read,
+        ...(filed.record && filed.waiter ? { first: filed.record, waiter: filed.waiter } : {}),
         ...(limit.until !== undefined ? { withinMs: Math.max(0, limit.until - Date.now()) } : {}),
         ...(limit.untilInput ? { until: (live: TaskRecord) => live.status === TaskStatus.InputRequired } : {}),
       });
       if (!isTerminal(current.status)) return { live: current };
+      // Filed before it is forgotten: the entry of a call that ended cannot outlive it.
+      await filed.remembered;
       await this.delete(current, requestId);
       return { answered: plainResultOf(current) };
     } catch (error) {
       // The client went away: stop the work it no longer waits for.
-      if (signal.aborted) await this.abandon(record, requestId, 'The client closed the request.');
+      if (signal.aborted) {
+        await filed.remembered?.catch(() => undefined);
+        await this.abandon(record, requestId, 'The client closed the request.');
+      }
       throw error;
     }
   }

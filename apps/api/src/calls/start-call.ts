@@ -1,7 +1,14 @@
 // tools/call, whichever wire it came in on: the tool and how it may run (T-TOOL-*, X-NEG-*), the arguments' size
 // and schema, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
 // between the wires — how the answer is given — is theirs; what a call does is here, once.
-import { audit, AuditEvent, SecurityEvent, type CreatedTask, type CreateTaskInput } from '@mcp-tasks/engine';
+import {
+  audit,
+  AuditEvent,
+  SecurityEvent,
+  type CreatedTask,
+  type CreateTaskInput,
+  type Waiter,
+} from '@mcp-tasks/engine';
 import {
   callDigest,
   LimitExceededError,
@@ -30,6 +37,11 @@ export interface StartedCall {
   record: CreatedTask;
   tool: CatalogEntry;
   asTask: boolean;
+  /**
+   * With `watch`: a waiter on the record's wake-ups, open before it was written and named among its waiters by the
+   * step that wrote it (TaskService.createWatched): the caller waits without reading first, and closes it.
+   */
+  waiter?: Waiter;
 }
 
 /**
@@ -42,15 +54,17 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   const tool = await services.tools.get(request.tool);
   request.admitTool?.(tool);
   const asTask = runsAsTask(tool, request.execution, request.handles?.requiredTools === true);
-  // A plain call does work before any script that could open the request: it is opened first (RequestOpening).
-  if (!asTask) await ensureOpened(request.opening);
   const size = argumentsSize(context, request.arguments);
   if (size !== undefined) await refuseArguments(context, request, size);
   return { request, tool, asTask, arguments: services.tools.parseArguments(tool, request.arguments) };
 }
 
 /** Writes the prepared call's record and its job in one step (invariant 2), audited; nothing for a refused one. */
-export async function startCall(context: CallContext, prepared: PreparedCall): Promise<StartedCall> {
+export async function startCall(
+  context: CallContext,
+  prepared: PreparedCall,
+  options: { watch?: boolean } = {},
+): Promise<StartedCall> {
   const { request, tool, asTask } = prepared;
   const { client } = request;
   const input: CreateTaskInput = {
@@ -75,9 +89,10 @@ export async function startCall(context: CallContext, prepared: PreparedCall): P
       : {}),
     ...idempotencyOf(context, prepared),
   };
-  // The create script opens the request in its step when the transport left that to it (RequestOpening).
-  const record = await createAudited(context, input, asTask ? request.opening : undefined);
-  return { record, tool, asTask };
+  // The create script opens the request in its step when the transport left that to it (RequestOpening); a plain
+  // call that had to open it first (to hold a stream slot) finds it opened.
+  const { record, waiter } = await createAudited(context, input, request.opening, options.watch === true);
+  return { record, tool, asTask, ...(waiter ? { waiter } : {}) };
 }
 
 /**
@@ -111,9 +126,13 @@ async function createAudited(
   context: CallContext,
   input: CreateTaskInput,
   opening: CallRequest['opening'],
-): Promise<CreatedTask> {
+  watch: boolean,
+): Promise<{ record: CreatedTask; waiter?: Waiter | undefined }> {
   const { services, caller } = context;
-  const record = await services.tasks.create(input, opening).catch((error: unknown) => {
+  const create = watch
+    ? services.tasks.createWatched(input, opening)
+    : services.tasks.create(input, opening).then((record) => ({ record }));
+  const created = await create.catch((error: unknown) => {
     if (error instanceof LimitExceededError) {
       audit(services.security.audit, AuditEvent.AccessRejected, {
         reason: 'too_many_tasks',
@@ -127,6 +146,7 @@ async function createAudited(
     }
     throw error;
   });
+  const { record } = created;
   context.span?.setAttribute('mcp.task.id', record.taskId);
   audit(services.security.audit, record.reused ? AuditEvent.TaskReused : AuditEvent.TaskCreated, {
     principal: record.owner,
@@ -137,7 +157,7 @@ async function createAudited(
     kind: record.kind,
     ttl: record.ttl,
   });
-  return record;
+  return created;
 }
 
 /**

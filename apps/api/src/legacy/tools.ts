@@ -16,6 +16,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import { runHandleTool, type HandleOutcome } from '../calls/handles.ts';
+import { ensureOpened } from '../calls/admission.ts';
 import { idempotencyKeyOf } from '../calls/idempotency.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
 import type { CallRequest } from '../calls/request.ts';
@@ -61,9 +62,12 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
     const prepared = await prepareCall(calls, request);
     if (!prepared.asTask) {
       // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
-      // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing.
+      // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing. Taking it writes:
+      // the request is opened first (RequestOpening); with SSE the create script opens it in its step.
       const run = () => runPlainCall(context, prepared);
-      return { reply: await (context.canStream ? run() : holdingSlot(context, run)) };
+      if (context.canStream) return { reply: await run() };
+      await ensureOpened(request.opening);
+      return { reply: await holdingSlot(context, run) };
     }
     const { record, tool } = await startCall(calls, prepared);
     // Not even built unless debug is on: the audit record says the same at info (T-AUDIT-1).
@@ -97,7 +101,8 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
   // the record is written on, so Redis reads it first; no round trip of its own).
   const since = context.canStream ? services.events.lastId(session.sessionId) : undefined;
   since?.catch(() => undefined); // awaited by answer(); a failed create must not leave it unhandled
-  const { record } = await startCall(callContextOf(context), prepared);
+  // Watched from its creation: its end wakes this request without a read first (TaskService.createWatched).
+  const { record, waiter } = await startCall(callContextOf(context), prepared, { watch: true });
   // Its request began as its record was made: a resumed answer stream finds the same deadline (streams.ts).
   const handAt = services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, record.createdAt);
   const request = {
@@ -110,7 +115,7 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
     canStream: context.canStream,
     ...(handAt !== undefined ? { handAt } : {}),
   };
-  const answer = await services.plainCalls.answer(request, record, since);
+  const answer = await services.plainCalls.answer(request, record, since, waiter);
   if ('answered' in answer) return answer.answered;
   if ('handedOut' in answer) return handleStartedResult({ record: answer.handedOut }, services.handles.names);
   return new StreamReply(answer.streaming.record, answer.streaming.since);

@@ -143,6 +143,12 @@ export interface NewTask {
   resume?: Omit<ResumeCall, 'keys'>;
   /** The most child tasks it may start, kept on its record (a child gets its parent's instead). */
   maxChildren?: number;
+  /**
+   * An api replica that waits for the task from its creation on (TaskService.watcherId): named among the record's
+   * waiters by the step that writes it, as getOwned with a watcher would, so that its first change wakes the replica
+   * without a read first (a plain call's answer).
+   */
+  waiter?: string;
 }
 
 /** What creating a task came to, once its request was opened. */
@@ -244,6 +250,7 @@ export class TaskStore {
       parent,
       resume,
       maxChildren,
+      waiter,
     } = task;
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -282,6 +289,8 @@ export class TaskStore {
         arguments: JSON.stringify(args ?? {}),
         history: initialHistory(record),
         ...(maxChildren !== undefined ? { maxChildren: String(maxChildren) } : {}),
+        // The `waiters` field as include/waiters.lua writes it.
+        ...(waiter !== undefined ? { waiters: `,${waiter},` } : {}),
       },
     });
     if (reply.opened !== 0) return { opened: reply.opened };
