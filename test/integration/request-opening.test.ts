@@ -154,6 +154,49 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(await inspect.exists(engine.keys.session(String(client.sessionId)))).to.equal(0);
   });
 
+  it('T-RES-2: a plain tools/call is written watched and woken without a read first: no owner-checking script, one HGETALL when woken', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    await client.createTask(TOOL, {});
+    const filed = engine.keys.sessionCalls(String(client.sessionId));
+    let answer: Promise<unknown> | undefined;
+    const calls = await commandsOf(async () => {
+      // JSON only: the request blocks until the call ends (no worker runs it: the test ends it).
+      answer = client.rpc('tools/call', { name: TOOL, arguments: {} }, { headers: { accept: 'application/json' } });
+      let taskId: string | undefined;
+      for (let i = 0; taskId === undefined; i++) {
+        if (i > 600) throw new Error('the plain call was never filed under its request id');
+        [taskId] = await inspect.hvals(filed);
+        if (taskId === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await engine.store.settle((await engine.store.get(taskId))!, cancelledSettlement());
+      await answer;
+    });
+    // The request's opening and its stream slot (JSON only: it holds a slot, so it opens first), the create step
+    // and the test's transition; not get-owned-1.lua, neither before the wait (the create named the replica among
+    // the record's waiters) nor when woken (HGETALL: the test's read and the request's).
+    expect(scripts(calls), JSON.stringify(calls)).to.equal(4);
+    expect(calls['hgetall'] ?? 0, JSON.stringify(calls)).to.be.at.least(2);
+  });
+
+  it('T-SEC-3, invariant 2: a session gone since the replica last saw it gets 404 from a plain tools/call too (its create step opens it), and nothing is created', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    await client.createTask(TOOL, {});
+    const before = await tasksCreated();
+    const jobs = await jobsQueued();
+    await inspect.del(engine.keys.session(String(client.sessionId)));
+    // With SSE accepted (the default), as a task's create, the plain call's is the step that opens the request.
+    const created = await client.post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: TOOL, arguments: {} },
+    });
+    expect(created.status).to.equal(404);
+    expect(await tasksCreated()).to.equal(before);
+    expect(await jobsQueued()).to.equal(jobs);
+    expect(await inspect.exists(engine.keys.sessionCalls(String(client.sessionId)))).to.equal(0);
+  });
+
   it('T-SEC-3: tasks/result of unknown ids is throttled by the failed-lookup budget (RATE_LIMIT_FAILED_LOOKUPS)', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const codes: number[] = [];
