@@ -154,15 +154,18 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(await inspect.exists(engine.keys.session(String(client.sessionId)))).to.equal(0);
   });
 
-  it('T-RES-2: a plain tools/call is written watched and woken without a read first: no owner-checking script, one HGETALL when woken', async () => {
+  it('T-RES-2: a plain tools/call is written watched, woken without a read first, and read and deleted in one script once it ended', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     await client.createTask(TOOL, {});
     const filed = engine.keys.sessionCalls(String(client.sessionId));
-    let answer: Promise<unknown> | undefined;
+    let taskId: string | undefined;
     const calls = await commandsOf(async () => {
       // JSON only: the request blocks until the call ends (no worker runs it: the test ends it).
-      answer = client.rpc('tools/call', { name: TOOL, arguments: {} }, { headers: { accept: 'application/json' } });
-      let taskId: string | undefined;
+      const answer = client.rpc(
+        'tools/call',
+        { name: TOOL, arguments: {} },
+        { headers: { accept: 'application/json' } },
+      );
       for (let i = 0; taskId === undefined; i++) {
         if (i > 600) throw new Error('the plain call was never filed under its request id');
         [taskId] = await inspect.hvals(filed);
@@ -171,11 +174,14 @@ describe('opening a request in the method’s own script (own redis-server, no w
       await engine.store.settle((await engine.store.get(taskId))!, cancelledSettlement());
       await answer;
     });
-    // The request's opening and its stream slot (JSON only: it holds a slot, so it opens first), the create step
-    // and the test's transition; not get-owned-1.lua, neither before the wait (the create named the replica among
-    // the record's waiters) nor when woken (HGETALL: the test's read and the request's).
-    expect(scripts(calls), JSON.stringify(calls)).to.equal(4);
-    expect(calls['hgetall'] ?? 0, JSON.stringify(calls)).to.be.at.least(2);
+    // The request's opening and its stream slot (JSON only: it holds a slot, so it opens first), the create step,
+    // the test's transition, and the woken request's take-ended-11.lua; no get-owned-1.lua before the wait (the
+    // create named the replica among the record's waiters), no read and then a delete after it.
+    expect(scripts(calls), JSON.stringify(calls)).to.equal(5);
+    // The only MULTI is the call's entry by request id; the record and the entry went in the script.
+    expect(calls['multi'], JSON.stringify(calls)).to.equal(1);
+    expect(await inspect.exists(new TaskKeys(engine.keys).record(String(taskId)))).to.equal(0);
+    expect(await inspect.hlen(filed)).to.equal(0);
   });
 
   it('T-SEC-3, invariant 2: a session gone since the replica last saw it gets 404 from a plain tools/call too (its create step opens it), and nothing is created', async () => {

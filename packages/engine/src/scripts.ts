@@ -605,6 +605,56 @@ export class RedisScripts {
     return status === undefined ? { verdict } : { verdict, status };
   }
 
+  /**
+   * take-ended-11.lua: a plain call's record of `owner` read, and deleted in the same step with its session entry once
+   * it has ended (`deleted`); `fields` are the record's (none when it is missing or someone else's).
+   */
+  async takeEnded(call: {
+    keys: {
+      record: string;
+      inputs: string;
+      durable: string;
+      children: string;
+      signals: string;
+      live: string;
+      allTasks: string;
+      ownerIndex: string;
+      ownerLive: string;
+      expiries: string;
+      calls: string;
+      waiting: readonly string[];
+    };
+    owner: string;
+    taskId: string;
+    member: string;
+    entries: readonly string[];
+    field?: string;
+  }): Promise<{ deleted: boolean; fields: Record<string, string> | undefined }> {
+    const { keys } = call;
+    const scriptKeys = new ScriptKeys([
+      keys.record,
+      keys.inputs,
+      keys.durable,
+      keys.children,
+      keys.signals,
+      keys.live,
+      keys.allTasks,
+      keys.ownerIndex,
+      keys.ownerLive,
+      keys.expiries,
+      keys.calls,
+    ]);
+    const [deleted, ...fields] = (await this.#run('takeEnded', scriptKeys, {
+      owner: call.owner,
+      taskId: call.taskId,
+      member: call.member,
+      entries: call.entries,
+      ...(call.field !== undefined ? { field: call.field } : {}),
+      waiting: keys.waiting.map(scriptKeys.add),
+    })) as [number, ...string[]];
+    return { deleted: deleted === 1, fields: fields.length === 0 ? undefined : hashOf(fields) };
+  }
+
   /** note-attempt-1.lua: notes an attempt's start or end, or takes every attempt left; answers those taken. */
   async noteAttempt(call: {
     keys: { record: string };

@@ -190,12 +190,17 @@ export class PlainCalls {
     limit: { until?: number; untilInput?: boolean },
     filed: { record?: TaskRecord; waiter?: Waiter; remembered?: Promise<void> } = {},
   ): Promise<{ answered: Record<string, unknown> } | { live: TaskRecord }> {
-    // One HGETALL: the replica is among the record's waiters already (named at its creation, or by the first read
-    // of this wait, which reread does when it is not: getOwned's script then).
+    // One script: the record read (the replica is among its waiters already: named at its creation, or by the
+    // first read of this wait, which names it when it is not) and, once the call has ended, deleted in the same
+    // step with its entry by request id: the answer follows one round trip after the wake-up.
+    let deleted = false;
     const read = async () => {
-      const current = await this.deps.store.reread(record.taskId, record.owner, this.deps.tasks.watcherId);
-      if (!current) throw new CallGoneError('The call expired before it finished');
-      return current;
+      // Filed before it is forgotten: the entry of a call that ended cannot outlive it.
+      await filed.remembered;
+      const taken = await this.deps.store.takeEnded(record, this.deps.tasks.watcherId, JSON.stringify(requestId));
+      if (!taken.record) throw new CallGoneError('The call expired before it finished');
+      deleted = taken.deleted;
+      return taken.record;
     };
     try {
       const current = await this.deps.tasks.waitFor(record.taskId, {
@@ -206,9 +211,11 @@ export class PlainCalls {
         ...(limit.untilInput ? { until: (live: TaskRecord) => live.status === TaskStatus.InputRequired } : {}),
       });
       if (!isTerminal(current.status)) return { live: current };
-      // Filed before it is forgotten: the entry of a call that ended cannot outlive it.
-      await filed.remembered;
-      await this.delete(current, requestId);
+      // Ended before the wait read it (the record `first` was ended already): deleted here instead.
+      if (!deleted) {
+        await filed.remembered;
+        await this.delete(current, requestId);
+      }
       return { answered: plainResultOf(current) };
     } catch (error) {
       // The client went away: stop the work it no longer waits for.
