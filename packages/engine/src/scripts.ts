@@ -11,7 +11,7 @@
 // (BullMQ's scripts include theirs the same way; an include may include others, each lands once): Lua code shared by
 // several scripts.
 import { readdirSync, readFileSync } from 'node:fs';
-import type { TaskStatus } from '@mcp-tasks/protocol';
+import type { TaskStatus, WaitKind } from '@mcp-tasks/protocol';
 import type { RedisClient } from './redis.ts';
 import { type OpeningCall, type Opened, openedOf, openingArgs, type RateBucket } from './request-opening.ts';
 
@@ -622,7 +622,7 @@ export class RedisScripts {
       ownerLive: string;
       expiries: string;
       calls: string;
-      waiting: readonly string[];
+      waiting: Record<WaitKind, string>;
     };
     owner: string;
     taskId: string;
@@ -650,7 +650,7 @@ export class RedisScripts {
       member: call.member,
       entries: call.entries,
       ...(call.field !== undefined ? { field: call.field } : {}),
-      waiting: keys.waiting.map(scriptKeys.add),
+      waiting: scriptKeys.named(keys.waiting),
     })) as [number, ...string[]];
     return { deleted: deleted === 1, fields: fields.length === 0 ? undefined : hashOf(fields) };
   }

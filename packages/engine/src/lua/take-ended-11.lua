@@ -16,7 +16,7 @@
   KEYS[9]  the owner's unfinished tasks
   KEYS[10] sorted set of expiries
   KEYS[11] the session's calls by request id (hash)
-  KEYS[12...] the waiting sets (one per kind of wait), each at the index `waiting` names
+  KEYS[12...] the waiting sets of the three kinds of wait, each at the index `waiting` names
 
   ARGV[1] the arguments, JSON:
     owner    the owner the record must have
@@ -24,7 +24,7 @@
     member   its index member
     entries  its expiry entries (the forms TaskStore.delete removes)
     field    absent, or its field in the session's calls hash (its JSON-RPC request id as JSON)
-    waiting  the KEYS indexes of the waiting sets
+    waiting  {sleep =, event =, input =}: the KEYS index of each kind's waiting set
 
   Returns {deleted, field1, value1, ...}: deleted is 1 when the call had ended and is deleted now, else 0; the
   fields are the record's as HGETALL has them (none when it is missing or someone else's).
@@ -48,9 +48,9 @@ end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('ZREM', KEYS[6], args.taskId)
 redis.call('ZREM', KEYS[7], args.member)
-for _, index in ipairs(args.waiting) do
-  redis.call('ZREM', KEYS[index], args.taskId)
-end
+redis.call('ZREM', KEYS[args.waiting.sleep], args.taskId)
+redis.call('ZREM', KEYS[args.waiting.event], args.taskId)
+redis.call('ZREM', KEYS[args.waiting.input], args.taskId)
 redis.call('ZREM', KEYS[8], args.member)
 redis.call('ZREM', KEYS[9], args.taskId)
 if #args.entries > 0 then
