@@ -14,7 +14,8 @@ const manifest = JSON.parse(readFileSync(new URL('./package.json', import.meta.u
 };
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', mcpt: 'src/mcpt.ts' },
+  // A schema thread runs its own entry, found beside the code that starts it (packages/engine/src/schema-threads.ts).
+  entry: { index: 'src/index.ts', mcpt: 'src/mcpt.ts', 'schema-thread': '../../packages/engine/src/schema-thread.ts' },
   format: 'esm',
   platform: 'node',
   // The published package needs Node 22.15 (publishConfig.engines: its OpenTelemetry dependencies do); the build

@@ -135,6 +135,53 @@ describe('creating a task: one script of ours, which adds the job too (own redis
     }
   });
 
+  it('a plain call read once it ended is deleted in the same step with every key TaskStore.delete removes, and its entry by request id', async () => {
+    const tasks = new TaskKeys(engine.keys);
+    const created = await engine.tasks.create({
+      kind: TaskKind.PlainToolCall,
+      owner: 'erin',
+      sessionId: 'session-of-erin',
+      tool: 'wait',
+      arguments: { seconds: 0 },
+      retrySafe: true,
+      requestedTtl: 60_000,
+    });
+    const { taskId } = created;
+    // The keys that expire with a record, as a tool, a wait or a webhook would have left them.
+    const side = [
+      tasks.inputs(taskId),
+      tasks.durable(taskId),
+      tasks.children(taskId),
+      tasks.signals(taskId),
+      tasks.webhookOutbox(taskId),
+      tasks.webhookLog(taskId),
+    ];
+    for (const key of side) await inspect.hset(key, 'x', '1');
+    const calls = engine.keys.sessionCalls('session-of-erin');
+    await inspect.hset(calls, '7', taskId);
+    // Unfinished: read, nothing deleted.
+    const live = await engine.store.takeEnded(created, 'no-watcher', '7');
+    expect(live.deleted).to.equal(false);
+    expect(live.record?.status).to.equal('working');
+    await engine.store.transition(created, 'completed', { outcome: { result: { content: [] } } });
+    const taken = await engine.store.takeEnded(created, 'no-watcher', '7');
+    expect(taken.deleted).to.equal(true);
+    expect(taken.record?.status).to.equal('completed');
+    expect(await inspect.exists(tasks.record(taskId), ...side)).to.equal(0);
+    expect(await inspect.hexists(calls, '7')).to.equal(0);
+    for (const index of [tasks.live(), tasks.allTasks(), tasks.ownerIndex('erin'), tasks.ownerLive('erin')]) {
+      const members = await inspect.zrange(index, '0', '-1');
+      expect(
+        members.some((member) => member.includes(taskId)),
+        index,
+      ).to.equal(false);
+    }
+    const expiries = await inspect.zrange(tasks.expiries(), '0', '-1');
+    expect(expiries.some((entry) => entry.includes(taskId))).to.equal(false);
+    // Another owner's (or a gone) record answers nothing.
+    expect((await engine.store.takeEnded({ ...created, owner: 'mallory' }, 'no-watcher')).record).to.equal(undefined);
+  });
+
   it('T-RSRC-1: a 2026-07-28 request context is stored by the create step itself (no round trip more), only for an admitted task, and expires with it', async () => {
     const owner = `frank-${randomUUID().slice(0, 8)}`;
     const contextOf = () => {

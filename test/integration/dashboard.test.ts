@@ -377,6 +377,57 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
       }
     });
 
+    it("task page: a task's webhook (its URL's query values masked), the delivery left and its attempts (docs/webhooks.md)", async () => {
+      // A task with a webhook, as an authenticated principal's call names one; this system delivers none (no
+      // WEBHOOK_SECRET), so the attempt is made here through the engine calls a worker's delivery loop makes.
+      const task = await engine.tasks.create({
+        kind: TaskKind.Task,
+        owner: 'principal:key:ops',
+        sessionId: 'dashboard-webhook',
+        tool: 'wait',
+        arguments: { seconds: 0 },
+        retrySafe: true,
+        webhook: { url: 'https://hooks.example.com/done?token=s3cr3t', events: 'terminal' },
+      });
+      const { webhooks } = engine.store;
+      await eventually(async () => ((await webhooks.pendingTasks()) > 0 ? true : undefined));
+      const now = Date.now();
+      const [claimed] = await webhooks.claim(now, 1, now + 60_000);
+      const { head, record } = await webhooks.head(String(claimed));
+      if (!head || !record) throw new Error('no delivery queued');
+      const attempt = {
+        id: head.id,
+        status: head.status,
+        attempt: 1,
+        at: now,
+        outcome: 'failed' as const,
+        code: 503,
+        error: 'HTTP 503: down for maintenance',
+        ms: 12,
+        worker: 'worker-test',
+        nextAt: now + 60_000,
+      };
+      await webhooks.settle(record, now + 60_000, head, { outcome: 'retry', attempt, nextAt: now + 60_000 }, 50);
+      await page.goto(`${base}/admin/tasks/${task.taskId}`);
+      await page.waitForSelector('#webhook-attempts tbody tr');
+      const rows = await page.locator('#webhook tr').allTextContents();
+      expect(rows).to.include('urlhttps://hooks.example.com/done?token=*** (terminal changes)');
+      expect(rows).to.include('deliveries leftcompleted (1 attempts)');
+      const cells = await page.locator('#webhook-attempts tbody tr td').allTextContents();
+      expect(cells.slice(1)).to.deep.equal([
+        head.id,
+        'completed',
+        '1',
+        'failed',
+        'HTTP 503: down for maintenance',
+        '12',
+        'worker-test',
+      ]);
+      expect(await page.isHidden('#no-webhook')).to.equal(true);
+      expect(await page.content()).not.to.include('s3cr3t');
+      expect(pageProblems).to.deep.equal([]);
+    });
+
     it('actions refuse what cannot be done (409), unknown tasks (404) and non-JSON posts (415)', async () => {
       const client = await McpTestClient.connect(system.apiUrl);
       const done = await client.createTask('wait', { seconds: 0 });

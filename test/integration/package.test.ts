@@ -40,6 +40,15 @@ export const tools = [
       return { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } };
     },
   }),
+  defineTool({
+    name: 'code',
+    description: 'Counts the bytes of a hex code of up to 1,000 of them, which may be set apart with --',
+    inputSchema: z.object({ code: z.string().regex(/^(?:[0-9a-f][0-9a-f]|--){1,1000}$/) }),
+    taskSupport: 'optional',
+    async run({ code }) {
+      return { content: [{ type: 'text', text: String(code.length / 2) }] };
+    },
+  }),
 ];
 `;
 
@@ -108,8 +117,12 @@ describe('the installable package, installed with npm in a project outside the r
     });
 
     it('lists the tool the worker published (the api loads no tool code)', async () => {
-      const { tools } = (await client.call('tools/list')) as { tools: Record<string, unknown>[] };
-      expect(tools.map((tool) => tool['name'])).to.deep.equal(['add']);
+      // `code` joins the listing when a schema thread has judged it, a moment after `add`.
+      const tools = await eventually(async () => {
+        const listed = ((await client.call('tools/list')) as { tools: Record<string, unknown>[] }).tools;
+        return listed.length === 2 ? listed : undefined;
+      });
+      expect(tools.map((tool) => tool['name'])).to.deep.equal(['add', 'code']);
       expect(tools[0]).to.deep.include({ title: 'Add', execution: { taskSupport: 'optional' } });
     });
 
@@ -128,6 +141,17 @@ describe('the installable package, installed with npm in a project outside the r
         -32602,
         /Invalid arguments for tool 'add': a: must be number/,
       );
+    });
+
+    it('a schema too costly for the event loop is judged, compiled and validated in a schema thread of the bundle', async () => {
+      // 6,000 RE2 instructions: more than SCHEMA_INLINE_MAX_BYTES, so the api compiled it in dist/schema-thread.js.
+      await expectRpcError(
+        client.call('tools/call', { name: 'code', arguments: { code: 'zz' }, task: {} }),
+        -32602,
+        `Invalid arguments for tool 'code': code: must match pattern "^(?:[0-9a-f][0-9a-f]|--){1,1000}$"`,
+      );
+      const plain = await client.call('tools/call', { name: 'code', arguments: { code: 'c0ffee' } });
+      expect(plain['content']).to.deep.equal([{ type: 'text', text: '3' }]);
     });
 
     it('serves the dashboard from the bundle: its pages, and every file of the sources found in dist/admin-assets', async () => {

@@ -175,7 +175,7 @@ describe('opening a request in the method’s own script (own redis-server, no w
       await answer;
     });
     // The request's opening and its stream slot (JSON only: it holds a slot, so it opens first), the create step,
-    // the test's transition, and the woken request's take-ended-11.lua; no get-owned-1.lua before the wait (the
+    // the test's transition, and the woken request's take-ended-13.lua; no get-owned-1.lua before the wait (the
     // create named the replica among the record's waiters), no read and then a delete after it.
     expect(scripts(calls), JSON.stringify(calls)).to.equal(5);
     // The only MULTI is the call's entry by request id; the record and the entry went in the script.

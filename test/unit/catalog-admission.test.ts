@@ -1,11 +1,17 @@
 // Catalog entries as untrusted input (docs/catalog.md, "Bounds" and "Schema validation"; docs/security.md): bounds
 // of size and depth at publish and at read, schemas that compile in isolation, patterns in linear time, $ref loops.
 import { expect } from 'chai';
-import { catalogBoundsOf, CatalogEnvSchema, ConfigError, parseEnv } from '@mcp-tasks/engine';
+import {
+  catalogBoundsOf,
+  CatalogEnvSchema,
+  ConfigError,
+  DEFAULT_SCHEMA_BUDGET,
+  parseEnv,
+  SchemaBudget,
+} from '@mcp-tasks/engine';
 import {
   admitEntryToPublish,
   admitPublishedEntry,
-  argumentsValidatorOf,
   CatalogEntryError,
   compileArgumentsSchema,
   DEFAULT_CATALOG_BOUNDS,
@@ -42,12 +48,6 @@ function refusal(name: string, raw: string): string {
   const admission = admitPublishedEntry(name, raw, bounds);
   if (admission.ok) throw new Error(`admitted ${name}`);
   return admission.reason;
-}
-
-function admitted(name: string, value: unknown): CatalogEntry {
-  const admission = admitPublishedEntry(name, JSON.stringify(value), bounds);
-  if (!admission.ok) throw new Error(admission.reason);
-  return admission.entry;
 }
 
 /** CPU time of `work`, which does not depend on how busy the machine is. */
@@ -92,12 +92,19 @@ describe('catalog admission: bounds at read', () => {
     );
   });
 
-  it('admits a well-formed entry within the bounds, with its validator compiled', () => {
-    const ok = admitted('fine', entry('fine', { type: 'object', properties: { n: { type: 'integer', default: 2 } } }));
+  it('admits a well-formed entry within the bounds, with its validator compiled', async () => {
+    const schemas = new SchemaBudget(bounds, DEFAULT_SCHEMA_BUDGET);
+    const raw = JSON.stringify(entry('fine', { type: 'object', properties: { n: { type: 'integer', default: 2 } } }));
+    const admission = await schemas.admitPublished('fine', raw);
+    if (!admission.ok) throw new Error(admission.reason);
     const value: Record<string, unknown> = {};
-    expect(argumentsValidatorOf(ok)(value)).to.deep.equal({ ok: true });
-    expect(value).to.deep.equal({ n: 2 }); // defaults applied
-    expect(argumentsValidatorOf(ok)({ n: 'two' })).to.deep.equal({ ok: false, problems: 'n: must be integer' });
+    expect(await schemas.validate(admission.entry, value)).to.deep.equal({ ok: true, value: { n: 2 } }); // defaults
+    expect(value).to.deep.equal({}); // applied to a copy
+    expect(await schemas.validate(admission.entry, { n: 'two' })).to.deep.equal({
+      ok: false,
+      problems: 'n: must be integer',
+    });
+    await schemas.close();
   });
 
   it('measures a value’s depth iteratively, also one that refers to itself', () => {
@@ -148,14 +155,17 @@ describe('catalog admission: at publish (a worker’s own tools)', () => {
   it('a tool whose zod formats publish lookahead patterns is published: its worker checks them with zod', () => {
     const formats = z.object({ e: z.emoji(), h: z.hostname(), d: z.iso.duration() });
     const published = ownCatalogEntry(tool('formats', formats), bounds);
-    expect(argumentsValidatorOf(published).uncheckedPatterns).to.have.length.above(0);
+    expect(compileArgumentsSchema(published.inputSchema).uncheckedPatterns).to.have.length.above(0);
   });
 
-  it('an upstream’s entry is checked as at read', () => {
+  it('an upstream’s entry is checked as at read (the schema budget compiles it)', async () => {
     const upstream = entry('up', { type: 'object', properties: { s: { type: 'string', pattern: '[a' } } });
-    const admission = admitEntryToPublish(upstream as CatalogEntry, bounds);
+    expect(admitEntryToPublish(upstream as CatalogEntry, bounds).ok).to.equal(true); // nothing compiled yet
+    const schemas = new SchemaBudget(bounds, DEFAULT_SCHEMA_BUDGET);
+    const admission = await schemas.admit(upstream as CatalogEntry);
+    await schemas.close();
     expect(admission.ok).to.equal(false);
-    expect(!admission.ok && admission.reason).to.match(/inputSchema cannot be used: /);
+    expect(!admission.ok && admission.reason).to.match(/inputSchema cannot be used: it does not compile: /);
   });
 });
 
@@ -301,12 +311,15 @@ describe('catalog bounds: settings', () => {
       maxEntryBytes: 65_536,
       maxDepth: 64,
       maxTools: 1000,
+      maxToolsPerPublisher: 500,
+      maxSchemaPaths: 10_000,
+      maxPatternSize: 20_000,
     });
     expect(
       catalogBoundsOf(
         parseEnv(CatalogEnvSchema, { CATALOG_MAX_ENTRY_BYTES: '1024', CATALOG_MAX_DEPTH: '8', CATALOG_MAX_TOOLS: '1' }),
       ),
-    ).to.deep.equal({ maxEntryBytes: 1024, maxDepth: 8, maxTools: 1 });
+    ).to.deep.include({ maxEntryBytes: 1024, maxDepth: 8, maxTools: 1 });
     expect(() => parseEnv(CatalogEnvSchema, { CATALOG_MAX_DEPTH: '1000' })).to.throw(
       ConfigError,
       /CATALOG_MAX_DEPTH="1000": .*256/,

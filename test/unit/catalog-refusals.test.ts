@@ -1,7 +1,7 @@
 // What a refused catalog entry costs the api and what it shows (docs/catalog.md, "Bounds").
 import { expect } from 'chai';
 import { ApiTools } from '@mcp-tasks/api/tool-catalog';
-import { CatalogConflictError, type CatalogRefusal, type CatalogView } from '@mcp-tasks/engine';
+import { type ArgumentValidator, CatalogConflictError, type CatalogRefusal, type CatalogView } from '@mcp-tasks/engine';
 import { UnavailableError } from '@mcp-tasks/protocol';
 
 /** The part of a CatalogView that ApiTools reads, counting how often it is asked to read Redis again. */
@@ -24,7 +24,7 @@ function viewWith(refused: CatalogRefusal[]): { view: CatalogView; reads: () => 
 describe('refused catalog entries', () => {
   it('a call of a refused tool is answered from the cached view, naming the tool and the reason', async () => {
     const { view, reads } = viewWith([{ tool: 'bad', reason: 'it is not JSON', publisher: 'worker-a' }]);
-    const tools = new ApiTools(view);
+    const tools = new ApiTools(view, {} as ArgumentValidator);
     for (let i = 0; i < 20; i++) {
       const error = await tools.get('bad').catch((caught: unknown) => caught);
       expect(error).to.be.instanceOf(UnavailableError);

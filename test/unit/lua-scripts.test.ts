@@ -25,9 +25,13 @@ const KEY_FIRST = new Set([
   'HSETNX',
   'HSTRLEN',
   'INCR',
+  'LINDEX',
   'LLEN',
+  'LPOP',
   'LRANGE',
   'LREM',
+  'LSET',
+  'LTRIM',
   // MGET: every key it reads is one of KEYS too (checked below for the first).
   'MGET',
   'PEXPIRE',

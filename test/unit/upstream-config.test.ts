@@ -30,6 +30,7 @@ describe('upstream configuration', () => {
       timeoutMs: 1_800_000,
       connectTimeoutMs: 10_000,
       idleMs: 300_000,
+      maxTools: 200,
       deny: [],
       taskSupport: {},
     });
@@ -47,6 +48,7 @@ describe('upstream configuration', () => {
       UPSTREAM_MCP_RETRY_SAFE: 'true',
       UPSTREAM_MCP_CONCURRENCY: '8',
       UPSTREAM_MCP_TIMEOUT_MS: '5000',
+      UPSTREAM_MCP_MAX_TOOLS: '50',
     });
     expect(upstream).to.deep.include({
       name: 'remote',
@@ -56,6 +58,7 @@ describe('upstream configuration', () => {
       retrySafe: true,
       concurrency: 8,
       timeoutMs: 5000,
+      maxTools: 50,
     });
   });
 

@@ -172,7 +172,7 @@ async function apiServices(
       afterMs: config.HANDLE_AFTER_MS,
       prefix: config.TASK_HANDLE_TOOL_PREFIX,
     }),
-    tools: new ApiTools(catalogView, config.CATALOG_EMPTY_WAIT_MS),
+    tools: new ApiTools(catalogView, engine.arguments, config.CATALOG_EMPTY_WAIT_MS),
     requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {
       rotationMs: config.REQUEST_STATE_KEY_ROTATION_MS,
       overlapMs: config.REQUEST_STATE_KEY_OVERLAP_MS,
@@ -180,6 +180,7 @@ async function apiServices(
     }),
     metrics,
     security,
+    webhooks: engine.webhooks,
     stopping,
   };
 }
@@ -233,6 +234,7 @@ async function expressApp(
       log,
       cleanup,
       catalog: () => services.tools.view.entries().values(),
+      catalogRefused: () => services.tools.view.refusals().length,
     }),
   );
   if (config.CALLBACK_SECRET) {

@@ -12,6 +12,7 @@ import {
   PrincipalRateEnvSchema,
   SignalEnvSchema,
   TaskEnvSchema,
+  WebhookEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
 
@@ -124,6 +125,8 @@ export const ApiEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SecurityEnvSchema.shape)
   .extend(CallbackEnvSchema.shape)
   .extend(MetricsEnvSchema.shape)
+  // Accepts calls' webhooks and puts principals' configured ones on their tasks (docs/webhooks.md).
+  .extend(WebhookEnvSchema.shape)
   // The bounds of events sent to tasks (docs/durable-execution.md, "Limits").
   .extend(SignalEnvSchema.shape)
   .extend({

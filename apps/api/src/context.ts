@@ -17,6 +17,7 @@ import type {
   TaskService,
   TaskStore,
   TraceContext,
+  WebhookSettings,
 } from '@mcp-tasks/engine';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { JsonRpcId } from '@mcp-tasks/protocol';
@@ -46,6 +47,8 @@ export interface ApiServices {
   subscriber: Subscriber;
   metrics: RunnerMetrics;
   security: SecurityServices;
+  /** Calls' webhooks and principals' configured ones (docs/webhooks.md). */
+  webhooks: WebhookSettings;
   /** Aborts when the replica begins to stop: what it holds open ends in good order (listen streams, C26-SUB-5). */
   stopping: AbortSignal;
 }

@@ -41,6 +41,8 @@ export interface OperationsDeps {
   cleanup: CleanupStack;
   /** The live tool catalog from the replica's cache (scheduling gauges, without reading it per scrape). */
   catalog?: () => Iterable<CatalogEntry>;
+  /** How many live tools this replica's catalog leaves out (refused, quarantined: docs/catalog.md), for /readyz. */
+  catalogRefused?: () => number;
 }
 
 export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
@@ -64,8 +66,12 @@ export async function operationsRouter(deps: OperationsDeps): Promise<Router> {
     // operators: with ADMIN_TOKEN, as the dashboard shows it (docs/security.md, "Health and readiness").
     const reasons = carriesAdminToken(req.headers.authorization, config.ADMIN_TOKEN);
     redisReady(redis).then(
-      // The gateway's upstreams are detail: the api serves whatever state they are in (docs/gateway.md).
-      () => upstreamDetail(deps.engine, reasons).then((upstreams) => res.json({ status: 'ready', ...upstreams })),
+      // The gateway's upstreams and the catalog's refusals are detail: the api serves whatever state they are in
+      // (docs/gateway.md, docs/catalog.md).
+      () =>
+        upstreamDetail(deps.engine, reasons).then((upstreams) =>
+          res.json({ status: 'ready', ...catalogDetail(deps), ...upstreams }),
+        ),
       (error: Error) => res.status(503).json({ status: 'unavailable', reason: `redis: ${error.message}` }),
     );
   });
@@ -131,6 +137,16 @@ async function redisReady(redis: RedisClient): Promise<void> {
 }
 
 /**
+ * How many live tools the replica lists and leaves out (refused or quarantined: docs/catalog.md), for /readyz; nothing
+ * while it leaves none out.
+ */
+function catalogDetail(deps: OperationsDeps): { catalog?: { tools: number; refused: number } } {
+  const refused = deps.catalogRefused?.() ?? 0;
+  if (!deps.catalog || refused === 0) return {};
+  return { catalog: { tools: [...deps.catalog()].length, refused } };
+}
+
+/**
  * Each worker's upstream MCP servers, for /readyz: their states, and with `reasons` why (nothing when there are none,
  * or on error).
  */
@@ -138,13 +154,14 @@ async function upstreamDetail(engine: Engine, reasons: boolean): Promise<{ upstr
   const upstreams = await engine.gateway.upstreams().catch(() => []);
   if (upstreams.length === 0) return {};
   return {
-    upstreams: upstreams.map(({ upstream, worker, state, reason, since, tools }) => ({
+    upstreams: upstreams.map(({ upstream, worker, state, reason, since, tools, refused }) => ({
       upstream,
       worker,
       state,
       ...(reasons && reason !== undefined ? { reason } : {}),
       since: new Date(since).toISOString(),
       tools,
+      ...(refused !== undefined ? { refused } : {}),
     })),
   };
 }

@@ -1,8 +1,9 @@
 // The api's tools: the live catalog the workers publish (docs/catalog.md), cached in this replica, listed by
 // tools/list and used to validate a call's arguments against the published JSON Schema. No tool code is loaded here.
-// The catalog admits only entries within its bounds whose schema compiles (docs/catalog.md, "Bounds"), each with its
-// own validator: the one implementation of schema validation (engine ArgumentValidator over protocol's).
-import { ArgumentValidator, type CatalogView } from '@mcp-tasks/engine';
+// The catalog admits only entries within its bounds and budgets whose schema compiles (docs/catalog.md, "Bounds",
+// "Budgets"), each with its own validator: the one implementation of schema validation (engine ArgumentValidator over
+// protocol's), run on the event loop only when cheap, else in a schema thread.
+import type { ArgumentValidator, CatalogView } from '@mcp-tasks/engine';
 import {
   handleToolListing,
   InvalidInputError,
@@ -21,14 +22,14 @@ export interface HandleListing {
 }
 
 export class ApiTools {
-  /** The one validation of arguments against a published schema (the worker's child calls use it too). */
-  readonly #arguments = new ArgumentValidator();
   #listing: Record<string, unknown>[] | undefined;
   /** The listings for clients with task handles, by whether required tools are handed out too. */
   readonly #handleListings = new Map<boolean, Record<string, unknown>[]>();
 
   constructor(
     readonly view: CatalogView,
+    /** The one validation of arguments against a published schema (the worker's child calls use it too). */
+    private readonly validator: ArgumentValidator,
     /** CATALOG_EMPTY_WAIT_MS: how long a call waits for its tool while the catalog has none at all. */
     readonly emptyWaitMs = 0,
   ) {
@@ -106,8 +107,11 @@ export class ApiTools {
     throw new InvalidInputError(`Unknown tool: '${name}'`);
   }
 
-  /** Validated arguments with the schema's defaults applied, or InvalidInputError saying which argument is wrong. */
-  parseArguments(entry: CatalogEntry, args: unknown): unknown {
-    return this.#arguments.parse(entry, args);
+  /**
+   * Validated arguments with the schema's defaults applied, or InvalidInputError saying which argument is wrong, or
+   * that validating them exceeded its budget. `bytes`: their size as JSON.
+   */
+  parseArguments(entry: CatalogEntry, args: unknown, bytes?: number): Promise<unknown> {
+    return this.validator.parse(entry, args, bytes);
   }
 }

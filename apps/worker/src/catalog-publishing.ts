@@ -8,7 +8,11 @@ import type { UpstreamTools } from './upstream/upstream-tools.ts';
 
 export interface Publishing {
   catalog: {
-    publish(entries: readonly CatalogEntry[], publisher: string): Promise<unknown>;
+    publish(
+      entries: readonly CatalogEntry[],
+      publisher: string,
+      publisherOf?: (tool: string) => string | undefined,
+    ): Promise<unknown>;
     withdraw(names: readonly string[]): Promise<number>;
   };
   /** This worker's name, recorded with its entries: a process that refuses one at read names it. */
@@ -28,7 +32,11 @@ export async function publishServed({ catalog, publisher, served, upstreamTools,
   if (upstreamTools) served.update(upstreamTools.current());
   for (;;) {
     try {
-      await catalog.publish(served.entries(), publisher);
+      // An upstream's tools are published as '<worker>/<upstream>': each upstream has its own share of the catalog.
+      await catalog.publish(served.entries(), publisher, (tool) => {
+        const upstream = served.upstreamOf(tool);
+        return upstream === undefined ? undefined : `${publisher}/${upstream}`;
+      });
       return;
     } catch (error) {
       if (!(error instanceof CatalogConflictError) || served.isOwn(error.tool) || !upstreamTools) throw error;

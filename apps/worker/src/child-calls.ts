@@ -29,6 +29,7 @@ import {
   TaskKind,
   TaskNotFoundError,
   TaskStatus,
+  UnavailableError,
   type CallToolOptions,
   type CallToolResult,
   type TaskRecord,
@@ -42,7 +43,7 @@ export interface ChildCallDeps {
   tasks: TaskService;
   store: TaskStore;
   /** The live tool catalog (started on the first child call: a worker whose tools start none never reads it). */
-  catalog: () => Promise<Pick<CatalogView, 'get'>>;
+  catalog: () => Promise<Pick<CatalogView, 'get' | 'refusal'>>;
   arguments: ArgumentValidator;
   /** The audit child logger: a child task is a task created on its principal's behalf (T-AUDIT-1). */
   audit: Logger;
@@ -136,7 +137,15 @@ async function startChild(
   options: CallToolOptions,
 ): Promise<TaskRecord> {
   const { parent, run } = scope;
-  const entry = await (await deps.catalog()).get(name);
+  const catalog = await deps.catalog();
+  // A refused entry is known without reading Redis again; its reason is the publisher's to fix (docs/catalog.md).
+  const refusal = catalog.refusal(name);
+  if (refusal) {
+    throw new UnavailableError(
+      `Tool '${name}' cannot be called: its catalog entry is refused (${refusal.reason}); its publisher must fix it`,
+    );
+  }
+  const entry = await catalog.get(name);
   if (!entry) throw new InvalidInputError(`Unknown tool: '${name}' (no live worker serves it)`);
   const admitted = await deps.rates.admit(deps.rates.chargeOwner(parent.owner));
   if (!admitted.ok) {
@@ -155,7 +164,7 @@ async function startChild(
     owner: parent.owner,
     sessionId: parent.sessionId,
     tool: entry.name,
-    arguments: deps.arguments.parse(entry, args),
+    arguments: await deps.arguments.parse(entry, args),
     retrySafe: entry.retrySafe,
     ...(entry.external ? { queue: entry.queue } : {}),
     ...(entry.scheduling !== undefined ? { scheduling: entry.scheduling } : {}),

@@ -12,6 +12,7 @@ import {
   SessionEnvSchema,
   SignalEnvSchema,
   TaskEnvSchema,
+  WebhookEnvSchema,
 } from '@mcp-tasks/engine';
 import { z } from 'zod';
 
@@ -23,6 +24,8 @@ export const WorkerEnvSchema = RedisEnvSchema.extend(LogEnvSchema.shape)
   .extend(SchedulingEnvSchema.shape)
   // The timing of the child tasks its tools start (ctx.callTool), as the api's for the tasks it creates.
   .extend(TaskEnvSchema.shape)
+  // Signs and delivers tasks' webhooks (docs/webhooks.md): the same settings as the api's.
+  .extend(WebhookEnvSchema.shape)
   // The bounds of the events its tools send (ctx.signalTask), as the api's for those sent to its endpoint.
   .extend(SignalEnvSchema.shape)
   // Child tasks are charged to their principal's rate bucket, as the api charges its requests (same settings).

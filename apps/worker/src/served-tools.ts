@@ -1,11 +1,11 @@
 // The tools one worker serves right now: its own (MCPT_TOOLS, fixed) and those of its upstream MCP servers, which
 // come and go as the upstreams list them. The processor looks tools up here; the catalog gets `entries()`.
+import type { SchemaBudget } from '@mcp-tasks/engine';
 import {
-  admitEntryToPublish,
+  CatalogEntryError,
   DEFAULT_CATALOG_BOUNDS,
   ownCatalogEntry,
   ToolRegistry,
-  type Admission,
   type CatalogBounds,
   type CatalogEntry,
   type Scheduling,
@@ -18,8 +18,6 @@ export interface ServedToolsOptions {
   override?: (tool: string) => Scheduling | undefined;
   /** The catalog's bounds (CATALOG_MAX_*); the defaults when absent. */
   bounds?: CatalogBounds;
-  /** An upstream tool left out because the catalog would refuse its entry. */
-  onRefused?: (tool: string, reason: string) => void;
 }
 
 export class ServedTools {
@@ -27,23 +25,21 @@ export class ServedTools {
   #entries: CatalogEntry[] = [];
   /** Upstream tools listed here whose jobs another worker takes (docs/gateway.md, "Affinity"). */
   #notRunHere: ReadonlySet<string> = new Set();
+  /** The upstream of each upstream tool served. */
+  #upstreams: ReadonlyMap<string, string> = new Map();
   readonly #own: readonly PublishedTool[];
   readonly #ownNames: ReadonlySet<string>;
-  readonly #bounds: CatalogBounds;
-  readonly #onRefused: (tool: string, reason: string) => void;
-  /** The verdict on each upstream entry (the same object until its upstream lists its tools again). */
-  readonly #upstreamVerdicts = new WeakMap<CatalogEntry, Admission>();
 
   /**
-   * Throws CatalogEntryError naming an own tool whose entry is beyond the catalog's `bounds` or whose schema does not
-   * compile: every reader of the catalog would refuse it (docs/catalog.md, "Bounds").
+   * Throws CatalogEntryError naming an own tool whose entry is beyond the catalog's `bounds` or over the budgets of
+   * its cost model: every reader of the catalog would refuse it (docs/catalog.md, "Bounds"). That its schema compiles
+   * within its budget is checked by checkOwn.
    */
   constructor(own: readonly ToolDefinition[], options: ServedToolsOptions = {}) {
-    this.#bounds = options.bounds ?? DEFAULT_CATALOG_BOUNDS;
-    this.#onRefused = options.onRefused ?? (() => undefined);
+    const bounds = options.bounds ?? DEFAULT_CATALOG_BOUNDS;
     this.#own = own.map((definition) => ({
       definition,
-      entry: ownCatalogEntry(definition, this.#bounds, options.override?.(definition.name)),
+      entry: ownCatalogEntry(definition, bounds, options.override?.(definition.name)),
     }));
     this.#ownNames = new Set(own.map((tool) => tool.name));
     this.#registry = new ToolRegistry(own);
@@ -51,30 +47,37 @@ export class ServedTools {
   }
 
   /**
-   * Serves `upstream` besides the worker's own tools, except the names in `withheld` (refused by the catalog). An
-   * upstream tool named like one of the worker's own tools is left out: the own tool wins.
+   * Throws CatalogEntryError naming an own tool whose schema does not compile, or not within its budget: every reader
+   * of the catalog would refuse it (docs/catalog.md, "Budgets").
+   */
+  async checkOwn(schemas: Pick<SchemaBudget, 'admit'>): Promise<void> {
+    for (const { entry } of this.#own) {
+      const admission = await schemas.admit(entry);
+      if (!admission.ok) throw new CatalogEntryError(entry.name, admission.reason);
+    }
+  }
+
+  /**
+   * Serves `upstream` (admitted by the catalog's admission: UpstreamTools) besides the worker's own tools, except the
+   * names in `withheld` (refused by the catalog). An upstream tool named like one of the worker's own tools is left
+   * out: the own tool wins.
    */
   update(upstream: readonly PublishedTool[], withheld: ReadonlySet<string> = new Set()): void {
     const served = [
       ...this.#own,
-      ...upstream.filter(
-        (tool) => !this.#ownNames.has(tool.entry.name) && !withheld.has(tool.entry.name) && this.#admitted(tool.entry),
-      ),
+      ...upstream.filter((tool) => !this.#ownNames.has(tool.entry.name) && !withheld.has(tool.entry.name)),
     ];
     this.#registry = new ToolRegistry(served.map((tool) => tool.definition));
     this.#entries = served.map((tool) => tool.entry);
     this.#notRunHere = new Set(served.filter((tool) => tool.runsHere === false).map((tool) => tool.entry.name));
+    this.#upstreams = new Map(
+      served.flatMap((tool) => (tool.upstream !== undefined ? [[tool.entry.name, tool.upstream] as const] : [])),
+    );
   }
 
-  /** An upstream's entry is published only if every reader of the catalog would admit it; told once if not. */
-  #admitted(entry: CatalogEntry): boolean {
-    let verdict = this.#upstreamVerdicts.get(entry);
-    if (!verdict) {
-      verdict = admitEntryToPublish(entry, this.#bounds);
-      this.#upstreamVerdicts.set(entry, verdict);
-      if (!verdict.ok) this.#onRefused(entry.name, verdict.reason);
-    }
-    return verdict.ok;
+  /** The upstream MCP server a served tool comes from; undefined for an own tool. */
+  upstreamOf(name: string): string | undefined {
+    return this.#upstreams.get(name);
   }
 
   isOwn(name: string): boolean {

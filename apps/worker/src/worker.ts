@@ -2,7 +2,6 @@
 // released in reverse order at close, or at once when a later step of the start fails.
 import { hostname } from 'node:os';
 import {
-  ArgumentValidator,
   RateLimiter,
   auditLogger,
   catalogBoundsOf,
@@ -37,6 +36,7 @@ import { ServedTools } from './served-tools.ts';
 import type { UpstreamConfig } from './upstream/config.ts';
 import { UpstreamTools } from './upstream/upstream-tools.ts';
 import { WaitBudget } from './wait-budget.ts';
+import { startWebhookDelivery } from './webhook-delivering.ts';
 import { openEngine, type WorkerEngine } from './worker-engine.ts';
 
 export interface WorkerSources {
@@ -75,8 +75,6 @@ export async function startWorker(
     const served = new ServedTools(tools, {
       override: (tool) => scheduling.overrideFor(tool),
       bounds: catalogBoundsOf(config),
-      onRefused: (tool, reason) =>
-        log.warn('upstream tool left out: the tool catalog would refuse it', { tool, reason }),
     });
     const upstreams = sources.upstreams ?? [];
     if (tools.length === 0 && upstreams.length === 0) {
@@ -88,10 +86,13 @@ export async function startWorker(
     const opened = await openEngine(config, log, cleanup, instance);
     const { engine } = opened;
     const recoverable = await connectionsVisible(opened.redis, instance, log);
+    // Every own tool's schema compiles within its budget, as every reader of the catalog will compile it.
+    await served.checkOwn(engine.catalog.schemas);
     const { metrics, runEvents } = observeRuns(engine, log, config.DASHBOARD_FIGURES);
     const running = new RunningTasks();
     await listenForCancels(engine, running, config.CANCEL_CHECK_INTERVAL_MS, log, cleanup);
     startMaintenance(config, opened, log, cleanup);
+    await startWebhookDelivery(opened, name, log, cleanup);
     // Upstream sessions close after the BullMQ workers (registered below) have let their calls finish.
     const upstreamTools =
       upstreams.length === 0
@@ -102,6 +103,7 @@ export async function startWorker(
               worker: name,
               shared: { gateway: engine.gateway, keys: engine.keys },
               heartbeatMs: config.CATALOG_HEARTBEAT_MS,
+              admit: (entry) => engine.catalog.schemas.admit(entry),
             }),
             (u) => u.close(),
           );
@@ -135,6 +137,7 @@ export async function startWorker(
       concurrency: config.WORKER_CONCURRENCY,
       tools: served.names(),
       tracing: tracing !== undefined,
+      webhooks: engine.webhooks.enabled,
     });
     return {
       name,
@@ -240,7 +243,7 @@ function jobDepsOf(
       tasks: engine.tasks,
       store: engine.store,
       catalog: () => Promise.resolve(parts.catalogView),
-      arguments: new ArgumentValidator(),
+      arguments: engine.arguments,
       audit: auditLogger(parts.log),
       rates: new RateLimiter(redis, engine.keys, {
         windowMs: config.RATE_LIMIT_WINDOW_MS,

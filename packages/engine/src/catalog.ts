@@ -2,17 +2,18 @@
 // replicas list the union of the live ones from a cache that a pub/sub message (or a periodic reload) renews.
 import { randomUUID } from 'node:crypto';
 import {
-  admitPublishedEntry,
   canonicalJson,
   entrySizeReason,
+  selectLiveTools,
   type Admission,
   type CatalogBounds,
   type CatalogEntry,
 } from '@mcp-tasks/protocol';
-import { catalogBoundsOf, type CatalogEnv } from './config.ts';
+import type { CatalogEnv } from './config.ts';
 import type { KeySpace } from './keys.ts';
 import type { Logger } from './logger.ts';
 import type { RedisClient } from './redis.ts';
+import type { SchemaBudget } from './schema-budget.ts';
 import { RedisScripts } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
 
@@ -52,10 +53,7 @@ export interface CatalogReading {
   refused: CatalogRefusal[];
 }
 
-type CatalogSettings = Pick<
-  CatalogEnv,
-  'CATALOG_GRACE_MS' | 'CATALOG_HEARTBEAT_MS' | 'CATALOG_MAX_ENTRY_BYTES' | 'CATALOG_MAX_DEPTH' | 'CATALOG_MAX_TOOLS'
->;
+type CatalogSettings = Pick<CatalogEnv, 'CATALOG_GRACE_MS' | 'CATALOG_HEARTBEAT_MS'>;
 
 export class ToolCatalog {
   readonly bounds: CatalogBounds;
@@ -69,20 +67,30 @@ export class ToolCatalog {
   /** Refusals already told to the listeners (tool and reason), so that each is logged once, not at every read. */
   readonly #reported = new Set<string>();
   readonly #refusalListeners = new Set<(refusals: readonly CatalogRefusal[]) => void>();
+  /** Admissions a reading did not wait for (their schema is judged in a thread), by name. */
+  readonly #pending = new Map<string, Promise<unknown>>();
+  readonly #settledListeners = new Set<() => void>();
 
   constructor(
     private readonly redis: RedisClient,
     readonly keys: KeySpace,
     readonly timing: CatalogSettings,
+    /** Admits each entry within the bounds and budgets, and holds the validators (docs/catalog.md, "Budgets"). */
+    readonly schemas: SchemaBudget,
   ) {
-    this.bounds = catalogBoundsOf(timing);
+    this.bounds = schemas.bounds;
   }
 
   /**
-   * Publishes (or refreshes) the entries as `publisher` (the worker's name); throws CatalogConflictError and writes
-   * nothing on a conflict.
+   * Publishes (or refreshes) the entries as `publisher` (the worker's name), or as `publisherOf(name)` where that
+   * names another (an upstream the worker fronts: each publisher has its share of the catalog, CATALOG_MAX_TOOLS_PER_
+   * PUBLISHER); throws CatalogConflictError and writes nothing on a conflict.
    */
-  async publish(entries: readonly CatalogEntry[], publisher = ''): Promise<{ changed: boolean }> {
+  async publish(
+    entries: readonly CatalogEntry[],
+    publisher = '',
+    publisherOf: (tool: string) => string | undefined = () => undefined,
+  ): Promise<{ changed: boolean }> {
     const now = Date.now();
     const reply = await RedisScripts.on(this.redis).publishCatalog({
       keys: this.#scriptKeys(),
@@ -91,7 +99,10 @@ export class ToolCatalog {
       channel: this.keys.catalogChannel(),
       publisher,
       instance: this.instance,
-      entries: entries.map((entry) => ({ name: entry.name, json: canonicalJson(entry) })),
+      entries: entries.map((entry) => {
+        const own = publisherOf(entry.name);
+        return { name: entry.name, json: canonicalJson(entry), ...(own !== undefined ? { publisher: own } : {}) };
+      }),
     });
     if (reply.verdict === 'conflict') {
       const mine = entries.find((entry) => entry.name === reply.name);
@@ -141,22 +152,40 @@ export class ToolCatalog {
     return (await this.readAll()).entries;
   }
 
+  /** The admission of `name` still waiting for a schema thread (readAll with `pending: 'skip'` left it), if any. */
+  pendingAdmission(name: string): Promise<unknown> | undefined {
+    return this.#pending.get(name);
+  }
+
+  /** Tells `listener` each time an admission a reading left pending is settled: read again. */
+  onSettled(listener: () => void): () => void {
+    this.#settledListeners.add(listener);
+    return () => this.#settledListeners.delete(listener);
+  }
+
   /**
-   * The live entries, each admitted within the bounds (docs/catalog.md, "Bounds"), and those left out with their
-   * reason: beyond CATALOG_MAX_TOOLS (by name), larger than CATALOG_MAX_ENTRY_BYTES (not even fetched), or refused by
-   * admitPublishedEntry. New refusals are told to the listeners once.
+   * The live entries, each admitted within the bounds and budgets (docs/catalog.md, "Bounds", "Budgets"), and those
+   * left out with their reason: beyond a publisher's share or CATALOG_MAX_TOOLS (selectLiveTools), larger than
+   * CATALOG_MAX_ENTRY_BYTES (not even fetched), or refused by admission. New refusals are told to the listeners once.
+   * `pending: 'skip'` (a process's cached view): an entry whose schema is still being judged in a schema thread once
+   * the rest are admitted is left out of this reading, neither admitted nor refused; the onSettled listeners hear
+   * when it is settled. By default a reading waits for every verdict.
    */
-  async readAll(): Promise<CatalogReading> {
-    const { maxTools, maxEntryBytes } = this.bounds;
+  async readAll(options: { pending?: 'wait' | 'skip' } = {}): Promise<CatalogReading> {
+    const { maxEntryBytes } = this.bounds;
     const liveAfter = Date.now() - this.timing.CATALOG_GRACE_MS;
-    const names = (await this.redis.zrangebyscore(this.keys.catalogSeen(), liveAfter, '+inf')).sort();
-    const refused: CatalogRefusal[] = names.slice(maxTools).map((tool) => ({
-      tool,
-      reason: `more than CATALOG_MAX_TOOLS (${maxTools}) tools are live; the first ${maxTools} by name are read`,
-    }));
-    const kept = names.slice(0, maxTools);
-    const sizes = await this.#sizes(kept);
-    const fetched = kept.filter((name, i) => {
+    const names = await this.redis.zrangebyscore(this.keys.catalogSeen(), liveAfter, '+inf');
+    const { maxTools, maxToolsPerPublisher } = this.bounds;
+    const publishers = new Map<string, string>();
+    // Only a catalog beyond a share needs to know who publishes what.
+    if (names.length > Math.min(maxTools, maxToolsPerPublisher)) {
+      const recorded = await this.redis.hmget(this.keys.catalogPublishers(), ...names);
+      names.forEach((name, i) => publishers.set(name, recorded[i] ?? ''));
+    }
+    const selection = selectLiveTools(names, (tool) => publishers.get(tool) ?? '', this.bounds);
+    const refused: CatalogRefusal[] = [...selection.leftOut];
+    const sizes = await this.#sizes(selection.kept);
+    const fetched = selection.kept.filter((name, i) => {
       const bytes = sizes[i] ?? 0;
       if (bytes > maxEntryBytes) {
         refused.push({ tool: name, reason: entrySizeReason(bytes, this.bounds) });
@@ -164,17 +193,47 @@ export class ToolCatalog {
       return bytes > 0 && bytes <= maxEntryBytes;
     });
     const values = fetched.length > 0 ? await this.redis.hmget(this.keys.catalogTools(), ...fetched) : [];
-    const entries = new Map<string, CatalogEntry>();
-    for (const [i, name] of fetched.entries()) {
+    // Admitted side by side (each step on the event loop is taken in turn): a schema compiled in a thread does not
+    // hold up the others.
+    const settled = new Map<string, Admission>();
+    const admissions = fetched.map((name, i) => {
       const raw = values[i];
-      if (raw === null || raw === undefined) continue;
-      const admission = await this.#admit(name, raw);
+      if (raw === null || raw === undefined) return Promise.resolve();
+      return this.#admit(name, raw).then((admission) => void settled.set(name, admission));
+    });
+    if (options.pending === 'skip') {
+      await Promise.race([Promise.all(admissions), this.schemas.loopSettled()]);
+      this.#leavePending(fetched, admissions, settled);
+    } else {
+      await Promise.all(admissions);
+    }
+    const entries = new Map<string, CatalogEntry>();
+    for (const name of fetched) {
+      const admission = settled.get(name);
+      if (admission === undefined) continue;
       if (admission.ok) entries.set(name, admission.entry);
       else refused.push({ tool: name, reason: admission.reason });
     }
     const present = new Set(fetched);
     for (const name of this.#verdicts.keys()) if (!present.has(name)) this.#verdicts.delete(name);
-    return { entries, refused: await this.#withPublishers(refused) };
+    return { entries, refused: await this.#withPublishers(refused, publishers) };
+  }
+
+  /** The admissions not settled yet wait for a schema thread: the onSettled listeners hear when each is. */
+  #leavePending(
+    names: readonly string[],
+    admissions: readonly Promise<void>[],
+    settled: ReadonlyMap<string, Admission>,
+  ) {
+    names.forEach((name, i) => {
+      if (settled.has(name) || this.#pending.has(name)) return;
+      const admission = (admissions[i] as Promise<void>).catch(() => undefined);
+      this.#pending.set(name, admission);
+      void admission.then(() => {
+        this.#pending.delete(name);
+        for (const listener of this.#settledListeners) listener();
+      });
+    });
   }
 
   onRefusal(listener: (refusals: readonly CatalogRefusal[]) => void): () => void {
@@ -191,26 +250,29 @@ export class ToolCatalog {
   }
 
   /**
-   * The verdict on an entry's JSON: the last one while the JSON is unchanged. A new one yields to the event loop
-   * first, so that a read that compiles many schemas (a process's first) never holds it for more than one.
+   * The verdict on an entry's JSON: the last one while the JSON is unchanged. A new one is the schema budget's, kept
+   * by content: the same entry under another name, or back after a change, is not compiled again either.
    */
   async #admit(name: string, raw: string): Promise<Admission> {
     const known = this.#verdicts.get(name);
     if (known?.raw === raw) return known.admission;
-    await new Promise((resolve) => setImmediate(resolve));
-    const admission = admitPublishedEntry(name, raw, this.bounds);
-    this.#verdicts.set(name, { raw, admission });
+    const admission = await this.schemas.admitPublished(name, raw);
+    // A refusal that says nothing of the entry (a schema thread could not start) is asked again at the next read.
+    if (admission.ok || admission.transient !== true) this.#verdicts.set(name, { raw, admission });
     return admission;
   }
 
-  async #withPublishers(refused: CatalogRefusal[]): Promise<CatalogRefusal[]> {
+  async #withPublishers(refused: CatalogRefusal[], known: ReadonlyMap<string, string>): Promise<CatalogRefusal[]> {
     if (refused.length === 0) {
       this.#reported.clear();
       return refused;
     }
-    const publishers = await this.redis.hmget(this.keys.catalogPublishers(), ...refused.map((r) => r.tool));
-    const described = refused.map((refusal, i) => {
-      const publisher = publishers[i];
+    const unknown = refused.map((r) => r.tool).filter((tool) => !known.has(tool));
+    const read = unknown.length > 0 ? await this.redis.hmget(this.keys.catalogPublishers(), ...unknown) : [];
+    const publishers = new Map(known);
+    unknown.forEach((tool, i) => publishers.set(tool, read[i] ?? ''));
+    const described = refused.map((refusal) => {
+      const publisher = publishers.get(refusal.tool);
       return publisher ? { ...refusal, publisher } : refusal;
     });
     const current = new Set(described.map((r) => `${r.tool}\n${r.reason}`));
@@ -245,9 +307,14 @@ export class CatalogView {
   ) {}
 
   async start(): Promise<void> {
-    this.#unsubscribe = await this.subscriber.listen(this.catalog.keys.catalogChannel(), () => {
+    const stopSettled = this.catalog.onSettled(() => void this.reload());
+    const stopListening = await this.subscriber.listen(this.catalog.keys.catalogChannel(), () => {
       void this.reload();
     });
+    this.#unsubscribe = async () => {
+      stopSettled();
+      await stopListening();
+    };
     await this.reload();
     this.#timer = setInterval(() => void this.reload(), this.options.reloadMs);
     this.#timer.unref();
@@ -292,10 +359,19 @@ export class CatalogView {
     return this.#refused.get(name);
   }
 
-  /** The entry, reading Redis again first when the cache does not have it (a tool published a moment ago). */
+  /** The live tools left out of the listing, with why (docs/catalog.md, "Bounds", "Budgets"). */
+  refusals(): CatalogRefusal[] {
+    return [...this.#refused.values()];
+  }
+
+  /**
+   * The entry, reading Redis again first when the cache does not have it (a tool published a moment ago), after its
+   * schema's verdict when a schema thread is still judging it.
+   */
   async get(name: string): Promise<CatalogEntry | undefined> {
     const cached = this.#entries.get(name);
     if (cached) return cached;
+    await this.catalog.pendingAdmission(name);
     await this.reload();
     return this.#entries.get(name);
   }
@@ -330,7 +406,8 @@ export class CatalogView {
   async #load(): Promise<void> {
     let reading: CatalogReading;
     try {
-      reading = await this.catalog.readAll();
+      // A schema a thread is judging holds up no other entry: it joins the listing when it is settled.
+      reading = await this.catalog.readAll({ pending: 'skip' });
     } catch (error) {
       this.options.onError?.(error);
       return;
@@ -353,10 +430,11 @@ const REFUSALS_LOGGED = 20;
 
 /**
  * Logs each entry the catalog refuses once, with its publisher and reason (ToolCatalog tells each refusal once, not
- * at every read). Returns the unsubscribe function.
+ * at every read), and each schema thread replaced after it overran its budget. Returns the unsubscribe function.
  */
 export function logCatalogRefusals(catalog: ToolCatalog, log: Logger): () => void {
-  return catalog.onRefusal((refusals) => {
+  const stopThreads = catalog.schemas.onThreadEvent((event, fields) => log.warn(event, fields));
+  const stopRefusals = catalog.onRefusal((refusals) => {
     for (const { tool, reason, publisher } of refusals.slice(0, REFUSALS_LOGGED)) {
       log.warn('tool catalog entry refused', { tool, publisher: publisher ?? 'unknown', reason });
     }
@@ -367,4 +445,8 @@ export function logCatalogRefusals(catalog: ToolCatalog, log: Logger): () => voi
       });
     }
   });
+  return () => {
+    stopThreads();
+    stopRefusals();
+  };
 }

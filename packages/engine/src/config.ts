@@ -1,6 +1,7 @@
 // Environment parsing shared by every process: one zod schema per app, parsed once into a frozen object, with
 // errors that name the variable and what it accepts.
 import { DEFAULT_CATALOG_BOUNDS, type CatalogBounds } from '@mcp-tasks/protocol';
+import { DEFAULT_SCHEMA_BUDGET, type SchemaBudgetSettings } from './schema-budget.ts';
 import { z } from 'zod';
 import { isSecretVariable, maskUrlPasswords } from './redact.ts';
 import { parseClusterNodes, prefixPinsOneSlot } from './redis-target.ts';
@@ -82,6 +83,27 @@ export const CatalogEnvSchema = z.object({
   /** ajv recurses on a schema's nesting; this cap keeps it far from the stack's limit. */
   CATALOG_MAX_DEPTH: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxDepth, { min: 8, max: 256 }),
   CATALOG_MAX_TOOLS: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxTools, { min: 1, max: 100_000 }),
+  /** A publisher over its share loses its own excess, never another publisher's tools (docs/catalog.md, "Bounds"). */
+  CATALOG_MAX_TOOLS_PER_PUBLISHER: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxToolsPerPublisher, { min: 1, max: 100_000 }),
+  /**
+   * Budgets of the cost model, checked before a schema is compiled (docs/catalog.md, "Budgets"): the subschemas that
+   * apply to one value of the arguments (paths through $ref, anyOf, oneOf ...), and the RE2 program size of the
+   * entry's patterns.
+   */
+  CATALOG_MAX_SCHEMA_PATHS: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxSchemaPaths, { min: 1, max: 1_000_000_000 }),
+  CATALOG_MAX_PATTERN_SIZE: intFromEnv(DEFAULT_CATALOG_BOUNDS.maxPatternSize, { min: 0, max: 10_000_000 }),
+  /**
+   * Budgets of the schema threads, where a schema the cost model does not rate cheap is compiled and validated
+   * (docs/catalog.md, "Budgets"): a thread over its deadline or its heap is terminated and replaced.
+   */
+  SCHEMA_COMPILE_TIMEOUT_MS: intFromEnv(DEFAULT_SCHEMA_BUDGET.compileTimeoutMs, { min: 50, max: 600_000 }),
+  SCHEMA_VALIDATION_TIMEOUT_MS: intFromEnv(DEFAULT_SCHEMA_BUDGET.validationTimeoutMs, { min: 10, max: 600_000 }),
+  SCHEMA_THREAD_HEAP_MB: intFromEnv(DEFAULT_SCHEMA_BUDGET.threadHeapMb, { min: 16, max: 16_384 }),
+  SCHEMA_THREADS: intFromEnv(DEFAULT_SCHEMA_BUDGET.threads, { min: 1, max: 64 }),
+  /** What runs on the event loop: a schema this small (its JSON plus its RE2 instructions) and a call this cheap. */
+  SCHEMA_INLINE_MAX_BYTES: intFromEnv(DEFAULT_SCHEMA_BUDGET.inlineMaxBytes, { min: 0, max: 16 * 1024 * 1024 }),
+  SCHEMA_INLINE_TOTAL_BYTES: intFromEnv(DEFAULT_SCHEMA_BUDGET.inlineTotalBytes, { min: 0, max: 1024 * 1024 * 1024 }),
+  SCHEMA_INLINE_MAX_STEPS: intFromEnv(DEFAULT_SCHEMA_BUDGET.inlineMaxSteps, { min: 0, max: 1_000_000_000 }),
 });
 
 /** The catalog bounds of a configuration (the defaults for what it does not set). */
@@ -90,6 +112,22 @@ export function catalogBoundsOf(config: Partial<CatalogEnv>): CatalogBounds {
     maxEntryBytes: config.CATALOG_MAX_ENTRY_BYTES ?? DEFAULT_CATALOG_BOUNDS.maxEntryBytes,
     maxDepth: config.CATALOG_MAX_DEPTH ?? DEFAULT_CATALOG_BOUNDS.maxDepth,
     maxTools: config.CATALOG_MAX_TOOLS ?? DEFAULT_CATALOG_BOUNDS.maxTools,
+    maxToolsPerPublisher: config.CATALOG_MAX_TOOLS_PER_PUBLISHER ?? DEFAULT_CATALOG_BOUNDS.maxToolsPerPublisher,
+    maxSchemaPaths: config.CATALOG_MAX_SCHEMA_PATHS ?? DEFAULT_CATALOG_BOUNDS.maxSchemaPaths,
+    maxPatternSize: config.CATALOG_MAX_PATTERN_SIZE ?? DEFAULT_CATALOG_BOUNDS.maxPatternSize,
+  };
+}
+
+/** The schema threads' budgets and what runs on the event loop, of a configuration (docs/catalog.md, "Budgets"). */
+export function schemaBudgetOf(config: Partial<CatalogEnv>): SchemaBudgetSettings {
+  return {
+    compileTimeoutMs: config.SCHEMA_COMPILE_TIMEOUT_MS ?? DEFAULT_SCHEMA_BUDGET.compileTimeoutMs,
+    validationTimeoutMs: config.SCHEMA_VALIDATION_TIMEOUT_MS ?? DEFAULT_SCHEMA_BUDGET.validationTimeoutMs,
+    threadHeapMb: config.SCHEMA_THREAD_HEAP_MB ?? DEFAULT_SCHEMA_BUDGET.threadHeapMb,
+    threads: config.SCHEMA_THREADS ?? DEFAULT_SCHEMA_BUDGET.threads,
+    inlineMaxBytes: config.SCHEMA_INLINE_MAX_BYTES ?? DEFAULT_SCHEMA_BUDGET.inlineMaxBytes,
+    inlineTotalBytes: config.SCHEMA_INLINE_TOTAL_BYTES ?? DEFAULT_SCHEMA_BUDGET.inlineTotalBytes,
+    inlineMaxSteps: config.SCHEMA_INLINE_MAX_STEPS ?? DEFAULT_SCHEMA_BUDGET.inlineMaxSteps,
   };
 }
 

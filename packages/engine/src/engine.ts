@@ -4,8 +4,10 @@ import { ActivityRecorder } from './activity.ts';
 import type { Queue } from 'bullmq';
 import { ToolCatalog } from './catalog.ts';
 import {
+  catalogBoundsOf,
   CatalogEnvSchema,
   MIN_TASK_TTL_MS,
+  schemaBudgetOf,
   TaskEnvSchema,
   type CatalogEnv,
   type MetricsEnv,
@@ -21,6 +23,7 @@ import {
   type SchedulingEnv,
   type SchedulingSettings,
 } from './scheduling-config.ts';
+import { SchemaBudget } from './schema-budget.ts';
 import { SessionEvents } from './session-events.ts';
 import { SchedulingView } from './tool-limits.ts';
 import { ExternalTasks } from './external.ts';
@@ -34,7 +37,9 @@ import { Subscriber } from './subscriber.ts';
 import { TaskAdmin } from './task-admin.ts';
 import { TaskService, type TaskTiming } from './task-service.ts';
 import { SIGNAL_DEFAULTS, TaskSignals, type SignalEnv } from './task-signals.ts';
+import { ArgumentValidator } from './tool-arguments.ts';
 import { DEFAULT_SESSION_STREAM, TaskStore } from './records/store.ts';
+import { loadWebhookSettings, WebhookEnvSchema, type WebhookEnv, type WebhookSettings } from './webhook-settings.ts';
 
 export interface EngineConnections {
   /** The runner's own commands: records, sessions, event streams, scripts. */
@@ -57,6 +62,7 @@ export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
   Partial<TaskEnv> &
   Partial<CatalogEnv> &
   Partial<SchedulingEnv> &
+  Partial<WebhookEnv> &
   Partial<Pick<MetricsEnv, 'DASHBOARD_FLUSH_MS'>> &
   Partial<SignalEnv> & {
     /** The most unfinished tasks one owner may have; absent: no cap. */
@@ -82,6 +88,9 @@ export interface Engine {
   externalQueues: ExternalQueues;
   /** The tool catalog workers publish to and api replicas list (docs/catalog.md). */
   catalog: ToolCatalog;
+  /** The one validation of a call's arguments against its tool's published schema, within the schema budget. */
+  arguments: ArgumentValidator;
+
   /** What the workers' gateways to upstream MCP servers share (docs/gateway.md). */
   gateway: GatewayState;
   tasks: TaskService;
@@ -91,6 +100,8 @@ export interface Engine {
   scheduling: SchedulingSettings;
   /** What operators see of each tool's scheduling. */
   schedulingView: SchedulingView;
+  /** The webhook settings (WEBHOOK_*, WEBHOOKS_*; docs/webhooks.md): secrets, per-principal webhooks, targets, bounds. */
+  webhooks: WebhookSettings;
   external: ExternalTasks;
   admin: TaskAdmin;
   /** The dashboard's per-minute figures of the last hour (activity.ts). */
@@ -113,6 +124,7 @@ export interface EngineChecks {
 const TASK_DEFAULTS = TaskEnvSchema.parse({});
 const CATALOG_DEFAULTS = CatalogEnvSchema.parse({});
 const SCHEDULING_DEFAULTS = SchedulingEnvSchema.parse({});
+const WEBHOOK_DEFAULTS = WebhookEnvSchema.parse({});
 
 export function createEngine(connections: EngineConnections, config: EngineConfig, checks: EngineChecks = {}): Engine {
   // Every process (api, worker, cli) builds its engine here, before it serves anything: one place to refuse a BullMQ
@@ -121,7 +133,11 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
   const { redis } = connections;
   const keys = new KeySpace(config.REDIS_PREFIX);
   const streams = { ...DEFAULT_SESSION_STREAM, idleMs: config.SESSION_IDLE_TTL_MS };
-  const store = new TaskStore(redis, keys, streams);
+  const webhooks = loadWebhookSettings({
+    ...WEBHOOK_DEFAULTS,
+    ...definedOnly<WebhookEnv>(config, Object.keys(WebhookEnvSchema.shape)),
+  });
+  const store = new TaskStore(redis, keys, streams, { maxPending: webhooks.maxPending });
   const events = new SessionEvents(redis, keys, streams);
   const subscriber = new Subscriber(connections.subscriber ?? redis);
   const queue = createToolQueue(connections.queues ?? redis, config.REDIS_PREFIX);
@@ -137,20 +153,26 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     ...(config.MAX_TASKS_PER_OWNER !== undefined ? { maxLiveTasksPerOwner: config.MAX_TASKS_PER_OWNER } : {}),
     maxChildrenPerTask: config.MAX_CHILDREN_PER_TASK ?? TASK_DEFAULTS.MAX_CHILDREN_PER_TASK,
   };
-  const scheduling = loadSchedulingSettings({ ...SCHEDULING_DEFAULTS, ...definedOnly(config) });
+  const scheduling = loadSchedulingSettings({
+    ...SCHEDULING_DEFAULTS,
+    ...definedOnly<SchedulingEnv>(config, Object.keys(SchedulingEnvSchema.shape)),
+  });
   const fairQueue = new FairQueue(keys, scheduling);
   const tasksWith = (changes: Partial<TaskTiming>) =>
     new TaskService(store, redis, subscriber, { ...timing, ...changes }, limits)
       .useExternalQueues(externalQueues)
       .useFairQueue(fairQueue);
   const catalogSetting = <K extends keyof CatalogEnv>(name: K): CatalogEnv[K] => config[name] ?? CATALOG_DEFAULTS[name];
-  const catalog = new ToolCatalog(redis, keys, {
-    CATALOG_GRACE_MS: catalogSetting('CATALOG_GRACE_MS'),
-    CATALOG_HEARTBEAT_MS: catalogSetting('CATALOG_HEARTBEAT_MS'),
-    CATALOG_MAX_ENTRY_BYTES: catalogSetting('CATALOG_MAX_ENTRY_BYTES'),
-    CATALOG_MAX_DEPTH: catalogSetting('CATALOG_MAX_DEPTH'),
-    CATALOG_MAX_TOOLS: catalogSetting('CATALOG_MAX_TOOLS'),
-  });
+  const schemas = new SchemaBudget(catalogBoundsOf(config), schemaBudgetOf(config));
+  const catalog = new ToolCatalog(
+    redis,
+    keys,
+    {
+      CATALOG_GRACE_MS: catalogSetting('CATALOG_GRACE_MS'),
+      CATALOG_HEARTBEAT_MS: catalogSetting('CATALOG_HEARTBEAT_MS'),
+    },
+    schemas,
+  );
   const schedulingView = new SchedulingView(redis, keys, externalQueues);
   const activity = new ActivityRecorder(redis, keys, { flushMs: config.DASHBOARD_FLUSH_MS });
   const gateway = new GatewayState(redis, keys);
@@ -175,8 +197,10 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
     signals,
     scheduling,
     schedulingView,
+    webhooks,
     external: new ExternalTasks(redis, keys, store, events),
     catalog,
+    arguments: new ArgumentValidator(schemas),
     gateway,
     admin: new TaskAdmin(store, queue, { queues: externalQueues, catalog, scheduling: schedulingView, gateway }),
     activity,
@@ -185,16 +209,16 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
       await activity.close(); // bounded in time: a Redis that does not answer does not hold the shutdown
       await externalQueues.close();
       await queue.close();
+      await schemas.close();
     },
   };
 }
 
-/** The scheduling variables the process's configuration has (a key present but undefined keeps the default). */
-function definedOnly(config: Partial<SchedulingEnv>): Partial<SchedulingEnv> {
-  const { SCHEDULING, SCHEDULING_FILE, MAX_RUNNING_PER_OWNER, OWNER_CAP_RECHECK_MS } = config;
+/** The variables of a group (its schema's keys) the process's configuration has (one present but undefined keeps the default). */
+function definedOnly<T extends object>(config: Partial<T>, names: readonly string[]): Partial<T> {
   return Object.fromEntries(
-    Object.entries({ SCHEDULING, SCHEDULING_FILE, MAX_RUNNING_PER_OWNER, OWNER_CAP_RECHECK_MS }).filter(
-      ([, value]) => value !== undefined,
-    ),
-  );
+    names
+      .map((name) => [name, (config as Record<string, unknown>)[name]] as const)
+      .filter(([, value]) => value !== undefined),
+  ) as Partial<T>;
 }

@@ -23,6 +23,12 @@ export interface UpstreamStatus {
   since: number;
   /** Tools published from it (the last listing; kept while it is unavailable). */
   tools: number;
+  /**
+   * Tools of its last listing the worker left out: beyond the upstream's `maxTools`, or refused by the catalog's
+   * admission (docs/catalog.md, "Budgets"); the first few with their reason.
+   */
+  refused?: number;
+  refusedTools?: { tool: string; reason: string }[];
   /** Connections open now (stdio: child processes). */
   connections: number;
   /** Epoch ms of the report; it counts until `at + validMs` (the worker renews it before). */

@@ -34,6 +34,7 @@ export {
   parseEnv,
   PrincipalRateEnvSchema,
   RedisEnvSchema,
+  schemaBudgetOf,
   SessionEnvSchema,
   TaskEnvSchema,
 } from './config.ts';
@@ -141,6 +142,7 @@ export {
   type StepView,
   type TaskFilter,
   type TaskInspection,
+  type WebhookInspection,
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
 export {
@@ -151,6 +153,12 @@ export {
   type SignalRequest,
   TaskSignals,
 } from './task-signals.ts';
+export {
+  type ArgumentsVerdict,
+  DEFAULT_SCHEMA_BUDGET,
+  SchemaBudget,
+  type SchemaBudgetSettings,
+} from './schema-budget.ts';
 export { ArgumentValidator } from './tool-arguments.ts';
 export {
   type Attributes,
@@ -170,6 +178,11 @@ export {
   tracingRequested,
   withSpan,
 } from './tracing.ts';
+export { OutboundTargets } from './outbound-targets.ts';
+export { type DeliveryAttempt, type WebhookView } from './records/webhooks.ts';
+export { WebhookDelivery, webhookBody } from './webhook-delivery.ts';
+export { loadWebhookSettings, WebhookEnvSchema, type WebhookSettings } from './webhook-settings.ts';
+export { parseWebhookSecrets, webhookSignature } from './webhook-signing.ts';
 export {
   applyQueueLimits,
   countSchedulingEvent,

@@ -177,6 +177,16 @@ export class KeySpace {
     return `${this.prefix}:sched:parked-owners`;
   }
 
+  /** Pub/sub channel: a webhook delivery was queued (transition-8.lua); it wakes the workers' delivery loops. */
+  webhooksChannel(): string {
+    return `${this.prefix}:webhooks-queued`;
+  }
+
+  /** Hash: webhook delivery attempts by outcome across workers (delivered, failed, abandoned, expired), for /metrics. */
+  webhookCounters(): string {
+    return `${this.prefix}:webhooks:counters`;
+  }
+
   /** Hash: per tool counters for operators (`<tool>:retries`, `<tool>:timeouts`, `<tool>:parked`, ...). */
   schedulingCounters(): string {
     return `${this.prefix}:sched:counters`;

@@ -234,6 +234,7 @@ export class RunnerMetrics {
       },
     });
     this.#addSchedulingGauges(admin, fromRedis, options.catalog);
+    this.#addWebhookMetrics(admin, fromRedis);
     new Gauge({
       // Not `_total`: that suffix is a counter's (Prometheus naming); this is the exact sum mcpt_tasks_live samples.
       name: `${METRICS_PREFIX}tasks_live_all`,
@@ -338,6 +339,46 @@ export class RunnerMetrics {
           .slice(0, TOP_PRINCIPALS)
           .map(([principal, count]) => [{ tool: tool.tool, principal }, count]),
     );
+  }
+
+  /** The webhook deliveries of every worker (docs/webhooks.md), counted in Redis: one read per scrape. */
+  #addWebhookMetrics(
+    admin: TaskAdmin,
+    fromRedis: <L extends string>(
+      metric: Gauge<L> | Counter<L>,
+      read: () => Promise<void>,
+      unlabelled?: boolean,
+    ) => Promise<void>,
+  ): void {
+    let pending: ReturnType<TaskAdmin['webhookDeliveries']> | undefined;
+    const read = () => {
+      pending ??= admin.webhookDeliveries().finally(() => setTimeout(() => (pending = undefined), 0));
+      return pending;
+    };
+    new Counter({
+      name: `${METRICS_PREFIX}webhook_deliveries_total`,
+      help:
+        'Webhook delivery attempts by outcome (cluster-wide, counted in Redis): delivered, failed (to be retried), ' +
+        'abandoned (given up: a 4xx, a redirect, a refused target, WEBHOOK_MAX_ATTEMPTS or WEBHOOK_RETRY_FOR_MS), ' +
+        'expired (tasks gone with deliveries left)',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => {
+          const { outcomes } = await read();
+          this.reset();
+          for (const [outcome, count] of Object.entries(outcomes)) this.inc({ outcome }, count);
+        });
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}webhook_pending_tasks`,
+      help: 'Tasks with webhook deliveries not made yet (cluster-wide): due, waiting for a retry, or being delivered',
+      registers: [this.registry],
+      collect() {
+        return fromRedis(this, async () => this.set((await read()).pendingTasks), true);
+      },
+    });
   }
 
   /** Per-worker gauges (register them on worker processes). */

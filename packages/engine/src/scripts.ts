@@ -251,6 +251,9 @@ export interface TransitionCall {
     inputs: string;
     /** The session's input requests waiting for its client. */
     sessionInputs: string;
+    /** The task's webhook outbox and the set of tasks with deliveries due: touched only for a task with a webhook. */
+    webhookOutbox: string;
+    webhooksDue: string;
     /** The input request hashes to withdraw, in the order of `begin.withdraw` (only when `begin` is set). */
     withdrawn: readonly string[];
   };
@@ -278,6 +281,8 @@ export interface TransitionCall {
   unchangedSince: { lastUpdatedAt: number; external: boolean } | undefined;
   /** The attempt the move is part of: its history entry carries it. */
   run?: { attempt: number; worker: string; startedAt?: number; ending?: string } | undefined;
+  /** For a task with a webhook: the most deliveries its outbox holds, and the channel that wakes the delivery loops. */
+  webhooks: { maxPending: number; channel: string };
 }
 
 export type TransitionReply =
@@ -288,6 +293,21 @@ export type TransitionReply =
   | { verdict: 'stale'; current: TaskStatus; attempt: number }
   | { verdict: 'changed'; current: TaskStatus }
   | { verdict: 'withdraw'; requestIds: string[] };
+
+/** What settle-webhook-4.lua takes (see its header). */
+export interface SettleWebhookCall {
+  keys: { due: string; outbox: string; log: string; counters: string };
+  taskId: string;
+  leaseEnd: number;
+  outcome: 'delivered' | 'retry' | 'abandoned' | 'empty' | 'expired';
+  head?: string;
+  next?: string;
+  nextAt?: number;
+  now: number;
+  attempt?: string;
+  logMax: number;
+  expiresAt: number;
+}
 
 export interface SaveDurableCall {
   keys: { record: string; durable: string; live: string };
@@ -485,7 +505,7 @@ export class RedisScripts {
     }
   }
 
-  /** transition-6.lua: one atomic move along the state machine, with its status event. */
+  /** transition-8.lua: one atomic move along the state machine, with its status event (and webhook delivery). */
   async transition(call: TransitionCall): Promise<TransitionReply> {
     const { begin, unchangedSince } = call;
     const withdraw = begin?.withdraw ?? [];
@@ -499,6 +519,8 @@ export class RedisScripts {
       call.keys.ownerLive,
       call.keys.inputs,
       call.keys.sessionInputs,
+      call.keys.webhookOutbox,
+      call.keys.webhooksDue,
     ]);
     const [verdict, a, b, ...rest] = (await this.#run('transition', keys, {
       taskId: call.taskId,
@@ -522,10 +544,11 @@ export class RedisScripts {
       },
       unchangedSince,
       run: call.run,
+      webhooks: call.webhooks,
     })) as [string, string?, string?, ...string[]];
     switch (verdict) {
       case 'ok':
-        // The move that starts an attempt also says whether the task keeps durable state (transition-6.lua).
+        // The move that starts an attempt also says whether the task keeps durable state (transition-8.lua).
         if (begin) return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b), durable: rest[0] === '1' };
         return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
       case 'unchanged':
@@ -543,19 +566,25 @@ export class RedisScripts {
     }
   }
 
-  /** claim-expired-1.lua: up to `limit` entries due at `now`, held by this caller until `leaseEnd`. */
-  async claimExpired(call: {
-    keys: { expiries: string };
-    now: number;
-    limit: number;
-    leaseEnd: number;
-  }): Promise<string[]> {
+  /** claim-due-1.lua: up to `limit` members of the set due at `now`, held by this caller until `leaseEnd`. */
+  async claimDue(call: { keys: { set: string }; now: number; limit: number; leaseEnd: number }): Promise<string[]> {
     const { now, limit, leaseEnd } = call;
-    return (await this.#run('claimExpired', new ScriptKeys([call.keys.expiries]), {
+    return (await this.#run('claimDue', new ScriptKeys([call.keys.set]), {
       now,
       limit,
       leaseEnd,
     })) as string[];
+  }
+
+  /** settle-webhook-4.lua: one attempt of a task's webhook delivery, while the caller's claim holds. */
+  async settleWebhook(call: SettleWebhookCall): Promise<'ok' | 'lost'> {
+    const { keys, ...args } = call;
+    const reply = await this.#run(
+      'settleWebhook',
+      new ScriptKeys([keys.due, keys.outbox, keys.log, keys.counters]),
+      args,
+    );
+    return reply === 'ok' ? 'ok' : 'lost';
   }
 
   /**
@@ -606,7 +635,7 @@ export class RedisScripts {
   }
 
   /**
-   * take-ended-11.lua: a plain call's record of `owner` read, and deleted in the same step with its session entry once
+   * take-ended-13.lua: a plain call's record of `owner` read, and deleted in the same step with its session entry once
    * it has ended (`deleted`); `fields` are the record's (none when it is missing or someone else's).
    */
   async takeEnded(call: {
@@ -616,6 +645,8 @@ export class RedisScripts {
       durable: string;
       children: string;
       signals: string;
+      webhookOutbox: string;
+      webhookLog: string;
       live: string;
       allTasks: string;
       ownerIndex: string;
@@ -637,6 +668,8 @@ export class RedisScripts {
       keys.durable,
       keys.children,
       keys.signals,
+      keys.webhookOutbox,
+      keys.webhookLog,
       keys.live,
       keys.allTasks,
       keys.ownerIndex,
@@ -842,7 +875,7 @@ export class RedisScripts {
     channel: string;
     publisher: string;
     instance: string;
-    entries: readonly { name: string; json: string }[];
+    entries: readonly { name: string; json: string; publisher?: string }[];
   }): Promise<{ verdict: 'ok'; changed: boolean } | { verdict: 'conflict'; name: string; live: string }> {
     const { now, liveAfter, channel, publisher, instance, entries } = call;
     const reply = (await this.#run('publishCatalog', catalogKeys(call.keys), {

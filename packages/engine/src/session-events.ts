@@ -1,7 +1,7 @@
 // The per-session event stream: every message the server has for a session's client (status notifications,
 // progress, elicitation and sampling requests) goes into one Redis stream. SSE event ids are stream ids, so a
 // client that reconnects to any api replica resumes exactly where it left off.
-import { isTaskStatus, type TaskFacts } from '@mcp-tasks/protocol';
+import { inputRequestOf, isTaskStatus, type InputRequest, type TaskFacts, type TaskRecord } from '@mcp-tasks/protocol';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import type { SessionStreamOptions } from './records/store.ts';
@@ -117,6 +117,20 @@ export class SessionEvents {
       };
       return { requestId, taskId, message, ...(key !== undefined ? { key } : {}) };
     });
+  }
+
+  /**
+   * A task's input requests still waiting for an answer, keyed by the ids its client is shown (unique for the task's
+   * life), as the 2026-07-28 wire inlines them in tasks/get (X-GET-6) and a webhook's body carries them.
+   */
+  async outstandingInputs(task: Pick<TaskRecord, 'taskId' | 'sessionId'>): Promise<Record<string, InputRequest>> {
+    const inputs: Record<string, InputRequest> = {};
+    for (const pending of await this.pendingInputs(task.sessionId)) {
+      if (pending.taskId !== task.taskId) continue;
+      const request = inputRequestOf(pending.message);
+      if (request) inputs[pending.key ?? pending.requestId] = request;
+    }
+    return inputs;
   }
 
   /**

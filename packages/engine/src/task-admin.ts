@@ -16,6 +16,7 @@ import {
   type CatalogEntry,
   type Task,
   type TaskRecord,
+  type WebhookEvents,
 } from '@mcp-tasks/protocol';
 import type { Job, Queue } from 'bullmq';
 import type { CatalogRefusal, ToolCatalog } from './catalog.ts';
@@ -30,6 +31,7 @@ import { workerOf } from './lost-jobs.ts';
 import { isSessionOwnerLabel, ownerLabel, sessionDigest } from './redact.ts';
 import type { TaskIndex } from './records/indexes.ts';
 import type { TaskStore } from './records/store.ts';
+import type { WebhookOutcome, WebhookView } from './records/webhooks.ts';
 import type { CreateTaskInput, TaskService } from './task-service.ts';
 import type { SchedulingView, ToolSchedulingView } from './tool-limits.ts';
 
@@ -65,12 +67,34 @@ export function operatorRecord(record: TaskRecord): TaskRecord {
     ...record,
     owner: ownerLabel(record.owner),
     sessionId: record.sessionId === '' ? '' : sessionDigest(record.sessionId),
+    ...(record.webhook ? { webhook: { ...record.webhook, url: withoutQueryValues(record.webhook.url) } } : {}),
   };
 }
 
-/** An inspection as operators see it: its record labelled (operatorRecord). */
+/**
+ * An inspection as operators see it: its record labelled (operatorRecord), and its webhook's URL without the values
+ * of its query, where receivers may keep a token of theirs.
+ */
 export function operatorInspection(inspection: TaskInspection): TaskInspection {
-  return { ...inspection, record: operatorRecord(inspection.record) };
+  const { webhook } = inspection;
+  return {
+    ...inspection,
+    record: operatorRecord(inspection.record),
+    ...(webhook ? { webhook: { ...webhook, url: withoutQueryValues(webhook.url) } } : {}),
+  };
+}
+
+/** `https://host/path?token=***`: the query's names kept, their values masked. */
+export function withoutQueryValues(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.search === '') return url;
+  for (const name of new Set(parsed.searchParams.keys())) parsed.searchParams.set(name, '***');
+  return parsed.href.replaceAll('%2A%2A%2A', '***');
 }
 
 export interface TaskFilter {
@@ -132,6 +156,14 @@ export interface TaskInspection {
   stepsLeftOut?: number;
   /** What it waits for while parked, its waits and the events kept for it (docs/durable-execution.md, "Waits"). */
   waits?: WaitsView;
+  /** The task's webhook, its deliveries not made yet and its last attempts (docs/webhooks.md). */
+  webhook?: WebhookInspection;
+}
+
+/** A task's webhook as operators see it: where it goes, which changes, and its deliveries. */
+export interface WebhookInspection extends WebhookView {
+  url: string;
+  events: WebhookEvents;
 }
 
 /** One step or child call of a task as operators see it. */
@@ -211,6 +243,22 @@ export interface Overview {
   unserved?: Record<string, number>;
   /** Parked tasks by what they wait for, and those due first (docs/durable-execution.md, "Waits"). */
   parked?: ParkedOverview;
+}
+
+/**
+ * The upstream tools the gateway's workers left out at publish (docs/catalog.md, "Budgets"), as catalog refusals
+ * published by '<worker>/<upstream>' as their catalog entries would have been: one per tool and reason, however many
+ * workers front that upstream.
+ */
+function upstreamRefusals(upstreams: readonly UpstreamStatus[]): CatalogRefusal[] {
+  const refusals = new Map<string, CatalogRefusal>();
+  for (const { upstream, worker, refusedTools = [] } of upstreams) {
+    for (const { tool, reason } of refusedTools) {
+      const key = `${tool}\n${reason}`;
+      if (!refusals.has(key)) refusals.set(key, { tool, reason, publisher: `${worker}/${upstream}` });
+    }
+  }
+  return [...refusals.values()];
 }
 
 export interface PurgeResult {
@@ -346,11 +394,14 @@ export class TaskAdmin {
       };
     }
     const verdict = reconcile(record, state, job?.failedReason);
-    const [durable, steps, waits] = await Promise.all([
+    const [durable, steps, waits, webhookView] = await Promise.all([
       this.#durableView(record),
       this.#steps(record),
       waitsView(this.store, record),
+      // Read only for a task that has a webhook.
+      record.webhook ? this.store.webhooks.view(record.taskId) : undefined,
     ]);
+    const webhook = record.webhook && webhookView ? { ...record.webhook, ...webhookView } : undefined;
     // A working task whose tool no live worker serves says so, as tasks/get does (unserved.ts). Only a working task
     // can: the catalog is not read for the others (the dashboard's task page asks every second).
     const live = this.tools && record.status === TaskStatus.Working ? await this.tools.catalog.read() : undefined;
@@ -362,6 +413,7 @@ export class TaskAdmin {
       ...(durable ? { durable } : {}),
       ...(steps && steps.shown.length > 0 ? { steps: steps.shown } : {}),
       ...(steps && steps.leftOut > 0 ? { stepsLeftOut: steps.leftOut } : {}),
+      ...(webhook ? { webhook } : {}),
       ...(waits ? { waits } : {}),
     };
   }
@@ -448,6 +500,18 @@ export class TaskAdmin {
   /** Jobs held back by per-principal caps, by principal (none without the scheduling view). */
   #held(): Promise<Record<string, number>> {
     return this.tools?.scheduling?.parked() ?? Promise.resolve({});
+  }
+
+  /**
+   * The webhook deliveries across workers (docs/webhooks.md): attempts by outcome since the prefix began (counted in
+   * Redis by the settling script), and how many tasks have deliveries not made yet. Two commands.
+   */
+  async webhookDeliveries(): Promise<{ outcomes: Record<WebhookOutcome, number>; pendingTasks: number }> {
+    const [outcomes, pendingTasks] = await Promise.all([
+      this.store.webhooks.outcomes(),
+      this.store.webhooks.pendingTasks(),
+    ]);
+    return { outcomes, pendingTasks };
   }
 
   /** How many worker processes are connected to the tool queues (one per worker name). */
@@ -537,7 +601,11 @@ export class TaskAdmin {
     const parked = await this.parked();
     if (parked.soonest.length > 0 || Object.values(parked.byKind).some((count) => count > 0)) overview.parked = parked;
     const upstreams = await this.tools?.gateway?.upstreams(now);
-    if (upstreams && upstreams.length > 0) overview.upstreams = upstreams;
+    if (upstreams && upstreams.length > 0) {
+      overview.upstreams = upstreams;
+      const leftOut = upstreamRefusals(upstreams);
+      if (leftOut.length > 0) overview.refusedTools = [...(overview.refusedTools ?? []), ...leftOut];
+    }
     const job = oldest;
     if (job?.id) {
       const record = await this.store.get(job.id);
@@ -632,6 +700,8 @@ export class TaskAdmin {
         ? `Resumes task ${taskId} from its completed steps, queued for a worker.`
         : `Retry of task ${taskId}, queued for a worker.`,
       ...(resume ? { resume } : {}),
+      // The system the original told of its failure is told of the retry's end too (docs/webhooks.md).
+      ...(record.webhook ? { webhook: record.webhook } : {}),
     });
     // The create script's refusal to resume (resumed already, gone meanwhile), in an operator's terms.
     return create.catch((error: unknown) => {

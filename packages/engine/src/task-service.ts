@@ -21,6 +21,7 @@ import {
   type Scheduling,
   type TaskKind,
   type TaskRecord,
+  type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
 import { SessionEvents } from './session-events.ts';
@@ -99,6 +100,8 @@ export interface CreateTaskInput {
   resume?: { taskId: string; drop: string[]; durable?: DurableFacts };
   /** The task expires by then at the latest (epoch ms): a child's parent's expiry. */
   expiresBy?: number;
+  /** Where the task is posted when it changes (docs/webhooks.md); kept on the record. */
+  webhook?: WebhookTarget;
 }
 
 /** A created task, or (`reused`) the task an idempotency key or a parent's call key names already. */
@@ -283,6 +286,7 @@ export class TaskService {
       ...(input.parent !== undefined ? { parent: input.parent.taskId } : {}),
       ...(input.resume !== undefined ? { resumedFrom: input.resume.taskId } : {}),
       ...(input.resume?.durable ? { durable: input.resume.durable } : {}),
+      ...(input.webhook ? { webhook: input.webhook } : {}),
     };
     const queue = this.#queueFor(input.queue ?? toolQueueName(input.tool));
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;

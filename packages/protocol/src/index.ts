@@ -21,8 +21,19 @@ export * from './jsonrpc.ts';
 export * from './meta.ts';
 export * from './outcome.ts';
 export * from './scheduling.ts';
+export { compileLinearPattern, patternSizeBound } from './linear-pattern.ts';
 export * from './schemas.ts';
 export {
+  costFigure,
+  judgeArgumentsSchema,
+  MAX_ARGUMENTS_DEPTH,
+  overBudget,
+  schemaCost,
+  type SchemaBounds,
+  type SchemaCost,
+} from './schema-cost.ts';
+export {
+  checkArgumentsSchema,
   compileArgumentsSchema,
   SchemaError,
   type ArgumentsCheck,
@@ -31,4 +42,5 @@ export {
 export * from './task.ts';
 export * from './task-status.ts';
 export * from './tool.ts';
+export * from './webhook.ts';
 export * from './modern.ts';

@@ -96,6 +96,8 @@ function unicodeEscape(pattern: string, at: number): { text: string; length: num
 export interface LinearPattern {
   test(text: string): boolean;
   toString(): string;
+  /** Its RE2 program's size in instructions: a test costs up to this many steps per character of the text. */
+  readonly size: number;
 }
 
 export function compileLinearPattern(pattern: string): LinearPattern {
@@ -106,7 +108,7 @@ export function compileLinearPattern(pattern: string): LinearPattern {
     if (error instanceof PatternError) throw error;
     throw new PatternError((error as Error).message);
   }
-  return { test: (text) => compiled.test(text), toString: () => `/${pattern}/` };
+  return { test: (text) => compiled.test(text), toString: () => `/${pattern}/`, size: compiled.programSize() };
 }
 
 /** Patterns the engine met that it left unchecked, while a schema compiles (schema-validation.ts collects them). */
@@ -136,8 +138,107 @@ export const linearRegExpEngine = Object.assign(
     } catch (error) {
       if (!(error instanceof NonLinearPatternError)) throw error;
       unchecked?.push(pattern);
-      return { test: () => true, toString: () => `/${pattern}/` };
+      return { test: () => true, toString: () => `/${pattern}/`, size: 0 };
     }
   },
   { code: 're2js' },
 );
+
+/** RE2's instructions around any pattern: the match, the failure and the unanchored search's `.*?` loop. */
+const PROGRAM_OVERHEAD = 3;
+
+/**
+ * An upper bound on the size of the RE2 program a pattern compiles to (re2js' `programSize()`), read from its text
+ * without compiling it: RE2 runs in time proportional to the program's size times the text's length, and compiling
+ * takes time and memory in proportion to it (`(?:a|aa|aaa){1000}` is 219 bytes in an entry and 7,003 instructions;
+ * 1,600 such patterns held 640 MB). A counted repetition multiplies what it repeats; an atom, a class or an escape is
+ * one instruction, a capture two more, each alternative one. A pattern no linear-time engine runs, or none at all,
+ * weighs nothing here: it is never compiled to a program (collectUncheckedPatterns; compile refuses the latter).
+ */
+export function patternSizeBound(pattern: string): number {
+  try {
+    toRe2Syntax(pattern);
+  } catch {
+    return 0;
+  }
+  interface Group {
+    /** Sizes of the finished alternatives. */
+    done: number;
+    /** The alternative being read, and its last atom (what a quantifier repeats). */
+    sequence: number;
+    last: number;
+    alternatives: number;
+    capture: boolean;
+  }
+  const open = (capture: boolean): Group => ({ done: 0, sequence: 0, last: 0, alternatives: 0, capture });
+  const sizeOf = (group: Group) => group.done + group.sequence + group.alternatives + (group.capture ? 2 : 0);
+  const stack: Group[] = [open(false)];
+  const top = () => stack[stack.length - 1] as Group;
+  const atom = (size: number) => {
+    top().sequence += size;
+    top().last = size;
+  };
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i] as string;
+    if (c === '\\') {
+      i += escapeLength(pattern, i) - 1;
+      atom(1);
+    } else if (c === '[') {
+      i = classEnd(pattern, i);
+      atom(1);
+    } else if (c === '(') {
+      const capture = pattern[i + 1] !== '?' || (pattern[i + 2] === '<' && !'=!'.includes(pattern[i + 3] ?? ''));
+      if (pattern[i + 1] === '?') i = pattern.indexOf(pattern[i + 2] === '<' ? '>' : ':', i);
+      stack.push(open(capture));
+    } else if (c === ')' && stack.length > 1) {
+      atom(sizeOf(stack.pop() as Group));
+    } else if (c === '|') {
+      const group = top();
+      group.done += group.sequence;
+      group.sequence = group.last = 0;
+      group.alternatives++;
+    } else if (c === '*' || c === '+' || c === '?') {
+      top().sequence += 1;
+      top().last = 0;
+      if (pattern[i + 1] === '?') i++;
+    } else {
+      const repeat = c === '{' ? /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(i, i + 24)) : null;
+      if (!repeat) {
+        atom(1);
+        continue;
+      }
+      const min = Number(repeat[1]);
+      const max = repeat[2] === undefined ? min : repeat[3] === '' ? Math.max(min, 1) : Number(repeat[3]);
+      const group = top();
+      group.sequence += group.last * (Math.max(max, 1) - 1) + Math.max(max - min, 0) + (repeat[3] === '' ? 1 : 0);
+      group.last = 0;
+      i += repeat[0].length - 1;
+      if (pattern[i + 1] === '?') i++;
+    }
+  }
+  while (stack.length > 1) atom(sizeOf(stack.pop() as Group));
+  return sizeOf(stack[0] as Group) + PROGRAM_OVERHEAD;
+}
+
+/** How many characters the escape at `at` takes (`\u{1F600}`, `\uXXXX`, `\xHH`, `\p{L}`, `\cX`, `\n`, ...). */
+function escapeLength(pattern: string, at: number): number {
+  const braced = /^\\[upP]\{[^}]*\}/.exec(pattern.slice(at, at + 64));
+  if (braced) return braced[0].length;
+  const next = pattern[at + 1];
+  if (next === 'u') return 6;
+  if (next === 'x') return 4;
+  if (next === 'c') return 3;
+  return 2;
+}
+
+/** The index of the `]` that closes the class opened at `at` (escapes inside it skipped). */
+function classEnd(pattern: string, at: number): number {
+  let i = at + 1;
+  if (pattern[i] === '^') i++;
+  if (pattern[i] === ']') i++;
+  for (; i < pattern.length; i++) {
+    if (pattern[i] === '\\') i++;
+    else if (pattern[i] === ']') return i;
+  }
+  return pattern.length;
+}

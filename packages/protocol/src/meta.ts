@@ -14,6 +14,16 @@ export const RunnerMeta = {
   IdempotencyKey: 'mcp-task-runner/idempotency-key',
   /** On a child task (ctx.callTool) in tasks/get and tasks/list: `{ taskId }` of the task that started it. */
   ParentTask: 'mcp-task-runner/parent-task',
+  /**
+   * In `tools/call` params: where to post the task, signed, when it ends (or at every change of status), as
+   * `"https://..."` or `{ url, events: 'terminal' | 'all' }` (docs/webhooks.md).
+   */
+  Webhook: 'mcp-task-runner/webhook',
+  /**
+   * In a webhook's body: `{ bytes }` when the task's result (or error) was left out because the body would have been
+   * larger than WEBHOOK_MAX_BODY_BYTES; tasks/get or tasks/result give it (docs/webhooks.md).
+   */
+  ResultOmitted: 'mcp-task-runner/result-omitted',
 } as const;
 
 /** The `_meta` of a task started by another task's ctx.callTool, naming its parent. */

@@ -1,7 +1,9 @@
 // The `$ref`s of a published JSON Schema, checked before ajv sees it: a ref must resolve inside the schema (nothing
 // is fetched), and no chain of refs and in-place applicators (allOf, anyOf, not, if, ...) may lead back to where it
 // started without descending into the arguments. Such a loop makes ajv's compiler or its validator recurse until the
-// stack overflows (docs/catalog.md, "Schema validation"). The walk is iterative: a schema is untrusted input.
+// stack overflows (docs/catalog.md, "Schema validation"). A `$dynamicRef` may resolve, at run time, to any schema of
+// the same `$dynamicAnchor`: each is an edge here, so that a loop only the dynamic scope closes is refused too. The
+// graph this builds is what the cost model reads (schema-cost.ts). The walk is iterative: a schema is untrusted input.
 
 /** Keywords whose subschemas apply to a part of the instance (its items, properties, keys): they descend. */
 const ONE_SCHEMA = [
@@ -16,6 +18,8 @@ const ONE_SCHEMA = [
 ] as const;
 const SCHEMA_LISTS = ['prefixItems', 'items'] as const;
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions'] as const;
+/** Not applied to anything: subschemas only refs reach. */
+const DEFINITIONS = new Set(['$defs', 'definitions']);
 /** Applied to the same instance as the schema that holds them: a cycle through these consumes nothing. */
 const IN_PLACE_ONE = ['not', 'if', 'then', 'else'] as const;
 const IN_PLACE_LISTS = ['allOf', 'anyOf', 'oneOf'] as const;
@@ -26,7 +30,7 @@ const DOCUMENT = 'schema:/root';
 
 type Schema = Record<string, unknown>;
 
-interface Node {
+export interface SchemaNode {
   schema: Schema;
   /** Its JSON pointer from the root, for messages. */
   path: string;
@@ -38,13 +42,32 @@ export class SchemaRefError extends Error {
   override readonly name = 'SchemaRefError';
 }
 
-/** Throws SchemaRefError naming the first unresolvable `$ref` or the first loop. */
-export function checkSchemaRefs(root: Schema): void {
+/** A schema's subschemas and how each applies: the input of the cost model (schema-cost.ts). */
+export interface SchemaGraph {
+  root: Schema;
+  /** Every subschema the validator may apply, those only refs reach included. */
+  nodes: readonly SchemaNode[];
+  /** Applied to the same part of the arguments as their schema: in-place keywords, `$ref`, `$dynamicRef`'s targets. */
+  inPlace: ReadonlyMap<Schema, readonly Schema[]>;
+  /**
+   * Applied to a part of the arguments: `p:<name>` for the property `name` only, `*` for any key or item (additional
+   * and pattern properties, items, contains, property names, ...).
+   */
+  descending: ReadonlyMap<Schema, ReadonlyMap<string, readonly Schema[]>>;
+  /** The nodes in an order where every in-place target comes before the schemas that apply it. */
+  order: readonly Schema[];
+}
+
+/** The schema's graph; throws SchemaRefError naming the first unresolvable `$ref` or the first loop. */
+export function checkSchemaRefs(root: Schema): SchemaGraph {
   const nodes = collectNodes(root, '', DOCUMENT);
   const known = new Set(nodes.map((node) => node.schema));
   const resources = new Map<string, Schema>();
   const anchors = new Map<string, Schema>();
+  const dynamicAnchors = new Map<string, Schema[]>();
   for (const node of nodes) {
+    const dynamic = node.schema['$dynamicAnchor'];
+    if (typeof dynamic === 'string') listAt(dynamicAnchors, dynamic).push(node.schema);
     if (typeof node.schema['$id'] === 'string' || node.schema === root) {
       resources.set(withoutFragment(node.base), node.schema);
     }
@@ -56,13 +79,16 @@ export function checkSchemaRefs(root: Schema): void {
   const edges = new Map<Schema, Schema[]>();
   const pending = [...nodes];
   while (pending.length > 0) {
-    const node = pending.pop() as Node;
+    const node = pending.pop() as SchemaNode;
     const targets = inPlaceChildren(node.schema);
     for (const keyword of ['$ref', '$dynamicRef']) {
       const ref = node.schema[keyword];
       if (typeof ref !== 'string') continue;
       const target = resolveRef(ref, node, resources, anchors);
       targets.push(target.schema);
+      if (keyword === '$dynamicRef') {
+        targets.push(...dynamicTargets(ref, dynamicAnchors).filter((schema) => schema !== target.schema));
+      }
       // A ref may point where no keyword we know of leads (under an unknown keyword): ajv compiles it all the same.
       if (!known.has(target.schema)) {
         const reached = collectNodes(target.schema, target.path, target.base).filter((n) => !known.has(n.schema));
@@ -73,20 +99,56 @@ export function checkSchemaRefs(root: Schema): void {
     }
     edges.set(node.schema, targets);
   }
-  const loop = findCycle(nodes, edges);
-  if (loop) {
+  const search = findCycle(nodes, edges);
+  if ('loop' in search) {
     throw new SchemaRefError(
-      `a $ref loop at ${loop.path || '/'}: it leads back to itself through $ref and in-place keywords ` +
-        '(allOf, anyOf, oneOf, not, if/then/else) without descending into the arguments',
+      `a $ref loop at ${search.loop.path || '/'}: it leads back to itself through $ref, $dynamicRef and in-place ` +
+        'keywords (allOf, anyOf, oneOf, not, if/then/else) without descending into the arguments',
     );
   }
+  const descending = new Map(nodes.map((node) => [node.schema, descendingChildren(node.schema)]));
+  return { root, nodes, inPlace: edges, descending, order: search.order };
 }
 
-function collectNodes(root: Schema, path: string, parentBase: string): Node[] {
-  const nodes: Node[] = [];
-  const stack: Node[] = [{ schema: root, path, base: baseOf(root, parentBase, path) }];
+/**
+ * Every schema a `$dynamicRef` to `#name` may reach at run time (any `$dynamicAnchor: name` of the dynamic scope),
+ * whatever its resource: more than the validator will follow, never less.
+ */
+function dynamicTargets(ref: string, dynamicAnchors: ReadonlyMap<string, Schema[]>): Schema[] {
+  const hash = ref.indexOf('#');
+  if (hash === -1) return [];
+  let name: string;
+  try {
+    name = decodeURIComponent(ref.slice(hash + 1));
+  } catch {
+    return [];
+  }
+  return dynamicAnchors.get(name) ?? [];
+}
+
+function descendingChildren(schema: Schema): Map<string, Schema[]> {
+  const children = new Map<string, Schema[]>();
+  const add = (key: string, value: unknown) => {
+    if (isSchema(value)) listAt(children, key).push(value);
+  };
+  for (const keyword of ONE_SCHEMA) add('*', schema[keyword]);
+  for (const keyword of SCHEMA_LISTS) {
+    const list = schema[keyword];
+    if (Array.isArray(list)) for (const item of list) add('*', item);
+  }
+  for (const keyword of SCHEMA_MAPS) {
+    const map = schema[keyword];
+    if (DEFINITIONS.has(keyword) || !isSchema(map)) continue;
+    for (const [name, item] of Object.entries(map)) add(keyword === 'properties' ? `p:${name}` : '*', item);
+  }
+  return children;
+}
+
+function collectNodes(root: Schema, path: string, parentBase: string): SchemaNode[] {
+  const nodes: SchemaNode[] = [];
+  const stack: SchemaNode[] = [{ schema: root, path, base: baseOf(root, parentBase, path) }];
   while (stack.length > 0) {
-    const node = stack.pop() as Node;
+    const node = stack.pop() as SchemaNode;
     nodes.push(node);
     for (const [key, child] of childSchemas(node.schema)) {
       const path = `${node.path}/${key}`;
@@ -138,7 +200,12 @@ function inPlaceChildren(schema: Schema): Schema[] {
   return children;
 }
 
-function resolveRef(ref: string, node: Node, resources: Map<string, Schema>, anchors: Map<string, Schema>): Node {
+function resolveRef(
+  ref: string,
+  node: SchemaNode,
+  resources: Map<string, Schema>,
+  anchors: Map<string, Schema>,
+): SchemaNode {
   const at = `${node.path || '/'}`;
   const unresolvable = () =>
     new SchemaRefError(
@@ -175,8 +242,15 @@ function followPointer(resource: Schema, pointer: string): Schema | undefined {
   return isSchema(current) ? current : undefined;
 }
 
-/** A node on a cycle of in-place edges, found by an iterative depth-first search. */
-function findCycle(nodes: readonly Node[], edges: Map<Schema, Schema[]>): Node | undefined {
+/**
+ * A node on a cycle of in-place edges, found by an iterative depth-first search; or, when there is none, the nodes in
+ * the order the search finished them (every in-place target before the schemas that apply it).
+ */
+function findCycle(
+  nodes: readonly SchemaNode[],
+  edges: Map<Schema, Schema[]>,
+): { loop: SchemaNode } | { order: Schema[] } {
+  const order: Schema[] = [];
   const byObject = new Map(nodes.map((node) => [node.schema, node]));
   const state = new Map<Schema, 'open' | 'done'>();
   for (const start of nodes) {
@@ -188,19 +262,26 @@ function findCycle(nodes: readonly Node[], edges: Map<Schema, Schema[]>): Node |
       const targets = edges.get(top.schema) ?? [];
       if (top.next >= targets.length) {
         state.set(top.schema, 'done');
+        order.push(top.schema);
         stack.pop();
         continue;
       }
       const target = targets[top.next++] as Schema;
       const seen = state.get(target);
-      if (seen === 'open') return byObject.get(target) ?? start;
+      if (seen === 'open') return { loop: byObject.get(target) ?? start };
       if (seen === undefined) {
         state.set(target, 'open');
         stack.push({ schema: target, next: 0 });
       }
     }
   }
-  return undefined;
+  return { order };
+}
+
+function listAt<K, V>(map: Map<K, V[]>, key: K): V[] {
+  let list = map.get(key);
+  if (!list) map.set(key, (list = []));
+  return list;
 }
 
 function isSchema(value: unknown): value is Schema {

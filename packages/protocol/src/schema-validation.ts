@@ -1,14 +1,14 @@
 // Validation of a tool's arguments against the JSON Schema its catalog entry publishes (docs/catalog.md, "Schema
 // validation"): the one implementation the api uses to check calls and the catalog uses to admit entries. The schema
 // is untrusted input, so it is checked before ajv compiles it, each tool compiles in an ajv of its own (its `$id`s
-// cannot clash with another tool's), patterns run in linear time, and nothing a schema or an argument holds can make
-// validation take more than time linear in their sizes.
+// cannot clash with another tool's) and patterns run in linear time. What compiling and validating may cost is bounded
+// by the cost model (schema-cost.ts) and, where it is not cheap, run off the event loop (engine: schema-budget.ts).
 import { Ajv as AjvDraft07, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
 import { canonicalJson } from './canonical-json.ts';
 import { collectUncheckedPatterns, linearRegExpEngine } from './linear-pattern.ts';
-import { checkSchemaRefs } from './schema-refs.ts';
+import { checkSchemaRefs, type SchemaGraph } from './schema-refs.ts';
 
 // ajv-formats is CommonJS: its module.exports is the plugin itself (the typings describe only `exports.default`).
 const addFormats = formatsModule as unknown as <A extends Ajv2020 | AjvDraft07>(ajv: A) => A;
@@ -51,21 +51,30 @@ function isDraft07(schema: Record<string, unknown>): boolean {
 }
 
 /**
- * The schema's validator, or SchemaError. A schema without `$schema` is draft 2020-12, as MCP says; one that names
- * draft-07 is read as draft-07. Call it on a schema whose depth is bounded (the catalog's bounds): ajv recurses.
+ * What can be known of a schema without compiling it: that it passes its draft's meta-schema and that its refs resolve
+ * without a loop (its graph, for the cost model), or SchemaError. Call it on a schema whose depth is bounded.
  */
-export function compileArgumentsSchema(schema: Record<string, unknown>): ArgumentsValidator {
-  const draft07 = isDraft07(schema);
+export function checkArgumentsSchema(schema: Record<string, unknown>): SchemaGraph {
   metaValidators ??= { draft2020: addFormats(new Ajv2020(COMMON)), draft07: addFormats(new AjvDraft07(COMMON)) };
-  const meta = draft07 ? metaValidators.draft07 : metaValidators.draft2020;
+  const meta = isDraft07(schema) ? metaValidators.draft07 : metaValidators.draft2020;
   if (!meta.validateSchema(schema)) {
     throw new SchemaError(`it is not a valid JSON Schema: ${meta.errorsText(meta.errors, { dataVar: 'schema' })}`);
   }
   try {
-    checkSchemaRefs(schema);
+    return checkSchemaRefs(schema);
   } catch (error) {
     throw new SchemaError(`it has ${(error as Error).message}`);
   }
+}
+
+/**
+ * The schema's validator, or SchemaError. A schema without `$schema` is draft 2020-12, as MCP says; one that names
+ * draft-07 is read as draft-07. Call it on a schema whose depth is bounded (the catalog's bounds): ajv recurses.
+ * `checked`: checkArgumentsSchema passed on this schema already.
+ */
+export function compileArgumentsSchema(schema: Record<string, unknown>, checked = false): ArgumentsValidator {
+  const draft07 = isDraft07(schema);
+  if (!checked) checkArgumentsSchema(schema);
   const ajv = withLinearUniqueItems(addFormats(draft07 ? new AjvDraft07(ISOLATED) : new Ajv2020(ISOLATED)));
   let validate: ValidateFunction;
   let uncheckedPatterns: string[];

@@ -2,6 +2,7 @@
 import type { JsonRpcErrorObject } from './jsonrpc.ts';
 import { parentTaskMeta } from './meta.ts';
 import type { TaskStatus } from './task-status.ts';
+import type { WebhookTarget } from './webhook.ts';
 
 /** What the underlying request answered: its result, or the JSON-RPC error the plain call would have sent. */
 export type Outcome = { result: Record<string, unknown> } | { error: JsonRpcErrorObject };
@@ -55,6 +56,8 @@ export interface TaskRecord {
   handBacks?: number;
   /** What the task's tool waits for while its job is parked (docs/durable-execution.md, "Waits"); absent otherwise. */
   wait?: TaskWait;
+  /** Where the task is posted when it changes (docs/webhooks.md): the step that moves it queues the delivery. */
+  webhook?: WebhookTarget;
 }
 
 /** What a parked task waits for: a time (`sleep`), an event (`event`) or its client's answer (`input`). */

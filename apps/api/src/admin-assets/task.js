@@ -230,6 +230,42 @@ function renderSteps(steps, leftOut) {
   });
 }
 
+/** The task's webhook (docs/webhooks.md): where, which changes, what is left to deliver, and every attempt. */
+function renderWebhook(webhook) {
+  const body = $('webhook-attempts').tBodies[0];
+  body.replaceChildren();
+  $('webhook-attempts').hidden = !(webhook && webhook.attempts.length);
+  $('no-webhook').hidden = Boolean(webhook);
+  if (!webhook) {
+    $('webhook').replaceChildren();
+    return;
+  }
+  const left = webhook.pending.map((p) => p.status + ' (' + p.attempts + ' attempts)').join(', ');
+  pairs($('webhook'), [
+    ['url', webhook.url + ' (' + webhook.events + ' changes)'],
+    ['deliveries left', left || 'none'],
+    ['next attempt', webhook.nextAt === undefined ? undefined : new Date(webhook.nextAt).toISOString()],
+    ['not delivered', webhook.dropped ? webhook.dropped + ' changes (WEBHOOK_MAX_PENDING)' : undefined],
+  ]);
+  for (const attempt of webhook.attempts) {
+    const answer = attempt.error || (attempt.code === undefined ? '' : 'HTTP ' + attempt.code);
+    const at = new Date(attempt.at).toISOString();
+    const cells = [
+      at,
+      attempt.id,
+      attempt.status,
+      attempt.attempt,
+      attempt.outcome,
+      answer,
+      attempt.ms,
+      attempt.worker,
+    ];
+    const tr = row(body, cells);
+    tr.cells[4].className = 'status';
+    tr.cells[4].dataset.status = attempt.outcome === 'delivered' ? 'completed' : 'failed';
+  }
+}
+
 /** What the task waits for while parked, its waits, the events kept for it (docs/durable-execution.md, "Waits"). */
 function renderWaits(waits) {
   const table = $('waits');
@@ -256,6 +292,7 @@ function render(d, pending) {
   renderJob(d.job, d.inconsistency);
   renderDurable(d.durable);
   renderSteps(d.steps, d.stepsLeftOut);
+  renderWebhook(d.webhook);
   renderWaits(d.waits);
   $('arguments').textContent = JSON.stringify(d.arguments, null, 2);
   const outcome = d.record.outcome;

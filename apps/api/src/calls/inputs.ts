@@ -1,22 +1,13 @@
 // Input requests a task's tool sent its client (elicitation, sampling: T-INPUT-*, X-UPD-*), and the client's answers:
 // each routed to the worker waiting for it, on whichever replica it arrives (the request lives in Redis).
 import type { AnswerVerdict, InputAnswer } from '@mcp-tasks/engine';
-import { inputRequestOf, type InputRequest, type TaskRecord } from '@mcp-tasks/protocol';
+import type { InputRequest, TaskRecord } from '@mcp-tasks/protocol';
 import type { ApiServices } from '../context.ts';
 import type { CallContext } from './request.ts';
 
 /** The task's input requests still waiting for an answer, keyed by their ids (unique for the task's life). */
-export async function outstandingInputs(
-  services: ApiServices,
-  record: TaskRecord,
-): Promise<Record<string, InputRequest>> {
-  const inputs: Record<string, InputRequest> = {};
-  for (const pending of await services.events.pendingInputs(record.sessionId)) {
-    if (pending.taskId !== record.taskId) continue;
-    const request = inputRequestOf(pending.message);
-    if (request) inputs[pending.key ?? pending.requestId] = request;
-  }
-  return inputs;
+export function outstandingInputs(services: ApiServices, record: TaskRecord): Promise<Record<string, InputRequest>> {
+  return services.events.outstandingInputs(record);
 }
 
 /**

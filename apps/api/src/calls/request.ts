@@ -69,6 +69,8 @@ export interface CallRequest {
    * a task call under a key that names a live task of the caller's answers that task (docs/durable-execution.md).
    */
   idempotencyKey?: string;
+  /** The call's `_meta` webhook (RunnerMeta.Webhook) as sent, checked by prepareCall (calls/webhooks.ts). */
+  webhook?: unknown;
   /**
    * The caller gets task handles (calls/handles.ts): a plain call still running at its deadline is handed out. With
    * `requiredTools`, a tool that requires a task may be called plainly too (2025-11-25, where such a session's

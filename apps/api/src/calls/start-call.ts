@@ -1,5 +1,5 @@
 // tools/call, whichever wire it came in on: the tool and how it may run (T-TOOL-*, X-NEG-*), the arguments' size
-// and schema, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
+// and schema, its webhook, then the record and its job, written in one step (invariant 2) and audited (T-AUDIT-1). What differs
 // between the wires — how the answer is given — is theirs; what a call does is here, once.
 import {
   audit,
@@ -16,8 +16,10 @@ import {
   TaskSupport,
   TaskSupportError,
   type CatalogEntry,
+  type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import { ensureOpened } from './admission.ts';
+import { webhookOf } from './webhooks.ts';
 import type { CallContext, CallRequest, Execution } from './request.ts';
 
 /** A call whose tool, way of running and arguments passed every check: nothing is written yet. */
@@ -27,6 +29,8 @@ export interface PreparedCall {
   asTask: boolean;
   /** The arguments as validated, the schema's defaults applied. */
   arguments: unknown;
+  /** Where the task is posted when it changes (calls/webhooks.ts). */
+  webhook?: WebhookTarget;
 }
 
 /**
@@ -54,9 +58,13 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   const tool = await services.tools.get(request.tool);
   request.admitTool?.(tool);
   const asTask = runsAsTask(tool, request.execution, request.handles?.requiredTools === true);
-  const size = argumentsSize(context, request.arguments);
-  if (size !== undefined) await refuseArguments(context, request, size);
-  return { request, tool, asTask, arguments: services.tools.parseArguments(tool, request.arguments) };
+  const size = argumentsSize(request.arguments);
+  if (size > services.config.MAX_ARGUMENTS_BYTES) await refuseArguments(context, request, size);
+  const args = await services.tools.parseArguments(tool, request.arguments, size);
+  // A plain call its client follows with task handles may become a task (handed out): it may name a webhook too.
+  const mayBecomeTask = asTask || (request.handles !== undefined && tool.taskSupport !== TaskSupport.Forbidden);
+  const webhook = await webhookOf(context, request, mayBecomeTask);
+  return { request, tool, asTask, arguments: args, ...(webhook ? { webhook } : {}) };
 }
 
 /** Writes the prepared call's record and its job in one step (invariant 2), audited; nothing for a refused one. */
@@ -88,6 +96,7 @@ export async function startCall(
       ? { requestContext: { ...client, owner: context.caller.owner, createdAt: Date.now() } }
       : {}),
     ...idempotencyOf(context, prepared),
+    ...(prepared.webhook ? { webhook: prepared.webhook } : {}),
   };
   // The create script opens the request in its step when the transport left that to it (RequestOpening); a plain
   // call that had to open it first (to hold a stream slot) finds it opened.
@@ -164,9 +173,8 @@ async function createAudited(
  * Arguments are stored with the task and sent to a worker: they get their own cap, below the body's
  * (MAX_ARGUMENTS_BYTES). Their size when over it; undefined within it (nothing to wait for then).
  */
-function argumentsSize(context: CallContext, args: unknown): number | undefined {
-  const size = Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
-  return size <= context.services.config.MAX_ARGUMENTS_BYTES ? undefined : size;
+function argumentsSize(args: unknown): number {
+  return Buffer.byteLength(JSON.stringify(args ?? {}), 'utf8');
 }
 
 async function refuseArguments(context: CallContext, request: CallRequest, size: number): Promise<never> {

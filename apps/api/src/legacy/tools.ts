@@ -19,6 +19,7 @@ import { runHandleTool, type HandleOutcome } from '../calls/handles.ts';
 import { ensureOpened } from '../calls/admission.ts';
 import { idempotencyKeyOf } from '../calls/idempotency.ts';
 import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
+import { webhookMetaOf } from '../calls/webhooks.ts';
 import type { CallRequest } from '../calls/request.ts';
 import type { HandlerReply, RequestContext } from '../context.ts';
 import { holdingSlot } from '../stream-limit.ts';
@@ -53,6 +54,7 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
       ...(trace ? { trace: carrierFor(trace) } : {}),
       ...(opening ? { opening: opening.opening } : {}),
       ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+      ...webhookMetaOf(call._meta),
     };
   },
   run: async (request, context) => {

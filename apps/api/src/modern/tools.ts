@@ -28,6 +28,7 @@ import {
 } from '@mcp-tasks/protocol';
 import { randomUUID } from 'node:crypto';
 import { idempotencyKeyOf } from '../calls/idempotency.ts';
+import { webhookMetaOf } from '../calls/webhooks.ts';
 import { runHandleTool } from '../calls/handles.ts';
 import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
 import type { CallRequest } from '../calls/request.ts';
@@ -137,6 +138,7 @@ export const callTool = wireMethod<ModernContext, ModernCall, ModernReply, Moder
         admitTool: (tool) =>
           checkParamHeaders(paramHeadersOf(tool.inputSchema), call.arguments, context.res.req.headers),
         ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+        ...webhookMetaOf(call._meta),
       },
       ...(requestState !== undefined ? { retry: { requestState, inputResponses: params?.['inputResponses'] } } : {}),
     };

@@ -6,6 +6,7 @@ import {
   type DurableView,
   type StepView,
   type TaskInspection,
+  type WebhookInspection,
   type WaitsView,
 } from '@mcp-tasks/engine';
 import { isTerminal } from '@mcp-tasks/protocol';
@@ -19,7 +20,8 @@ export function registerInspect(program: Command, io: CliIo): void {
     .command('inspect')
     .description(
       'Show one task: record, status history with timestamps, job attempts and worker, progress, checkpoint, ' +
-        'steps and child calls in order (start, duration, attempt, size), what it waits for, result or error',
+        'steps and child calls in order (start, duration, attempt, size), what it waits for, webhook deliveries ' +
+        'and their attempts, result or error',
     )
     .argument('<taskId>', 'the task id')
     .option('--json', 'print JSON for scripts')
@@ -49,6 +51,7 @@ function inspectionJson(inspection: TaskInspection): Record<string, unknown> {
     ...(inspection.durable ? { durable: inspection.durable } : {}),
     ...(inspection.steps ? { steps: inspection.steps } : {}),
     ...(inspection.stepsLeftOut !== undefined ? { stepsLeftOut: inspection.stepsLeftOut } : {}),
+    ...(inspection.webhook ? { webhook: webhookJson(inspection.webhook) } : {}),
     ...(inspection.waits ? { waits: inspection.waits } : {}),
     ...(outcome && 'result' in outcome ? { result: outcome.result } : {}),
     ...(outcome && 'error' in outcome ? { error: outcome.error } : {}),
@@ -90,6 +93,8 @@ function inspectionText(inspection: TaskInspection, now: number): string {
   const { durable } = inspection;
   if (durable) pairs.push(...durablePairs(durable, now));
   if (inspection.waits) pairs.push(...waitsPairs(inspection.waits, now));
+  const { webhook } = inspection;
+  if (webhook) pairs.push(...webhookPairs(webhook, now));
   const parts = [
     keyValues(pairs),
     '',
@@ -107,6 +112,34 @@ function inspectionText(inspection: TaskInspection, now: number): string {
       table(
         [{ title: 'task' }, { title: 'tool' }, { title: 'status' }],
         durable.children.map((child) => [child.taskId, child.tool, child.status]),
+      ),
+    );
+  }
+  if (webhook && webhook.attempts.length > 0) {
+    parts.push(
+      '',
+      'Webhook attempts:',
+      table(
+        [
+          { title: 'at' },
+          { title: 'webhook-id' },
+          { title: 'status' },
+          { title: 'try' },
+          { title: 'outcome' },
+          { title: 'answer', max: 100 },
+          { title: 'ms' },
+          { title: 'worker' },
+        ],
+        webhook.attempts.map((attempt) => [
+          iso(attempt.at),
+          attempt.id,
+          attempt.status,
+          String(attempt.attempt),
+          attempt.outcome,
+          attempt.error ?? (attempt.code !== undefined ? `HTTP ${attempt.code}` : ''),
+          String(attempt.ms),
+          attempt.worker,
+        ]),
       ),
     );
   }
@@ -197,4 +230,29 @@ function stepsText(steps: readonly StepView[], leftOut: number | undefined): str
     ),
     ...(leftOut ? [`(${leftOut} more not shown)`] : []),
   ];
+}
+
+/** The task's webhook (docs/webhooks.md): where, which changes, what is still to deliver and when. */
+function webhookPairs(webhook: WebhookInspection, now: number): [string, string][] {
+  const pairs: [string, string][] = [['webhook', `${webhook.url} (${webhook.events} changes)`]];
+  const pending = webhook.pending.map((delivery) => `${delivery.status} (${delivery.attempts} attempts)`);
+  pairs.push(['deliveries left', pending.length === 0 ? 'none' : pending.join(', ')]);
+  if (webhook.nextAt !== undefined) {
+    const next = webhook.nextAt <= now ? 'due now' : `in ${formatDuration(webhook.nextAt - now)}`;
+    pairs.push(['next attempt', `${iso(webhook.nextAt)} (${next})`]);
+  }
+  if (webhook.dropped > 0) pairs.push(['not delivered', `${webhook.dropped} changes (WEBHOOK_MAX_PENDING)`]);
+  return pairs;
+}
+
+function webhookJson(webhook: WebhookInspection): Record<string, unknown> {
+  return {
+    ...webhook,
+    ...(webhook.nextAt !== undefined ? { nextAt: iso(webhook.nextAt) } : {}),
+    attempts: webhook.attempts.map((attempt) => ({
+      ...attempt,
+      at: iso(attempt.at),
+      ...(attempt.nextAt !== undefined ? { nextAt: iso(attempt.nextAt) } : {}),
+    })),
+  };
 }

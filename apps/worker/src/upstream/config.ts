@@ -47,6 +47,11 @@ const UpstreamSchema = z
     /** Upstream tool names (or `*` patterns) never published; wins over `allow`. */
     deny: z.array(ToolPattern).default([]),
     /**
+     * The most tools of this upstream published, the first by name (after `allow` and `deny`): an upstream that lists
+     * thousands loses its own excess and crowds no other publisher out of the catalog (docs/gateway.md).
+     */
+    maxTools: z.int().min(1).max(100_000).default(200),
+    /**
      * Calls to this upstream in flight at once in one worker process. They share its connections (docs/gateway.md,
      * "Connections"): a stdio upstream runs one process per worker, or one per principal or client session.
      */
@@ -189,6 +194,7 @@ function upstreamFromEnv(env: NodeJS.ProcessEnv): UpstreamConfig | undefined {
       idleMs: number('UPSTREAM_MCP_IDLE_MS'),
       maxTextBytes: number('UPSTREAM_MCP_MAX_TEXT_BYTES'),
       maxRequestBytes: number('UPSTREAM_MCP_MAX_REQUEST_BYTES'),
+      maxTools: number('UPSTREAM_MCP_MAX_TOOLS'),
       retrySafe: flag === undefined ? undefined : flag === 'true' || flag === '1',
     },
     env,

@@ -8,6 +8,7 @@ import type { GatewayState, KeySpace, Logger, UpstreamStatus } from '@mcp-tasks/
 import {
   TaskSupport,
   toolQueueName,
+  type Admission,
   type CatalogEntry,
   type ToolContext,
   type ToolDefinition,
@@ -26,6 +27,8 @@ export interface PublishedTool {
   entry: CatalogEntry;
   /** False while another worker runs this upstream's calls (a stateful stdio upstream): listed, but no jobs taken. */
   runsHere?: boolean;
+  /** The upstream MCP server it comes from: its publisher in the catalog, with its own share of it. */
+  upstream?: string;
 }
 
 export interface UpstreamToolsOptions {
@@ -35,7 +38,21 @@ export interface UpstreamToolsOptions {
   shared?: { gateway: GatewayState; keys: KeySpace };
   /** How often the upstreams' state is reported (the catalog heartbeat). */
   heartbeatMs: number;
+  /**
+   * The catalog's admission (the schema budget's: every reader judges an entry the same way). A tool it refuses is
+   * left out and shown to operators; absent: every tool is published.
+   */
+  admit?: (entry: CatalogEntry) => Promise<Admission>;
 }
+
+/** An upstream tool left out at publish: beyond the upstream's `maxTools`, or refused by the catalog's admission. */
+export interface LeftOutTool {
+  tool: string;
+  reason: string;
+}
+
+/** Operators see at most this many left-out tools per upstream (and their count). */
+const LEFT_OUT_SHOWN = 20;
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 /** The api validates arguments against the upstream's JSON Schema, and the upstream validates them again. */
@@ -45,6 +62,9 @@ interface Served {
   pool: UpstreamPool;
   /** The last listing (kept while the upstream is unavailable); undefined until the first one. */
   tools?: PublishedTool[];
+  /** The tools of the last listing left out, and why; each told to the log once (`tool\nreason` in `told`). */
+  leftOut: LeftOutTool[];
+  told: Set<string>;
   /** Set for a stateful stdio upstream: the lease of the one worker that runs its calls. */
   lease?: OwnerLease;
 }
@@ -72,7 +92,7 @@ export class UpstreamTools {
         },
         onState: () => this.#report(),
       });
-      return { pool };
+      return { pool, leftOut: [], told: new Set<string>() };
     });
   }
 
@@ -114,7 +134,7 @@ export class UpstreamTools {
 
   /** How this worker sees each upstream, for operators. */
   statuses(now = Date.now()): UpstreamStatus[] {
-    return this.#served.map(({ pool, tools, lease }) => {
+    return this.#served.map(({ pool, tools, lease, leftOut }) => {
       const { upstream } = pool;
       const status = pool.status();
       const standby = lease !== undefined && !lease.held;
@@ -126,6 +146,7 @@ export class UpstreamTools {
         ...status,
         state: standby && status.connections === 0 ? 'standby' : status.state,
         tools: tools?.length ?? 0,
+        ...(leftOut.length > 0 ? { refused: leftOut.length, refusedTools: leftOut.slice(0, LEFT_OUT_SHOWN) } : {}),
         at: now,
         validMs: this.options.heartbeatMs * 3,
       };
@@ -222,11 +243,55 @@ export class UpstreamTools {
     const { upstream } = pool;
     const listed = await connection.listTools();
     const asTasks = pool.runsToolTasks(connection);
-    const tools = listed.flatMap((tool) => this.#publishable(pool, tool, asTasks));
-    this.#servedOf(pool).tools = tools;
+    const served = this.#servedOf(pool);
+    const overQuota: LeftOutTool[] = [];
+    const refused: LeftOutTool[] = [];
+    const publishable = listed.flatMap((tool) => this.#publishable(pool, tool, asTasks));
+    const tools = await this.#admitted(withinQuota(publishable, upstream.maxTools, overQuota), refused);
+    if (this.#closed) return;
+    // Refusals first: each is the upstream's to fix; beyond its quota, the excess is its own choice of names.
+    this.#tell(served, [...refused, ...overQuota]);
+    served.tools = tools;
     this.log.info('upstream tools listed', { upstream: upstream.name, tools: tools.map((tool) => tool.entry.name) });
     this.#report();
     this.#changed();
+  }
+
+  /**
+   * The tools the catalog's admission admits (as every reader would: docs/catalog.md, "Budgets"). Its verdicts are
+   * kept by content, so a relisting (list_changed, a reconnect) judges and compiles nothing that did not change.
+   */
+  async #admitted(tools: readonly PublishedTool[], leftOut: LeftOutTool[]): Promise<PublishedTool[]> {
+    const admit = this.options.admit;
+    if (!admit) return [...tools];
+    const admitted: PublishedTool[] = [];
+    for (const tool of tools) {
+      const admission = await admit(tool.entry);
+      if (admission.ok) admitted.push(tool);
+      else leftOut.push({ tool: tool.entry.name, reason: admission.reason });
+    }
+    return admitted;
+  }
+
+  /**
+   * Logs each tool left out once (not at every relisting), naming its upstream: it is the publisher to fix. A flood
+   * gets one line for all but the first few.
+   */
+  #tell(served: Served, leftOut: LeftOutTool[]): void {
+    const upstream = served.pool.upstream.name;
+    const fresh = leftOut.filter(({ tool, reason }) => !served.told.has(`${tool}\n${reason}`));
+    for (const { tool, reason } of fresh.slice(0, LEFT_OUT_SHOWN)) {
+      this.log.warn('upstream tool left out: the tool catalog would refuse it', { upstream, tool, reason });
+    }
+    if (fresh.length > LEFT_OUT_SHOWN) {
+      this.log.warn('upstream tools left out', {
+        upstream,
+        more: fresh.length - LEFT_OUT_SHOWN,
+        reason: fresh[LEFT_OUT_SHOWN]?.reason,
+      });
+    }
+    served.told = new Set(leftOut.map(({ tool, reason }) => `${tool}\n${reason}`));
+    served.leftOut = leftOut;
   }
 
   #changed(): void {
@@ -289,6 +354,22 @@ export class UpstreamTools {
       queue: toolQueueName(name),
       external: false,
     };
-    return [{ definition, entry }];
+    return [{ definition, entry, upstream: upstream.name }];
   }
+}
+
+/**
+ * At most `maxTools` tools of one upstream, the first by name (docs/gateway.md): an upstream that lists thousands
+ * leaves out its own excess, and cannot crowd other publishers out of the catalog (CATALOG_MAX_TOOLS).
+ */
+function withinQuota(tools: PublishedTool[], maxTools: number, leftOut: LeftOutTool[]): PublishedTool[] {
+  if (tools.length <= maxTools) return tools;
+  const sorted = [...tools].sort((a, b) => (a.entry.name < b.entry.name ? -1 : a.entry.name > b.entry.name ? 1 : 0));
+  for (const tool of sorted.slice(maxTools)) {
+    leftOut.push({
+      tool: tool.entry.name,
+      reason: `its upstream lists more than maxTools (${maxTools}) tools; the first ${maxTools} by name are published`,
+    });
+  }
+  return sorted.slice(0, maxTools);
 }

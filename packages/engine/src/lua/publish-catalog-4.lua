@@ -16,7 +16,8 @@
     channel    the channel to publish on when the catalog changed
     publisher  the worker's name
     instance   the worker's unique id (two workers of one process share a name)
-    entries    the worker's entries, each {name = the tool's name, json = its entry}
+    entries    the worker's entries, each {name = the tool's name, json = its entry, publisher = who publishes it
+               when not the worker itself (a tool of an upstream it fronts: '<worker>/<upstream>'), or absent}
 
   Returns {'conflict', name, live entry} without writing anything, or {'ok', 1 if the catalog changed else 0}.
 ]]
@@ -49,8 +50,9 @@ for _, entry in ipairs(entries) do
     changed = 1
   end
   -- Written only when another worker published last: a heartbeat of the same worker writes nothing more.
-  if redis.call('HGET', KEYS[3], entry.name) ~= args.publisher then
-    redis.call('HSET', KEYS[3], entry.name, args.publisher)
+  local publisher = entry.publisher or args.publisher
+  if redis.call('HGET', KEYS[3], entry.name) ~= publisher then
+    redis.call('HSET', KEYS[3], entry.name, publisher)
   end
   local servers = liveServers(4, entry.name, args.liveAfter)
   servers[args.instance] = args.now

@@ -3,9 +3,8 @@
   checkpoint (replaced each time) or a step's result (stored once: a step stored already keeps its first result,
   which is answered), with its facts (`f:<field>`: when it started, how long it ran, the attempt, its size, and its
   order among the task's steps and child calls, the hash's size then), which operators read without the results. The
-  write is fenced as the attempt's moves are (transition-6.lua): once a later attempt of the
-  task's job has started, an earlier one can no longer write; nor can anyone once the task has ended. The record
-  says, in the same step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only
+  write is fenced as the attempt's moves are (transition-8.lua): once a later attempt of the task's job has started,
+  an earlier one can no longer write; nor can anyone once the task has ended. The record says, in the same step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only
   when there is something in it; a checkpoint also sets its time and size there, for operators, and counts as a sign
   of life: the task's entry in the live set moves to now, so that the reconciler, which looks at live tasks left
   unchanged for RECONCILE_AFTER_MS, leaves a task that checkpoints alone. The hash expires with the record. The record

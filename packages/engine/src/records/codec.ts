@@ -9,6 +9,7 @@ import {
   type Outcome,
   type TaskRecord,
   type TaskStatus,
+  type WebhookTarget,
   type TaskWait,
 } from '@mcp-tasks/protocol';
 
@@ -35,6 +36,8 @@ export function encodeRecord(record: TaskRecord): Record<string, string> {
   // A resumed task starts with durable state: the first attempt reads it (the record says so, as the scripts that
   // store such state write it).
   if (record.durable) Object.assign(fields, encodeDurable(record.durable));
+  // JSON {url, events}: transition-8.lua reads `events` to queue a delivery (docs/webhooks.md).
+  if (record.webhook) fields['webhook'] = JSON.stringify(record.webhook);
   return fields;
 }
 
@@ -65,6 +68,7 @@ export function decodeRecord(
   if (hash['durable']) record.durable = decodeDurable(hash);
   if (hash['resumedFrom']) record.resumedFrom = hash['resumedFrom'];
   if (hash['resumedBy']) record.resumedBy = hash['resumedBy'];
+  if (hash['webhook']) record.webhook = JSON.parse(hash['webhook']) as WebhookTarget;
   if (hash['handBacks']) record.handBacks = Number(hash['handBacks']);
   if (hash['wait']) record.wait = JSON.parse(hash['wait']) as TaskWait;
   // A record past its ttl is treated as gone even if Redis has not evicted it yet (T-TTL-1).
@@ -167,7 +171,7 @@ export function decodeHistory(raw: string | undefined): HistoryEntry[] {
   }
 }
 
-/** One attempt of the task's job, for operators: from the history entries its moves made (transition-6.lua `run`). */
+/** One attempt of the task's job, for operators: from the history entries its moves made (transition-8.lua `run`). */
 export interface AttemptEntry {
   /** The job's start count (BullMQ's attemptsStarted): the number logs (`jobAttempt`) and traces carry. */
   attempt: number;

@@ -1,6 +1,6 @@
 // The sets a task belongs to besides its record: its owner's index and the all-tasks index (by creation, for
 // listing), the live set (non-terminal tasks, for the reconciler), the expiries (for the janitor) and its owner's
-// unfinished tasks (for MAX_TASKS_PER_OWNER). create-task-6.lua and transition-6.lua write them atomically with
+// unfinished tasks (for MAX_TASKS_PER_OWNER). create-task-6.lua and transition-8.lua write them atomically with
 // the record; this is the rest: reading them, and the one way a task is deleted from all of them.
 import { WAIT_KINDS } from '@mcp-tasks/protocol';
 import type { RedisClient } from '../redis.ts';
@@ -79,7 +79,7 @@ export class TaskIndexes {
   }
 
   /**
-   * Claims up to `limit` expiry entries due at `now` for the caller until `leaseEnd` (claim-expired-1.lua): several
+   * Claims up to `limit` expiry entries due at `now` for the caller until `leaseEnd` (claim-due-1.lua): several
    * sweepers share the due entries without taking one twice, and the entries of a sweeper that died before it
    * deleted their tasks are claimed again once the lease ends. deleteClaimed releases them.
    */
@@ -88,8 +88,8 @@ export class TaskIndexes {
     // In steps, so that no single script holds Redis for long.
     while (claimed.length < limit) {
       const step = Math.min(STEP, limit - claimed.length);
-      const entries = await this.#scripts.claimExpired({
-        keys: { expiries: this.keys.expiries() },
+      const entries = await this.#scripts.claimDue({
+        keys: { set: this.keys.expiries() },
         now,
         limit: step,
         leaseEnd,
@@ -125,6 +125,7 @@ export class TaskIndexes {
     const multi = this.redis.multi();
     if (tasks.length > 0) {
       const ids = tasks.map((task) => task.taskId);
+      // take-ended-13.lua deletes the same for a plain call its request answers: the two stay alike.
       multi
         // The input-request set and what the task's tool keeps durably (its hash, its children's set) expire with the
         // record; deleted here too for a task deleted before its ttl.
@@ -135,6 +136,10 @@ export class TaskIndexes {
             this.keys.durable(id),
             this.keys.children(id),
             this.keys.signals(id),
+            // A webhook's outbox and attempts (same DEL: no command more for a task without one); its entry in the
+            // set of deliveries due is dropped by the delivery loop that finds the outbox gone.
+            this.keys.webhookOutbox(id),
+            this.keys.webhookLog(id),
           ]),
         )
         .zrem(this.keys.live(), ...ids)

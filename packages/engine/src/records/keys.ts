@@ -41,7 +41,7 @@ export class TaskKeys {
   }
 
   /**
-   * Set: the ids of the task's input requests still outstanding (transition-6.lua keeps it with the count of them),
+   * Set: the ids of the task's input requests still outstanding (transition-8.lua keeps it with the count of them),
    * so that a new attempt can withdraw what an earlier one left. It expires with the task.
    */
   inputs(taskId: string): string {
@@ -64,6 +64,28 @@ export class TaskKeys {
   /** Set: the ids of the task's child tasks (ctx.callTool), which a cancel of the task cancels too. */
   children(taskId: string): string {
     return `${this.#prefix}:task:${taskId}:children`;
+  }
+
+  /**
+   * List: the task's webhook deliveries still to make, oldest first (JSON facts of the change each carries), appended by
+   * transition-8.lua in the step of the change; the head is the one being delivered (docs/webhooks.md). It expires
+   * with the task.
+   */
+  webhookOutbox(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}:webhooks`;
+  }
+
+  /** List: the task's last delivery attempts (JSON), for operators (mcpt inspect, the dashboard). It expires with the task. */
+  webhookLog(taskId: string): string {
+    return `${this.#prefix}:task:${taskId}:webhook-log`;
+  }
+
+  /**
+   * Sorted set: the tasks with webhook deliveries to make, scored by when the next may start (now, a retry's backoff) or,
+   * while a worker delivers, by the end of its lease (claim-due-1.lua): what the delivery loops claim.
+   */
+  webhooksDue(): string {
+    return `${this.#prefix}:webhooks:due`;
   }
 
   /**

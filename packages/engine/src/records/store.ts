@@ -49,6 +49,7 @@ import { DurableStore, durableRefusal, resumeRefusal } from './durable.ts';
 import { TaskIndexes } from './indexes.ts';
 import { TaskKeys } from './keys.ts';
 import { WaitStore } from './waits.ts';
+import { WebhookOutbox } from './webhooks.ts';
 
 export type TransitionResult =
   /** `durable`: from the move that starts an attempt (beginAttempt), whether the task keeps durable state. */
@@ -96,7 +97,7 @@ export const AttemptEnding = {
 } as const;
 export type AttemptEnding = (typeof AttemptEnding)[keyof typeof AttemptEnding];
 
-/** An attempt of the task's job as a move records it in its history entry (transition-6.lua `run`). */
+/** An attempt of the task's job as a move records it in its history entry (transition-8.lua `run`). */
 export interface AttemptRun {
   /** The job's start count (BullMQ's attemptsStarted), the number that fences the attempt's moves. */
   attempt: number;
@@ -215,6 +216,14 @@ export interface SessionStreamOptions {
 
 export const DEFAULT_SESSION_STREAM: SessionStreamOptions = { idleMs: 3_600_000, maxLength: 1000 };
 
+/** What a transition needs of the webhook settings (docs/webhooks.md): WEBHOOK_MAX_PENDING. */
+export interface TransitionWebhooks {
+  /** The most deliveries a task's outbox holds; a change of status past it is not delivered (the terminal one is). */
+  maxPending: number;
+}
+
+export const DEFAULT_TRANSITION_WEBHOOKS: TransitionWebhooks = { maxPending: 100 };
+
 const MAX_WITHDRAW_ROUNDS = 5;
 
 /** A record with what operators inspect besides it. */
@@ -239,12 +248,15 @@ export class TaskStore {
   readonly durable: DurableStore;
   /** What parked tasks wait for, and the events sent to tasks (docs/durable-execution.md, "Waits"). */
   readonly waits: WaitStore;
+  /** The tasks' webhook deliveries queued by their transitions (docs/webhooks.md). */
+  readonly webhooks: WebhookOutbox;
 
   constructor(
     redis: RedisClient,
     /** The runner's other keys: the channels and session event streams a transition writes to. */
     readonly keys: KeySpace,
     readonly streams: SessionStreamOptions = DEFAULT_SESSION_STREAM,
+    readonly webhookLimits: TransitionWebhooks = DEFAULT_TRANSITION_WEBHOOKS,
   ) {
     this.#redis = redis;
     this.#scripts = RedisScripts.on(redis);
@@ -252,6 +264,7 @@ export class TaskStore {
     this.indexes = new TaskIndexes(redis, this.#tasks);
     this.durable = new DurableStore(redis, this.#tasks);
     this.waits = new WaitStore(redis, this.#tasks, keys);
+    this.webhooks = new WebhookOutbox(redis, this.#tasks, keys.webhookCounters());
   }
 
   /**
@@ -569,6 +582,8 @@ export class TaskStore {
         ownerLive: this.#tasks.ownerLive(owner),
         inputs: this.#tasks.inputs(taskId),
         sessionInputs: this.keys.sessionInputs(sessionId),
+        webhookOutbox: this.#tasks.webhookOutbox(taskId),
+        webhooksDue: this.#tasks.webhooksDue(),
         withdrawn: (withdraw ?? []).map((requestId) => this.keys.inputRequest(requestId)),
       },
       taskId,
@@ -590,6 +605,7 @@ export class TaskStore {
         ? { lastUpdatedAt: unchangedSince.lastUpdatedAt, external: unchangedSince.external !== undefined }
         : undefined,
       run: change.run,
+      webhooks: { maxPending: this.webhookLimits.maxPending, channel: this.keys.webhooksChannel() },
     });
     switch (reply.verdict) {
       case 'ok':
@@ -649,7 +665,7 @@ export class TaskStore {
 
   /**
    * A plain call's record read again by its waiter (as reread: `watcher` is named among its waiters, through
-   * getOwned when it is not), and once the call has ended deleted in the same step (take-ended-11.lua), with its
+   * getOwned when it is not), and once the call has ended deleted in the same step (take-ended-13.lua), with its
    * entry `callsField` in the session's calls hash: what `delete` and the entry's HDEL would do after the read, in
    * one round trip. Undefined when the record is missing or not `record.owner`'s.
    */
@@ -668,6 +684,8 @@ export class TaskStore {
         durable: tasks.durable(taskId),
         children: tasks.children(taskId),
         signals: tasks.signals(taskId),
+        webhookOutbox: tasks.webhookOutbox(taskId),
+        webhookLog: tasks.webhookLog(taskId),
         live: tasks.live(),
         allTasks: tasks.allTasks(),
         ownerIndex: tasks.ownerIndex(owner),

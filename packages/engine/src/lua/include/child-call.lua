@@ -15,7 +15,7 @@
   maxEntries steps and child tasks: detail, that count) or 'children' (it has started as many children as its cap:
   detail, the cap). The cap is the parent record's `maxChildren`, which the api wrote when it created the task tree's
   root and every child inherits (so a worker's own setting cannot raise it), else maxChildren. Fenced as
-  transition-6.lua fences a worker's moves.
+  transition-8.lua fences a worker's moves.
 
   fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt, childRecord,
   cap) files the new child: its id under the call's key with its facts (a JSON object, to which its `order` as `n`

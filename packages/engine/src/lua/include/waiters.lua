@@ -1,7 +1,7 @@
 --[[
   Included (`--- @include "waiters"`) by the scripts that read and write a task record's `waiters` field: the api
   replicas waiting for the task (tasks/result, answer streams), as ",<id>,<id>,". get-owned-1.lua adds a replica,
-  transition-6.lua tells each one of every change on its own channel, so a waiting replica needs no subscription of
+  transition-8.lua tells each one of every change on its own channel, so a waiting replica needs no subscription of
   its own per task. The field keeps the last MAX_WAITERS replicas (replicas come and go; a stale id costs one PUBLISH
   nobody hears).
 

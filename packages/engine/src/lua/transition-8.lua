@@ -16,7 +16,10 @@
   KEYS[4] the owner's set of unfinished tasks (create-task-6.lua), left on a terminal move
   KEYS[5] the set of the task's outstanding input request ids; it expires with the task
   KEYS[6] the session's hash of input requests waiting for its client (request id -> request)
-  KEYS[7...] with `begin`: the hashes of the input requests to withdraw, each at the index its entry names
+  KEYS[7] the task's webhook outbox (list), written only when the record has a `webhook` field; it expires with the
+          task
+  KEYS[8] the set of tasks with webhook deliveries due (scored by when), written likewise
+  KEYS[9...] with `begin`: the hashes of the input requests to withdraw, each at the index its entry names
 
   ARGV[1] the arguments, JSON:
     taskId          the task id
@@ -44,6 +47,14 @@
                     epoch ms, ending = absent while it runs, else how it ended: completed, failed, lost, handed-back};
                     the move's history entry carries it as a fourth element {a, w, s, e}, from which readers list the
                     task's attempts (records/codec.ts). A handed-back attempt counts in the record's `handBacks`.
+    webhooks        {maxPending = the most deliveries a task's outbox holds (a change past it is not delivered but
+                    counted in the record's `webhookDropped`; never the terminal one), channel = where a queued
+                    delivery wakes the workers' delivery loops}
+
+  A task (not a plain call) whose record has a `webhook` field (JSON {url, events}) gets, in this same step, a
+  delivery in its outbox for a terminal move, and with events "all" for every change of status (not for a new
+  statusMessage alone): the facts {status, at, message}, rendered and signed by the delivery loop
+  (docs/webhooks.md). A record without one costs no command more than before.
 
   Returns {"ok", status, lastUpdatedAt} when the status changed (with `begin`, {"ok", status, lastUpdatedAt, durable}:
   durable "1" when the record says the task keeps durable state, save-durable-3.lua); {"unchanged", status, lastUpdatedAt} when an
@@ -69,7 +80,7 @@ end
 
 -- One read of every field the move needs.
 local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'lastUpdatedAt', 'external', 'kind', 'createdAt', 'ttl',
-  'pollInterval', 'history', 'waiters', 'durable')
+  'pollInterval', 'history', 'waiters', 'durable', 'webhook')
 local current = f[1]
 if not current then
   return {'missing'}
@@ -217,6 +228,27 @@ if f[5] == 'task' then
   end
   appendEvent(event)
   streamAppended()
+end
+
+-- The task's webhook delivery, queued with the change that causes it: a worker that delivers it later may die, but
+-- the change cannot happen without it (docs/webhooks.md).
+-- Only a task's: a plain call is answered on its request, and a call its client follows with task handles is a task
+-- once handed out (hand-out-2.lua), its deliveries from then on.
+if f[12] and f[5] == 'task' then
+  -- A field this script cannot read never fails the move itself (it is ours, written as JSON by the create step).
+  local read, hook = pcall(cjson.decode, f[12])
+  local events = read and type(hook) == 'table' and hook.events or 'terminal'
+  if args.terminal or (events == 'all' and to ~= current) then
+    if not args.terminal and redis.call('LLEN', KEYS[7]) >= args.webhooks.maxPending then
+      redis.call('HINCRBY', KEYS[1], 'webhookDropped', 1)
+    else
+      redis.call('RPUSH', KEYS[7], cjson.encode({status = to, at = now, message = message}))
+      redis.call('PEXPIREAT', KEYS[7], tonumber(f[6]) + tonumber(f[7]))
+      -- NX: a task waiting for a retry's backoff, or held by a delivering worker, keeps its turn (order per task).
+      redis.call('ZADD', KEYS[8], 'NX', now, taskId)
+      redis.call('PUBLISH', args.webhooks.channel, '1')
+    end
+  end
 end
 
 -- The attempt this move starts learns whether its task keeps durable state, read in this step: from now on no earlier
