@@ -4,7 +4,7 @@ import { McpHttpClient } from '@mcp-tasks/client';
 
 const DEFAULT_URL = 'http://127.0.0.1:3000/mcp';
 
-/** The variables that turn the api's authentication on (README.md, "Security"). */
+/** The variables that turn the api's authentication on (docs/configuration.md, "Security"). */
 const AUTH_VARIABLES = ['AUTH_API_KEYS', 'AUTH_API_KEYS_FILE', 'AUTH_JWT_SECRET', 'AUTH_JWKS_URL'];
 
 /** Whether the api that `env` configures asks every request for a bearer token. */

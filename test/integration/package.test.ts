@@ -5,12 +5,12 @@
 //   project's node_modules/.bin, on plain Node (no tsx). The api serves the dashboard too: its files are found next
 //   to the bundle (dist/admin-assets), as the Lua is (dist/lua);
 // - in TypeScript (issue 38): the package's declarations stand alone (strict, module nodenext, no skipLibCheck): the
-//   tool examples of the two READMEs and every example under examples/ compile, and misuses of a tool's arguments and
-//   context (a misspelt `ctx.checkpont`) fail with the expected diagnostics, in one tsc run of the workspace's
-//   TypeScript.
+//   tool examples of the READMEs and of the docs pages their blocks moved to, and every example under examples/
+//   compile, and misuses of a tool's arguments and context (a misspelt `ctx.checkpont`) fail with the expected
+//   diagnostics, in one tsc run of the workspace's TypeScript.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -22,6 +22,8 @@ import { repoRoot, spawnService, type ChildHandle } from '../support/processes.t
 import { blocksOf, READMES, where } from '../support/readme-blocks.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 
+/** The file name prefix of a page's block in the typed project (a docs page's: its path, `docs-tools-md`). */
+const PAGE_NAMES: Record<string, string> = { 'README.md': 'readme', 'apps/runner/README.md': 'manual' };
 const run = promisify(execFile);
 const ADMIN_TOKEN = 'package-admin-token-0123456789';
 
@@ -217,18 +219,22 @@ describe('the installable package, installed with npm in a project outside the r
       const typed = join(project, 'typed');
       mkdirSync(typed);
       writeFileSync(join(typed, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
-      // Every example under examples/, its sources as they are.
+      // Every example project under examples/ (a TypeScript project of the package: its src/), its sources as they are.
+      // examples/webhook-receiver is a plain ES module with no src/ and no use of the package: webhooks.test.ts runs it.
       for (const example of readdirSync(join(repoRoot, 'examples'))) {
         const sources = join(repoRoot, 'examples', example, 'src');
+        if (!existsSync(sources)) continue;
         cpSync(sources, join(typed, 'examples', example), { recursive: true });
         for (const file of readdirSync(sources, { recursive: true, encoding: 'utf8' })) {
           origins.set(join('examples', example, file), relative(repoRoot, join(sources, file)));
         }
       }
-      // The READMEs' blocks that run with the package, each as the TypeScript module a user would copy it into.
+      // The documentation's blocks that run with the package (the READMEs' and the docs pages' of test/support/readme-blocks.ts),
+      // each as the TypeScript module a user would copy it into.
       for (const block of READMES.flatMap(blocksOf)) {
         if (block.marker?.kind !== 'run' || !/from 'mcp-task-runner'/.test(block.text)) continue;
-        const name = `${block.file === 'README.md' ? 'readme' : 'manual'}-${(block.marker.arg ?? 'block.mjs').replace(/\.(m?)js$/, '.$1ts')}`;
+        const page = PAGE_NAMES[block.file] ?? block.file.replace(/\W+/g, '-');
+        const name = `${page}-${(block.marker.arg ?? 'block.mjs').replace(/\.(m?)js$/, '.$1ts')}`;
         writeFileSync(join(typed, name), block.text);
         origins.set(name, `${where(block)} (the block's line 1 is the file's)`);
       }

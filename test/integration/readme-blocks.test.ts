@@ -1,23 +1,37 @@
-// Every fenced block of the two READMEs (the repository's README.md and the package's manual, apps/runner/README.md)
-// is run, or says why not, so that none can rot (issue 31): each follows a marker comment (test/support/readme-blocks.ts).
+// Every fenced block of the two READMEs (the repository's README.md and the package's manual, apps/runner/README.md),
+// and of the docs pages the README's blocks moved to (issue 39), is run, or says why not, so that none can rot
+// (issue 31): each follows a marker comment (test/support/readme-blocks.ts).
 // This test runs the `run:` blocks: `commands` (a shell script in the project; `npm install` of the package's
 // tarball, by its name or its path, installs the packed tarball), `file <name>` (written into the project),
 // `background` (a long-running command, up once `ready:` matches its output), `node <file>` / `module <file>` (written
 // and run with node; the endpoint http://127.0.0.1:3000/mcp is the live one), with `; expect: <regex>` on what it
 // prints. The newcomer: a temp directory, the manual's blocks in order (npm init -y, the tarball, tools.js, `mcpt
 // start` on a Redis of the test, clients of both wires, `mcpt overview` and `list`), then the README's on a worker of
-// the demo tools, all on Node 22.15.0, the lowest the package admits.
+// the demo tools, all on Node 22.15.0, the lowest the package admits. The pages themselves are checked without a
+// process (issue 39): every relative link of README.md, the manual and docs/*.md names a file of the repository (and a
+// heading of a Markdown page it points into), README.md's map links every page of docs/, and README.md stays a front
+// door: under 15 KB, its quick start on the first screen.
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { nodeBinary, packedTarball, pathFor } from '../support/packed-runner.ts';
-import { blocksOf, READMES, where, type Block } from '../support/readme-blocks.ts';
+import { repoRoot } from '../support/processes.ts';
+import { blocksOf, headingAnchorsOf, READMES, relativeLinksOf, where, type Block } from '../support/readme-blocks.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
@@ -80,7 +94,7 @@ async function startBackground(
   return { child, output, stop: release };
 }
 
-describe('the fenced blocks of README.md and apps/runner/README.md have markers (issue 31)', () => {
+describe('the fenced blocks of README.md, apps/runner/README.md and the docs pages they moved to have markers (issue 31)', () => {
   it('every fenced block has a marker; `same as` names a block run with the same text (issue 31)', () => {
     expect(blocks.length).to.be.above(20);
     const problems = blocks
@@ -97,7 +111,59 @@ describe('the fenced blocks of README.md and apps/runner/README.md have markers 
   });
 });
 
-describe('every fenced block of README.md and apps/runner/README.md is run, or says why not (issue 31)', function () {
+const README_MAX_BYTES = 15_000;
+/** A newcomer's first screen: the quick start's command must be on it. */
+const FIRST_SCREEN_LINES = 60;
+const DOCS_PAGES = readdirSync(join(repoRoot, 'docs'))
+  .filter((name) => name.endsWith('.md'))
+  .map((name) => `docs/${name}`);
+
+describe('README.md is the front door, and every link of the documentation leads somewhere (issue 39)', () => {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+
+  it(`README.md is under ${README_MAX_BYTES} bytes: the rest is in docs/`, () => {
+    expect(Buffer.byteLength(readme)).to.be.below(README_MAX_BYTES);
+  });
+
+  it(`the quick start (npm start, npm test) is in the first ${FIRST_SCREEN_LINES} lines of README.md`, () => {
+    const lines = readme.split('\n');
+    const heading = lines.findIndex((line) => /^## Quick start/.test(line));
+    const start = lines.findIndex((line) => /^npm start\b/.test(line));
+    const test = lines.findIndex((line) => /^npm test\b/.test(line));
+    expect(heading, 'the "## Quick start" heading').to.be.within(0, FIRST_SCREEN_LINES - 1);
+    expect(start, 'the line `npm start`').to.be.within(heading, FIRST_SCREEN_LINES - 1);
+    expect(test, 'the line `npm test` (the command .ci/run runs)').to.be.within(heading, FIRST_SCREEN_LINES - 1);
+  });
+
+  it("README.md's map links every page of docs/", () => {
+    const linked = new Set(relativeLinksOf('README.md').map((link) => normalize(link.target.split('#')[0] ?? '')));
+    expect(DOCS_PAGES.filter((page) => !linked.has(page))).to.deep.equal([]);
+  });
+
+  it('every relative link of README.md, apps/runner/README.md and docs/*.md names a file of the repository, and a heading of a Markdown page it points into', () => {
+    const pages = ['README.md', 'apps/runner/README.md', ...DOCS_PAGES];
+    const links = pages.flatMap(relativeLinksOf);
+    expect(links.length).to.be.above(50);
+    const broken = links.flatMap(({ file, line, target }) => {
+      const [path = '', anchor] = target.split('#');
+      const resolved = path === '' ? file : normalize(join(dirname(file), decodeURIComponent(path)));
+      const absolute = join(repoRoot, resolved);
+      if (resolved.startsWith('..') || !existsSync(absolute)) return [`${file}:${line}: ${target}: no such file`];
+      if (
+        anchor &&
+        resolved.endsWith('.md') &&
+        statSync(absolute).isFile() &&
+        !headingAnchorsOf(resolved).has(anchor)
+      ) {
+        return [`${file}:${line}: ${target}: no heading #${anchor} in ${resolved}`];
+      }
+      return [];
+    });
+    expect(broken).to.deep.equal([]);
+  });
+});
+
+describe('every fenced block of README.md, apps/runner/README.md and the docs pages they moved to is run, or says why not (issue 31)', function () {
   this.timeout(300_000);
   let redis: RedisServer;
   let home: string;
@@ -199,11 +265,11 @@ describe('every fenced block of README.md and apps/runner/README.md is run, or s
     expect(started).to.match(/MCP endpoint/);
   });
 
-  it("runs the README's blocks on the same system with a worker of the demo tools (issue 31)", async () => {
+  it("runs the README's blocks, then the docs pages', on the same system with a worker of the demo tools (issue 31, issue 39)", async () => {
     // The README's examples call the demo tools (count_primes, echo): a worker serves them beside the manual's.
     background.push(await startBackground('npx mcpt worker', project, { ...env, MCPT_DEMO: '1' }, /worker ready/));
     await waitForTools('count_primes', 'echo');
-    for (const block of blocks.filter((each) => each.file === 'README.md')) await runBlock(block);
+    for (const block of blocks.filter((each) => each.file !== 'apps/runner/README.md')) await runBlock(block);
   });
 
   it('ran every block marked `run:` (issue 31)', () => {

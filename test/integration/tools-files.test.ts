@@ -1,4 +1,4 @@
-// Tools files as a newcomer writes them (README.md, "Use it with your own tools"): in a project `npm init -y` made
+// Tools files as a newcomer writes them (README.md, "Your own tools", and docs/tools.md): in a project `npm init -y` made
 // (CommonJS), a tools file in ESM or CommonJS syntax loads, and one that cannot load says which file and what to
 // change. Loaded by a plain Node process (tsx's ESM hooks only, which leave .js files to Node), as `mcpt worker` does.
 import { execFile } from 'node:child_process';

@@ -1,5 +1,6 @@
-// The fenced blocks of the two READMEs (the repository's README.md and the package's manual, apps/runner/README.md),
-// each with the marker comment before it (issue 31):
+// The fenced blocks of the documentation that shows runnable code: the repository's README.md, the package's manual
+// (apps/runner/README.md) and the pages of docs/ that the README's blocks moved to when it became a short front door
+// (issue 39), each block with the marker comment before it (issue 31):
 //   <!-- run: <how> [#id] -->   test/integration/readme-blocks.test.ts runs it, in a newcomer's project
 //   <!-- same as: #id -->        the same text as the block run under that id
 //   <!-- not run: <reason> -->   it cannot run here (docker, a cluster, a transcript, ...)
@@ -9,7 +10,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './processes.ts';
 
-export const READMES = ['apps/runner/README.md', 'README.md'];
+/** The manual first: the readme-blocks test runs its blocks as a newcomer's project, then the others on that system. */
+export const READMES = [
+  'apps/runner/README.md',
+  'README.md',
+  'docs/tools.md',
+  'docs/clients.md',
+  'docs/configuration.md',
+  'docs/operating.md',
+  'docs/deploying.md',
+  'docs/tests.md',
+];
 
 export type Marker =
   | { kind: 'run'; how: string; arg?: string; id?: string; expect?: RegExp; ready?: RegExp }
@@ -76,3 +87,56 @@ export function blocksOf(file: string): Block[] {
 }
 
 export const where = (block: Block): string => `${block.file}:${block.line}`;
+
+/** A relative link of a Markdown page: `[text](target)` outside fenced blocks, with the line it is on. */
+export interface Link {
+  file: string;
+  line: number;
+  target: string;
+}
+
+/** The lines of a page outside its fenced blocks, each with its 1-based number. */
+function proseLines(file: string): { line: number; text: string }[] {
+  const lines = readFileSync(join(repoRoot, file), 'utf8').split('\n');
+  const prose: { line: number; text: string }[] = [];
+  let fence: string | undefined;
+  lines.forEach((text, i) => {
+    const marker = /^(`{3,})/.exec(text)?.[1];
+    if (fence === undefined && marker) fence = marker;
+    else if (fence !== undefined && text.trim() === fence) fence = undefined;
+    else if (fence === undefined) prose.push({ line: i + 1, text });
+  });
+  return prose;
+}
+
+/** The page's links to files of the repository (not `scheme:` addresses, not `#anchor`s of the page itself). */
+export function relativeLinksOf(file: string): Link[] {
+  return proseLines(file).flatMap(({ line, text }) =>
+    [...text.replace(/`[^`]*`/g, '').matchAll(/\]\(([^)\s]+)\)/g)]
+      .map((match) => match[1] ?? '')
+      .filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target))
+      .map((target) => ({ file, line, target })),
+  );
+}
+
+/**
+ * The anchors of a page's headings as GitHub makes them: lower case, punctuation but `-` and `_` dropped, spaces as
+ * `-`, and `-1`, `-2`, ... after a heading text seen before.
+ */
+export function headingAnchorsOf(file: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const { text } of proseLines(file)) {
+    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(text)?.[1];
+    if (heading === undefined) continue;
+    const slug = heading
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\p{M}\p{Pc}\- ]/gu, '')
+      .replace(/ /g, '-');
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    anchors.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return anchors;
+}

@@ -304,7 +304,8 @@ function warnAboutSecurity(log: Logger, config: ApiConfig, auth: Authenticator):
   log.warn(
     '*** AUTHENTICATION IS OFF *** anyone who can reach this port can run tools. Tasks are bound only to the ' +
       'MCP session that created them (its id is the only secret). Set AUTH_API_KEYS, AUTH_API_KEYS_FILE, ' +
-      'AUTH_JWT_SECRET or AUTH_JWKS_URL before exposing the api beyond this machine; see README.md, "Security".',
+      'AUTH_JWT_SECRET or AUTH_JWKS_URL before exposing the api beyond this machine; see docs/configuration.md, ' +
+      '"Security".',
     { tasksList: config.TASKS_LIST_ENABLED },
   );
 }

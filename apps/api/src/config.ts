@@ -1,4 +1,4 @@
-// The api's configuration, read once from the environment (documented in README.md, "Configuration").
+// The api's configuration, read once from the environment (documented in docs/configuration.md).
 import {
   CallbackEnvSchema,
   CatalogEnvSchema,
@@ -49,7 +49,7 @@ const flag = (defaultValue: boolean) =>
     .default(defaultValue ? 'true' : 'false')
     .transform((value) => value === 'true' || value === '1');
 
-/** Authentication, task binding, limits and rate limits (README.md, "Security"). */
+/** Authentication, task binding, limits and rate limits (docs/configuration.md, "Security"). */
 export const SecurityEnvSchema = z.object({
   /** `principal:key,...`: API keys given directly (kept only as SHA-256 digests in memory). */
   AUTH_API_KEYS: z.string().optional(),

@@ -53,7 +53,7 @@ export interface ApiServices {
   stopping: AbortSignal;
 }
 
-/** Authentication, rate limits, connection slots and the audit trail (README.md, "Security"). */
+/** Authentication, rate limits, connection slots and the audit trail (docs/configuration.md, "Security"). */
 export interface SecurityServices {
   auth: Authenticator;
   rates: RateLimiter;

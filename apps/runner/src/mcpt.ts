@@ -9,7 +9,7 @@ import { startLocalRedis, type LocalRedis } from './local-redis.ts';
 
 const USAGE = `Usage: mcpt <command> [options]
 
-Processes (configured by environment variables; see the README's configuration table):
+Processes (configured by environment variables: the manual's "Settings", and docs/configuration.md):
   api       the MCP endpoint (POST/GET/DELETE /mcp on HOST:PORT); loads no tool code
   worker    runs tools: MCPT_TOOLS=./tools.js,other-package (each exports \`tools\` or a default array),
             and the tools of existing MCP servers: UPSTREAM_MCP_COMMAND, UPSTREAM_MCP_URL or

@@ -1,5 +1,5 @@
 // The runner in code: start an api or a worker inside your own process (or your tests). Options override the
-// environment variables of README.md's configuration table, which still apply to everything not given here.
+// environment variables of docs/configuration.md, which still apply to everything not given here.
 import { loadApiConfig, startApi as startApiProcess } from '@mcp-tasks/api';
 import type { ToolDefinition } from '@mcp-tasks/protocol';
 import {

@@ -1,4 +1,4 @@
-// The worker's configuration, read once from the environment (documented in README.md, "Configuration").
+// The worker's configuration, read once from the environment (documented in docs/configuration.md).
 import {
   CallbackEnvSchema,
   CatalogEnvSchema,

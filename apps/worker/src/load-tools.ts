@@ -1,4 +1,4 @@
-// MCPT_TOOLS: the modules a worker loads its tools from (README.md, "Use it with your own tools"). Each entry is a
+// MCPT_TOOLS: the modules a worker loads its tools from (docs/tools.md, "Loading tools"). Each entry is a
 // module path relative to the working directory or a package name; the module exports `tools` or a default array.
 // A file may be ESM or CommonJS (.js, .mjs, .cjs) whatever its package.json says, where Node can load it so.
 import { createRequire, register } from 'node:module';

@@ -136,7 +136,7 @@ export type CatalogEnv = z.infer<typeof CatalogEnvSchema>;
 /** The shortest ttl a task is granted, whatever it asked for. */
 export const MIN_TASK_TTL_MS = 1000;
 
-/** How long tasks live and how their waiters poll: the api's, whose tools/call creates tasks (README.md). */
+/** How long tasks live and how their waiters poll: the api's, whose tools/call creates tasks (docs/configuration.md). */
 export const TaskEnvSchema = z.object({
   TASK_TTL_DEFAULT_MS: intFromEnv(3_600_000, { min: MIN_TASK_TTL_MS }),
   TASK_TTL_MAX_MS: intFromEnv(24 * 3_600_000, { min: MIN_TASK_TTL_MS }),

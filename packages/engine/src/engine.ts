@@ -54,7 +54,7 @@ export interface EngineConnections {
 }
 
 /**
- * What the engine reads of a process's configuration. The task timing is the api's (README.md, "Configuration");
+ * What the engine reads of a process's configuration. The task timing is the api's (docs/configuration.md);
  * a process that creates tasks only from other tasks (the CLI's retry) or not at all gets its documented defaults.
  */
 export type EngineConfig = Pick<RedisEnv, 'REDIS_PREFIX'> &
