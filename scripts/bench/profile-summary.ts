@@ -71,7 +71,7 @@ const PHASES: { phase: string; match: (url: string, fn: string) => boolean }[] =
       ) || /\/api\/src\/(?:transport\/|cors|request-origin|request-span|responses|sse|stream-reply|app)/.test(url),
   },
   {
-    phase: 'HTTP: node:http, sockets, streams',
+    phase: 'node:http, net and streams (HTTP and Redis sockets)',
     match: (url) =>
       /^node:(?:_http_|http|https|net|stream|internal\/streams|internal\/http|internal\/stream_base|internal\/net|internal\/dns|dns|internal\/url|url|buffer|internal\/buffer|string_decoder|events|internal\/event_target|internal\/webstreams)/.test(
         url,
