@@ -2,8 +2,8 @@
 // `pnpm lint` runs this: the source modules' imports must form no cycle — type-only imports included, which
 // eslint's import-x/no-cycle skips — and must point down the layers docs/architecture.md draws: packages never
 // import apps, apps never import each other (but the installable package, which bundles them), and inside the api
-// the use cases (calls/) never import the wires or the transport. Prints each cycle and each upward import with the
-// files that make it, and exits 1.
+// the use cases (calls/) never import the wires or the transport, and a wire (wires/rev<date>/) never imports another.
+// Prints each cycle and each upward import with the files that make it, and exits 1.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,15 +28,20 @@ const LAYERS = [
   { layer: 'packages/client/', may: ['packages/protocol/'] },
   // Use cases below the wires: they never learn which revision asked.
   { layer: 'apps/api/src/calls/', may: ['packages/', 'apps/api/src/context.ts', 'apps/api/src/tool-catalog.ts'] },
+  // The wires, one folder per MCP revision, picked by the table in wires/index.ts: a wire never imports another wire
+  // (nor the table above them); what two wires share lives beside them (wires/*.ts, transport/, the api's root).
   {
-    layer: 'apps/api/src/legacy/',
+    layer: 'apps/api/src/wires/*/',
     may: ['packages/', 'apps/api/src/'],
-    not: ['apps/api/src/modern/', 'apps/api/src/transport/'],
+    not: ['apps/api/src/wires/rev', 'apps/api/src/wires/index.ts'],
+    why: 'a wire never imports another wire',
   },
+  // The services every use case reads (calls/ may import it): they name no wire, so calls/ learns none through them.
   {
-    layer: 'apps/api/src/modern/',
+    layer: 'apps/api/src/context.ts',
     may: ['packages/', 'apps/api/src/'],
-    not: ['apps/api/src/legacy/', 'apps/api/src/transport/'],
+    not: ['apps/api/src/wires/', 'apps/api/src/transport/'],
+    why: 'the use cases read it, and they never learn which revision asked',
   },
   { layer: 'apps/api/', may: ['packages/'] },
   { layer: 'apps/worker/', may: ['packages/'] },
@@ -87,15 +92,31 @@ function importsOf(file, ours) {
 
 const name = (file) => relative(root, file).split(sep).join('/');
 
+/**
+ * The rule of a module's layer, its `layer` made concrete: a `*` stands for one folder, so that each of the folders
+ * it matches is a layer of its own (each wire).
+ */
 function layerOf(path) {
-  return LAYERS.find((entry) => path.startsWith(entry.layer));
+  for (const entry of LAYERS) {
+    const [before, after] = entry.layer.split('*');
+    if (after === undefined) {
+      if (path.startsWith(entry.layer)) return entry;
+      continue;
+    }
+    if (!path.startsWith(before)) continue;
+    const folder = path.slice(before.length).split('/')[0];
+    const concrete = `${before}${folder}${after}`;
+    if (folder && path.startsWith(concrete)) return { ...entry, layer: concrete };
+  }
+  return undefined;
 }
 
 /** Why `from` may not import `to`, or undefined when it may. */
 function upward(from, to) {
   const rule = layerOf(from);
   if (!rule || to.startsWith(rule.layer)) return undefined;
-  if (rule.not?.some((prefix) => to.startsWith(prefix))) return `${rule.layer} must not import ${to}`;
+  if (rule.not?.some((prefix) => to.startsWith(prefix)))
+    return `${rule.layer} must not import ${to}${rule.why ? `: ${rule.why}` : ''}`;
   if (rule.may.some((prefix) => to.startsWith(prefix))) return undefined;
   return `${rule.layer} may import only ${rule.may.length ? rule.may.join(', ') : 'itself'}`;
 }

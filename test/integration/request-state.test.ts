@@ -1,7 +1,7 @@
-// The keys that sign MRTR requestStates (apps/api/src/modern/request-state.ts, C26-MRTR-5), on a real Redis with the
-// signers' clocks moved by the test: rotation with an overlap, expiry, forgeries, and a key set lost from Redis,
-// which two replicas replace and agree on again without a restart. The same boundary end to end, through two api
-// replicas, is in test/integration/hostile-requests.test.ts.
+// The keys that sign MRTR requestStates (apps/api/src/request-state.ts, C26-MRTR-5), on a real
+// Redis with the signers' clocks moved by the test: rotation with an overlap, expiry, forgeries, and a key set lost
+// from Redis, which two replicas replace and agree on again without a restart. The same boundary end to end,
+// through two api replicas, is in test/integration/hostile-requests.test.ts.
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { Redis } from 'ioredis';

@@ -25,10 +25,21 @@ describe('import rules (scripts/check-imports.mjs, part of pnpm lint)', function
     expect(output).to.contain('packages/engine/src/keys.ts -> packages/engine/src/store.ts');
   });
 
-  it('fails on a package importing an app, and on a use case importing a wire', () => {
+  it('fails on a package importing an app, on a use case or its services importing a wire, on a wire importing another', () => {
     const { status, output } = check('test/fixtures/imports/upward');
     expect(status).to.equal(1);
-    expect(output).to.contain('upward import: packages/engine/src/engine.ts -> apps/api/src/legacy/serve.ts');
-    expect(output).to.contain('upward import: apps/api/src/calls/start.ts -> apps/api/src/legacy/serve.ts');
+    const wire = 'apps/api/src/wires/rev2025-11-25/serve.ts';
+    expect(output).to.contain(`upward import: packages/engine/src/engine.ts -> ${wire}`);
+    expect(output).to.contain(`upward import: apps/api/src/calls/start.ts -> ${wire}`);
+    expect(output).to.contain(
+      `upward import: apps/api/src/wires/rev2026-07-28/serve.ts -> ${wire} ` +
+        `(apps/api/src/wires/rev2026-07-28/ must not import ${wire}: a wire never imports another wire)`,
+    );
+    // The use cases read context.ts: through it they would learn a wire.
+    expect(output).to.contain(
+      'upward import: apps/api/src/context.ts -> apps/api/src/wires/rev2026-07-28/serve.ts (apps/api/src/context.ts ' +
+        'must not import apps/api/src/wires/rev2026-07-28/serve.ts: the use cases read it, and they never learn ' +
+        'which revision asked)',
+    );
   });
 });

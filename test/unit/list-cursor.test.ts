@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { decodeCursor, encodeCursor, indexMember } from '@mcp-tasks/engine';
 import { InvalidInputError } from '@mcp-tasks/protocol';
-import { toWireError } from '@mcp-tasks/api/wire-errors';
+import { toWireError } from '@mcp-tasks/api/wires';
 
 describe('tasks/list cursors', () => {
   it('index members sort by creation time, then id', () => {
@@ -31,8 +31,8 @@ describe('tasks/list cursors', () => {
           return thrown;
         }
       })();
-      expect(toWireError(error, 'legacy').code).to.equal(-32602);
-      expect(toWireError(error, 'modern').code).to.equal(-32602);
+      expect(toWireError(error, '2025-11-25').code).to.equal(-32602);
+      expect(toWireError(error, '2026-07-28').code).to.equal(-32602);
     }
   });
 });

@@ -1,8 +1,8 @@
 // Keeps a waiting tools/call alive for a client that resets its request timeout on progress (the TypeScript SDK's
 // `resetTimeoutOnProgress`): while the call waits for its tool on an open request whose client sent a progress token,
 // a notifications/progress goes out every PROGRESS_KEEPALIVE_MS that the tool reported nothing (docs/clients.md).
-// Both wires use it: the 2025-11-25 answer stream of a plain call (streams.ts), the 2026-07-28 synchronous call's
-// stream (modern/tools.ts).
+// Both wires use it: the 2025-11-25 answer stream of a plain call (wires/rev2025-11-25/streams.ts), the 2026-07-28 synchronous call's
+// stream (wires/rev2026-07-28/tools.ts).
 //
 // Progress values must increase with each notification (2025-11-25 basic/utilities/progress). A keep-alive repeats
 // the tool's last report nudged up by one part in a billion (from 0 when there was none), and a tool's report that

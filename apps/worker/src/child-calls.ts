@@ -1,14 +1,13 @@
 // ctx.callTool (docs/durable-execution.md, "Child tasks"): a running tool starts another tool as a child task of the
-// same principal, through the engine's one create path (the tool's catalog entry for its queue, scheduling and
-// retrySafe; its published schema for the arguments; the owner's cap), and waits for it on the process's watcher
-// channel as an api replica waits for a task, lending its worker slot meanwhile. The child's id is filed in the
-// parent's durable hash in the step that creates it, with the digest of the call, so a later attempt of the parent
-// waits for the same child, and a later attempt whose call under that key is another one is refused
-// (NonDeterministicCallError) rather than handed another call's result.
+// same principal, through the engine's one create path (createTaskFromEntry, as the api's tools/call: the tool's
+// catalog entry for its queue, scheduling and retrySafe, audited; its published schema for the arguments; the
+// owner's cap), and waits for it on the process's watcher channel as an api replica waits for a task, lending its
+// worker slot meanwhile. The child's id is filed in the parent's durable hash in the step that creates it, with the
+// digest of the call, so a later attempt of the parent waits for the same child, and a later attempt whose call
+// under that key is another one is refused (NonDeterministicCallError) rather than handed another call's result.
 import {
-  audit,
-  AuditEvent,
   carrierFor,
+  createTaskFromEntry,
   type ArgumentValidator,
   type CatalogView,
   type FiledCall,
@@ -159,40 +158,33 @@ async function startChild(
     );
   }
   const trace = carrierFor(scope.trace);
-  const child = await deps.tasks.create({
-    kind: TaskKind.Task,
-    owner: parent.owner,
-    sessionId: parent.sessionId,
-    tool: entry.name,
-    arguments: await deps.arguments.parse(entry, args),
-    retrySafe: entry.retrySafe,
-    ...(entry.external ? { queue: entry.queue } : {}),
-    ...(entry.scheduling !== undefined ? { scheduling: entry.scheduling } : {}),
-    // What is left of the parent's ttl, unless asked for less: a child never outlives its parent.
-    requestedTtl: options.ttl ?? Number.MAX_SAFE_INTEGER,
-    expiresBy: parent.createdAt + parent.ttl,
-    statusMessage: `Started by task ${parent.taskId}; queued for a worker.`,
-    ...(trace ? { trace } : {}),
-    parent: {
-      taskId: parent.taskId,
-      key: callKey,
-      attempt: run.fence,
-      maxEntries: run.limits.maxEntries,
-      digest,
-      keyed: options.key !== undefined,
+  const child = await createTaskFromEntry(
+    deps.tasks,
+    entry,
+    {
+      kind: TaskKind.Task,
+      owner: parent.owner,
+      sessionId: parent.sessionId,
+      arguments: await deps.arguments.parse(entry, args),
+      // What is left of the parent's ttl, unless asked for less: a child never outlives its parent.
+      requestedTtl: options.ttl ?? Number.MAX_SAFE_INTEGER,
+      expiresBy: parent.createdAt + parent.ttl,
+      statusMessage: `Started by task ${parent.taskId}; queued for a worker.`,
+      ...(trace ? { trace } : {}),
+      parent: {
+        taskId: parent.taskId,
+        key: callKey,
+        attempt: run.fence,
+        maxEntries: run.limits.maxEntries,
+        digest,
+        keyed: options.key !== undefined,
+      },
     },
-  });
-  if (!child.reused) {
-    audit(deps.audit, AuditEvent.TaskCreated, {
-      principal: child.owner,
-      taskId: child.taskId,
-      tool: child.tool,
-      parentTaskId: parent.taskId,
-      kind: child.kind,
-      ttl: child.ttl,
-    });
+    // A child task is a task created on its principal's behalf (T-AUDIT-1), audited as the api's are.
+    { audit: deps.audit, parentTaskId: parent.taskId },
+  );
+  if (!child.reused)
     scope.log.info('child task started', { childTaskId: child.taskId, childTool: child.tool, callKey });
-  }
   return child;
 }
 

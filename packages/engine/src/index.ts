@@ -146,6 +146,12 @@ export {
 } from './task-admin.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';
 export {
+  createTaskFromEntry,
+  createWatchedTaskFromEntry,
+  type EntryTaskInput,
+  type TaskRequester,
+} from './task-from-entry.ts';
+export {
   EVENT_NAME,
   SignalEnvSchema,
   type SignalEnv,

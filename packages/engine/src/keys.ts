@@ -98,7 +98,7 @@ export class KeySpace {
   /**
    * String: the HMAC key (`<generation>:<secret>`) that signs MRTR requestStates (2026-07-28) during one rotation
    * period (`period` = its number), shared by every api replica; it expires when its states may no longer be
-   * verified (apps/api/src/modern/request-state.ts).
+   * verified (apps/api/src/request-state.ts).
    */
   requestStateKey(period: number): string {
     return `${this.prefix}:request-state-key:${period}`;

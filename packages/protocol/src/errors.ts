@@ -1,6 +1,7 @@
 // The runner's typed errors: what went wrong, in our words and with its context, never a JSON-RPC code. The engine
 // and the api's use cases throw them; each wire turns them into its codes and messages in one place
-// (apps/api/src/wire-errors.ts), so that a condition reads the same whichever revision the client speaks.
+// (apps/api/src/wires/errors.ts, with each wire's own table), so that a condition reads the same whichever revision
+// the client speaks.
 
 /**
  * The codes of failures inside our processes. A tool may catch a LocalError from its context (`elicit`, `sample`)

@@ -1,5 +1,6 @@
 // JSON-RPC 2.0 vocabulary: error codes and the one error class that travels on the wire. The runner's own failures
-// are typed errors (errors.ts); each wire maps them onto these codes in one place (apps/api/src/wire-errors.ts).
+// are typed errors (errors.ts); the wires map them onto these codes in one place (apps/api/src/wires/errors.ts,
+// with each wire's own table).
 
 export const ErrorCode = {
   ParseError: -32700,

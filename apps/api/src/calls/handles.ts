@@ -13,6 +13,7 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import { ensureOpened } from './admission.ts';
+import { awaitTask } from './await-task.ts';
 import { answerTaskInputs, outstandingInputs } from './inputs.ts';
 import type { CallContext, CallRequest } from './request.ts';
 import { cancelTask, findTask } from './tasks.ts';
@@ -34,7 +35,7 @@ export async function runHandleTool(
   request: Pick<CallRequest, 'opening'>,
   signal: AbortSignal,
 ): Promise<HandleOutcome> {
-  // A tools/call leaves its opening to the create script (transport/post.ts): a handle tool has none, and opens
+  // A tools/call leaves its opening to the create script (rev2025-11-25/post.ts): a handle tool has none, and opens
   // the request before anything is read.
   await ensureOpened(request.opening);
   switch (call.tool) {
@@ -55,36 +56,35 @@ export async function runHandleTool(
 }
 
 /**
- * task_result: the ended task, waited for up to HANDLE_AFTER_MS (the wait of tasks/result, bounded so that the
- * client's own request timeout never cuts it); a task still running then is answered with its status.
+ * task_result: the ended task, waited for up to HANDLE_AFTER_MS (the one wait, await-task.ts, as tasks/result's but
+ * bounded so that the client's own request timeout never cuts it); a task still running then is answered with its
+ * status.
  */
 async function awaitResult(context: CallContext, taskId: string, signal: AbortSignal): Promise<HandleOutcome> {
   const { services } = context;
-  const waiter = await services.tasks.watch(taskId);
-  try {
-    const first = await findTask(context, taskId, { watch: true });
-    const record = isTerminal(first.status)
-      ? first
-      : await services.tasks.waitFor(taskId, {
-          signal,
-          read: () => services.tasks.reread(taskId, first.owner),
-          first,
-          waiter,
-          withinMs: services.handles.settings.afterMs,
-        });
-    if (!isTerminal(record.status)) return { status: await viewOf(context, record) };
-    audit(services.security.audit, AuditEvent.ResultRetrieved, {
-      principal: context.caller.owner,
-      taskId: record.taskId,
-      tool: record.tool,
-      requestId: context.caller.requestId,
-      ...(context.caller.sessionId !== undefined ? { sessionId: context.caller.sessionId } : {}),
-      status: record.status,
-    });
-    return { ended: record };
-  } finally {
-    await waiter.close();
-  }
+  let owner = '';
+  const outcome = await awaitTask(services, taskId, {
+    signal,
+    first: async () => {
+      const first = await findTask(context, taskId, { watch: true });
+      owner = first.owner;
+      return first;
+    },
+    read: () => services.tasks.reread(taskId, owner),
+    stop: { withinMs: services.handles.settings.afterMs },
+  });
+  if ('waiting' in outcome) return { status: await viewOf(context, outcome.waiting) };
+  if (!('ended' in outcome)) throw new Error(`task_result: unexpected end of the wait (${Object.keys(outcome)[0]})`);
+  const record = outcome.ended;
+  audit(services.security.audit, AuditEvent.ResultRetrieved, {
+    principal: context.caller.owner,
+    taskId: record.taskId,
+    tool: record.tool,
+    requestId: context.caller.requestId,
+    ...(context.caller.sessionId !== undefined ? { sessionId: context.caller.sessionId } : {}),
+    status: record.status,
+  });
+  return { ended: record };
 }
 
 /** The task with what its status carries: the tool's last progress while it runs, what it asks while it waits. */

@@ -4,9 +4,12 @@
 import {
   audit,
   AuditEvent,
+  createTaskFromEntry,
+  createWatchedTaskFromEntry,
   SecurityEvent,
   type CreatedTask,
   type CreateTaskInput,
+  type EntryTaskInput,
   type Waiter,
 } from '@mcp-tasks/engine';
 import {
@@ -75,15 +78,11 @@ export async function startCall(
 ): Promise<StartedCall> {
   const { request, tool, asTask } = prepared;
   const { client } = request;
-  const input: CreateTaskInput = {
+  const input: EntryTaskInput = {
     kind: asTask ? TaskKind.Task : TaskKind.PlainToolCall,
     owner: context.caller.owner,
     sessionId: client.id,
-    tool: tool.name,
     arguments: prepared.arguments,
-    retrySafe: tool.retrySafe,
-    ...(tool.external ? { queue: tool.queue } : {}),
-    ...(tool.scheduling !== undefined ? { scheduling: tool.scheduling } : {}),
     ...(request.requestedTtl !== undefined ? { requestedTtl: request.requestedTtl } : {}),
     // A 2026 request's context has no stream once its answer is sent: a task's progress would have nowhere to go.
     ...(request.progressToken !== undefined && !(asTask && client.kind === 'request')
@@ -100,7 +99,7 @@ export async function startCall(
   };
   // The create script opens the request in its step when the transport left that to it (RequestOpening); a plain
   // call that had to open it first (to hold a stream slot) finds it opened.
-  const { record, waiter } = await createAudited(context, input, request.opening, options.watch === true);
+  const { record, waiter } = await createAudited(context, tool, input, request.opening, options.watch === true);
   return { record, tool, asTask, ...(waiter ? { waiter } : {}) };
 }
 
@@ -130,17 +129,26 @@ function runsAsTask(tool: CatalogEntry, execution: Execution, plainRequired: boo
   return execution === 'task';
 }
 
-/** Writes the record and its job; audits the creation, or the refusal at the owner's cap. */
+/**
+ * Writes the record and its job, audited (the engine's createTaskFromEntry, as a child call's); audits the refusal at
+ * the owner's cap, an access of this request refused.
+ */
 async function createAudited(
   context: CallContext,
-  input: CreateTaskInput,
+  tool: CatalogEntry,
+  input: EntryTaskInput,
   opening: CallRequest['opening'],
   watch: boolean,
 ): Promise<{ record: CreatedTask; waiter?: Waiter | undefined }> {
   const { services, caller } = context;
+  const requester = {
+    audit: services.security.audit,
+    requestId: caller.requestId,
+    ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
+  };
   const create = watch
-    ? services.tasks.createWatched(input, opening)
-    : services.tasks.create(input, opening).then((record) => ({ record }));
+    ? createWatchedTaskFromEntry(services.tasks, tool, input, requester, opening)
+    : createTaskFromEntry(services.tasks, tool, input, requester, opening).then((record) => ({ record }));
   const created = await create.catch((error: unknown) => {
     if (error instanceof LimitExceededError) {
       audit(services.security.audit, AuditEvent.AccessRejected, {
@@ -148,24 +156,14 @@ async function createAudited(
         principal: caller.owner,
         ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
         requestId: caller.requestId,
-        tool: input.tool,
+        tool: tool.name,
         address: caller.address,
       });
       services.security.rates.count(SecurityEvent.LimitExceeded).catch(() => undefined);
     }
     throw error;
   });
-  const { record } = created;
-  context.span?.setAttribute('mcp.task.id', record.taskId);
-  audit(services.security.audit, record.reused ? AuditEvent.TaskReused : AuditEvent.TaskCreated, {
-    principal: record.owner,
-    taskId: record.taskId,
-    tool: input.tool,
-    requestId: caller.requestId,
-    ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
-    kind: record.kind,
-    ttl: record.ttl,
-  });
+  context.span?.setAttribute('mcp.task.id', created.record.taskId);
   return created;
 }
 

@@ -1,6 +1,6 @@
-// The Streamable HTTP endpoint (2025-11-25 transport) on /mcp: refusals counted, guards (DNS rebinding,
-// authentication), then one handler per HTTP method. POST carries one JSON-RPC message; the session lives in Redis,
-// so any replica answers any request.
+// The /mcp endpoint every wire shares: refusals counted, guards (DNS rebinding, CORS, authentication), the body,
+// then the wire of the request's revision (../wires/index.ts): a POST carries one JSON-RPC message to the wire that
+// claims it; GET and DELETE go to the wire with sessions (whose sessions live in Redis, so any replica answers).
 import { IncomingMessage, ServerResponse, type RequestListener, type ServerOptions } from 'node:http';
 import express, {
   type ErrorRequestHandler,
@@ -19,10 +19,9 @@ import { corsForMcp } from '../cors.ts';
 import { rebindingGuard } from '../http-guards.ts';
 import { sendHttpError } from '../responses.ts';
 import { bodyErrorHandler, rawBody, requireJsonContentType } from './body.ts';
-import { handleDelete } from './delete.ts';
-import { handleGet } from './get.ts';
+import { wireServing } from '../wires/index.ts';
 import { handlePost } from './post.ts';
-import { rejected } from './session-gate.ts';
+import { rejected } from './rejected.ts';
 
 export interface McpEndpoint {
   /** Every /mcp request: GET, DELETE, other methods (405), and POSTs `listener` leaves to express (`/mcp/`, `/MCP?x`). */
@@ -64,14 +63,22 @@ export function mcpEndpoint(services: ApiServices): McpEndpoint {
   const router = express.Router();
   router.use('/mcp', count, ...guards);
   router.post('/mcp', ...post);
-  router.get('/mcp', (req, res, next) => {
-    handleGet(services, req, res).catch(next);
-  });
-  router.delete('/mcp', (req, res, next) => {
-    handleDelete(services, req, res).catch(next);
-  });
+  // GET and DELETE go to the wire with sessions (the table in ../wires/index.ts).
+  const allow = ['POST'];
+  for (const [method, route] of [
+    ['get', router.get.bind(router)],
+    ['delete', router.delete.bind(router)],
+  ] as const) {
+    const wire = wireServing(method);
+    const serve = wire?.[method]?.bind(wire);
+    if (!serve) continue;
+    allow.push(method.toUpperCase());
+    route('/mcp', (req: Request, res: Response, next: NextFunction) => {
+      serve(services, req, res).catch(next);
+    });
+  }
   router.all('/mcp', (_req, res) => {
-    res.set('Allow', 'POST, GET, DELETE');
+    res.set('Allow', allow.join(', '));
     sendHttpError(res, 405, ErrorCode.InvalidRequest, 'Method not allowed');
   });
   router.use('/mcp', onError);

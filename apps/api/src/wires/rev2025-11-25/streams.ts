@@ -18,9 +18,9 @@ import {
   type JsonRpcResponse,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import type { ApiServices } from './context.ts';
-import { ProgressKeepAlive } from './progress-keepalive.ts';
-import { eventIdOf, type SseWriter } from './sse.ts';
+import type { ApiServices } from '../../context.ts';
+import { ProgressKeepAlive } from '../../progress-keepalive.ts';
+import { eventIdOf, type SseWriter } from '../../sse.ts';
 
 export interface AnswerStream {
   taskId: string;

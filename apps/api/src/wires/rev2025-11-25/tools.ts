@@ -14,17 +14,19 @@ import {
   TaskSupportError,
   toWireTask,
   type TaskRecord,
+  plainResultOf,
 } from '@mcp-tasks/protocol';
-import { runHandleTool, type HandleOutcome } from '../calls/handles.ts';
-import { ensureOpened } from '../calls/admission.ts';
-import { idempotencyKeyOf } from '../calls/idempotency.ts';
-import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
-import { webhookMetaOf } from '../calls/webhooks.ts';
-import type { CallRequest } from '../calls/request.ts';
-import type { HandlerReply, RequestContext } from '../context.ts';
-import { holdingSlot } from '../stream-limit.ts';
-import { StreamReply } from '../stream-reply.ts';
-import { constantMethod, wireMethod } from '../wire-table.ts';
+import { awaitTask } from '../../calls/await-task.ts';
+import { ensureOpened } from '../../calls/admission.ts';
+import { runHandleTool, type HandleOutcome } from '../../calls/handles.ts';
+import { idempotencyKeyOf } from '../../calls/idempotency.ts';
+import { prepareCall, startCall, type PreparedCall } from '../../calls/start-call.ts';
+import { webhookMetaOf } from '../../calls/webhooks.ts';
+import type { CallRequest } from '../../calls/request.ts';
+import type { HandlerReply, RequestContext } from './context.ts';
+import { holdingSlot } from './stream-limit.ts';
+import { StreamReply } from './stream-reply.ts';
+import { constantMethod, wireMethod } from '../method-table.ts';
 import { callContextOf } from './call-context.ts';
 
 export const listTools = constantMethod('tools/list', (context: RequestContext): HandlerReply => {
@@ -64,8 +66,8 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
     const prepared = await prepareCall(calls, request);
     if (!prepared.asTask) {
       // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
-      // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing. Taking it writes:
-      // the request is opened first (RequestOpening); with SSE the create script opens it in its step.
+      // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing.
+      // Taking the slot writes: the request is opened first (RequestOpening); with SSE the create script opens it.
       const run = () => runPlainCall(context, prepared);
       if (context.canStream) return { reply: await run() };
       await ensureOpened(request.opening);
@@ -107,20 +109,34 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
   const { record, waiter } = await startCall(callContextOf(context), prepared, { watch: true });
   // Its request began as its record was made: a resumed answer stream finds the same deadline (streams.ts).
   const handAt = services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, record.createdAt);
-  const request = {
-    session,
-    requestId: context.requestId,
-    // Made on first use (transport/post.ts).
+  // Filed under its request id for notifications/cancelled, then awaited: as JSON when it ends within
+  // RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests from `since` on (as tasks/result
+  // does); without SSE, as JSON after the whole wait. Still running at its handle deadline, it is handed out (as
+  // JSON; a stream hands it out itself, streams.ts). The filing is sent at once and answered during the wait: the
+  // entry is in before the call is read, deleted, handed out or answered.
+  const filing = services.plainCalls.file(record, context.requestId);
+  filing.catch(() => undefined); // awaited by the wait; one that fails first must not leave it unhandled
+  const gone = 'The call expired before it finished';
+  const outcome = await awaitTask(services, record.taskId, {
+    // Made on first use (post.ts).
     get signal() {
       return context.signal;
     },
-    canStream: context.canStream,
-    ...(handAt !== undefined ? { handAt } : {}),
-  };
-  const answer = await services.plainCalls.answer(request, record, since, waiter);
-  if ('answered' in answer) return answer.answered;
-  if ('handedOut' in answer) return handleStartedResult({ record: answer.handedOut }, services.handles.names);
-  return new StreamReply(answer.streaming.record, answer.streaming.since);
+    // The record as written, and the waiter opened before: the first wait needs no read.
+    ...(waiter ? { waiter, first: () => Promise.resolve(record) } : {}),
+    // Read and, once the call ended, deleted in one step (PlainCalls.take).
+    read: async () => {
+      await filing;
+      return services.plainCalls.take(record, context.requestId, gone);
+    },
+    plainCall: { record, requestId: context.requestId, filed: true, filing },
+    stop: handAt !== undefined ? { handAt } : {},
+    ...(since ? { stream: { afterMs: services.config.RESULT_STREAM_AFTER_MS, since: () => since } } : {}),
+  });
+  if ('ended' in outcome) return plainResultOf(outcome.ended);
+  if ('handedOut' in outcome) return handleStartedResult({ record: outcome.handedOut }, services.handles.names);
+  if ('stream' in outcome) return new StreamReply(outcome.stream, outcome.since);
+  throw new Error(`tools/call: unexpected end of the wait (${Object.keys(outcome).join()})`);
 }
 
 /**

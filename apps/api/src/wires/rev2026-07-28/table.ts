@@ -1,7 +1,7 @@
 // The 2026-07-28 wire's methods: the stateless core and the tasks extension, each parsed, run by its use case and
-// rendered (wire-table.ts). Everything else — `initialize`, `ping`, `logging/setLevel`, `tasks/result`, `tasks/list`,
+// rendered (../method-table.ts). Everything else — `initialize`, `ping`, `logging/setLevel`, `tasks/result`, `tasks/list`,
 // unknown names — is -32601 with HTTP 404 (C26-MTH-1, X-ERR-4).
-import { dispatchTable } from '../wire-table.ts';
+import { dispatchTable } from '../method-table.ts';
 import type { ModernContext, ModernReply } from './context.ts';
 import { listen } from './listen.ts';
 import { cancelTask, getTask, updateTask } from './tasks.ts';

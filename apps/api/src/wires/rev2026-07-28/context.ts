@@ -3,8 +3,8 @@
 import type { Response } from 'express';
 import type { Logger, RateVerdict, Span, TraceContext } from '@mcp-tasks/engine';
 import { TASKS_EXTENSION, type JsonRpcId } from '@mcp-tasks/protocol';
-import type { CallContext } from '../calls/request.ts';
-import type { ApiServices } from '../context.ts';
+import type { CallContext } from '../../calls/request.ts';
+import type { ApiServices } from '../../context.ts';
 import type { ModernRequest } from './classify.ts';
 
 export interface Caller {

@@ -2,15 +2,15 @@
 // replica: the events are in Redis).
 import type { Request, Response } from 'express';
 import { ErrorCode, errorResponse } from '@mcp-tasks/protocol';
-import { admit, isFailedLookup, noteFailedLookup } from '../calls/admission.ts';
-import type { Caller } from '../calls/request.ts';
-import type { ApiServices } from '../context.ts';
-import { acceptsEventStream, sendHttpError } from '../responses.ts';
-import { parseEventId } from '../sse.ts';
-import { tooManyStreams } from '../stream-limit.ts';
-import { streamAnswer, streamSession } from '../streams.ts';
-import { toWireError } from '../wire-errors.ts';
-import { addressOf } from '../request-origin.ts';
+import { admit, isFailedLookup, noteFailedLookup } from '../../calls/admission.ts';
+import type { Caller } from '../../calls/request.ts';
+import type { ApiServices } from '../../context.ts';
+import { acceptsEventStream, sendHttpError } from '../../responses.ts';
+import { parseEventId } from '../../sse.ts';
+import { tooManyStreams } from './stream-limit.ts';
+import { streamAnswer, streamSession } from './streams.ts';
+import { toWireError } from './errors.ts';
+import { addressOf } from '../../request-origin.ts';
 import { openSession } from './session-gate.ts';
 import { acquireStreamSlot, serveStream } from './sse-slots.ts';
 
@@ -47,7 +47,7 @@ export async function handleGet(services: ApiServices, req: Request, res: Respon
     try {
       admit(services, lookup, RESUMED_LOOKUP, opened.admission);
     } catch (error) {
-      const { code, message } = toWireError(error, 'legacy');
+      const { code, message } = toWireError(error);
       sendHttpError(res, 429, code, message);
       return;
     }
@@ -65,7 +65,7 @@ export async function handleGet(services: ApiServices, req: Request, res: Respon
       await streamAnswer(services, session, position, sse, controller.signal).catch(async (error: unknown) => {
         if (isFailedLookup(RESUMED_LOOKUP, error))
           await noteFailedLookup(services, lookup, RESUMED_LOOKUP, position.taskId);
-        sse.send(errorResponse(position.requestId, toWireError(error, 'legacy')) as unknown as Record<string, unknown>);
+        sse.send(errorResponse(position.requestId, toWireError(error)) as unknown as Record<string, unknown>);
       });
     } else {
       await streamSession(services, session, position?.after, sse, controller.signal);

@@ -1,7 +1,7 @@
 // A 2025-11-25 request as the use cases see it: its session's owner is the caller, and its messages go to the
 // session.
-import type { CallContext } from '../calls/request.ts';
-import type { RequestContext } from '../context.ts';
+import type { CallContext } from '../../calls/request.ts';
+import type { RequestContext } from './context.ts';
 
 const made = new WeakMap<RequestContext, CallContext>();
 
@@ -18,7 +18,7 @@ export function callContextOf(context: RequestContext): CallContext {
       sessionId: session.sessionId,
       readsByCapability: false,
     },
-    // The request's logger is made on first use (transport/post.ts): so is this one.
+    // The request's logger is made on first use (post.ts): so is this one.
     get log() {
       return context.log;
     },

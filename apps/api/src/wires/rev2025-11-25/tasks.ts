@@ -10,11 +10,12 @@ import {
   toWireTask,
   type TaskRecord,
 } from '@mcp-tasks/protocol';
-import { cancelTask as cancel, findTask, listTasks as list, type CancelOutcome } from '../calls/tasks.ts';
-import type { HandlerReply, RequestContext } from '../context.ts';
-import { holdingSlot } from '../stream-limit.ts';
-import { StreamReply } from '../stream-reply.ts';
-import { wireMethod } from '../wire-table.ts';
+import { awaitTask } from '../../calls/await-task.ts';
+import { cancelTask as cancel, findTask, listTasks as list, type CancelOutcome } from '../../calls/tasks.ts';
+import type { HandlerReply, RequestContext } from './context.ts';
+import { holdingSlot } from './stream-limit.ts';
+import { StreamReply } from './stream-reply.ts';
+import { wireMethod } from '../method-table.ts';
 import { callContextOf } from './call-context.ts';
 
 type Ctx = RequestContext;
@@ -80,49 +81,46 @@ export const getTaskResult = wireMethod<Ctx, string, ResultOutcome, HandlerReply
 });
 
 /**
- * Waits for the task's end (T-RES-2). One script checks the owner, reads the record and, when the task is
- * unfinished, registers this replica as its waiter: its changes then come on the replica's one subscription. The
- * waiter is opened first, so that no change slips between the read and the wait.
+ * Waits for the task's end (T-RES-2), through the one wait (calls/await-task.ts): the first read checks the owner,
+ * reads the record and opens the request when the transport left that to it (RequestOpening). A task that ends soon
+ * is answered as plain JSON: a stream costs the server and the client several times more. One that does not, or
+ * that needs its client (input_required), gets the stream, which then carries the task's messages from this moment
+ * on (T-INPUT-3). Without SSE the request blocks until the task ends, holding a slot as a stream would
+ * (stream-limit.ts).
  */
 async function awaitResult(taskId: string, context: Ctx): Promise<ResultOutcome> {
-  // `signal` and `log` are read only where needed: the context makes them on first use (transport/post.ts).
+  // `signal` and `log` are read only where needed: the context makes them on first use (post.ts).
   const { services, session, canStream, opening } = context;
-  // The waits' later reads: the first read below has checked the owner and registered this replica.
-  const read = () => services.tasks.reread(taskId, session.owner);
-  const waiter = await services.tasks.watch(taskId);
-  try {
-    // The first read also opens the request when the transport left that to it (RequestOpening).
-    const current = await findTask(callContextOf(context), taskId, {
-      watch: true,
-      ...(opening ? { opening: opening.opening } : {}),
-    });
-    if (services.log.isDebugEnabled())
-      context.log.debug('task result requested', {
-        taskId,
-        tool: current.tool,
-        status: current.status,
-        owner: session.owner,
+  const outcome = await awaitTask(services, taskId, {
+    get signal() {
+      return context.signal;
+    },
+    first: async () => {
+      const current = await findTask(callContextOf(context), taskId, {
+        watch: true,
+        ...(opening ? { opening: opening.opening } : {}),
       });
-    if (services.tasks.isTerminal(current)) return { ended: current };
-    const wait = { signal: context.signal, read, first: current, waiter };
-    if (!canStream) {
-      // Without SSE the request blocks until the task ends: it holds a slot as a stream would (stream-limit.ts).
-      return { ended: await holdingSlot(context, () => services.tasks.waitFor(taskId, wait)) };
-    }
-    // A task that ends soon is answered as plain JSON: a stream costs the server and the client several times
-    // more. One that does not, or that needs its client (input_required), gets the stream, which then carries the
-    // task's messages from this moment on (T-INPUT-3). Sent now, ahead of the wait's reads on the same
-    // connection, but awaited only if the answer streams.
-    const since = services.events.lastId(current.sessionId);
-    since.catch(() => undefined);
-    const withinMs = services.config.RESULT_STREAM_AFTER_MS;
-    const record =
-      withinMs > 0
-        ? await services.tasks.waitForTerminal(taskId, context.signal, read, { withinMs }, { record: current, waiter })
-        : current;
-    if (services.tasks.isTerminal(record)) return { ended: record };
-    return { stream: new StreamReply(record, await since) };
-  } finally {
-    await waiter.close();
-  }
+      if (services.log.isDebugEnabled())
+        context.log.debug('task result requested', {
+          taskId,
+          tool: current.tool,
+          status: current.status,
+          owner: session.owner,
+        });
+      return current;
+    },
+    // The later reads: the first has checked the owner and registered this replica.
+    read: () => services.tasks.reread(taskId, session.owner),
+    ...(canStream
+      ? {
+          stream: {
+            afterMs: services.config.RESULT_STREAM_AFTER_MS,
+            since: (record) => services.events.lastId(record?.sessionId ?? session.sessionId),
+          },
+        }
+      : { hold: (wait) => holdingSlot(context, wait) }),
+  });
+  if ('ended' in outcome) return { ended: outcome.ended };
+  if ('stream' in outcome) return { stream: new StreamReply(outcome.stream, outcome.since) };
+  throw new Error(`tasks/result: unexpected end of the wait (${Object.keys(outcome).join()})`);
 }

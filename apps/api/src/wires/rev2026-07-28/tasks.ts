@@ -11,9 +11,9 @@ import {
   TASKS_EXTENSION,
 } from '@mcp-tasks/protocol';
 import { z } from 'zod';
-import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
-import { cancelTask as cancel, findTask } from '../calls/tasks.ts';
-import { wireMethod } from '../wire-table.ts';
+import { answerTaskInputs, outstandingInputs } from '../../calls/inputs.ts';
+import { cancelTask as cancel, findTask } from '../../calls/tasks.ts';
+import { wireMethod } from '../method-table.ts';
 import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 
 const EMPTY_ACK = { resultType: 'complete' } as const;

@@ -1,5 +1,5 @@
 // The cap on what one session holds open at once (MAX_STREAMS_PER_SESSION, counted in Redis across replicas): SSE
-// streams (GET and answer streams, transport/sse-slots.ts), and requests that block until a task ends without
+// streams (GET and answer streams, sse-slots.ts), and requests that block until a task ends without
 // streaming (JSON-mode tasks/result, plain tools/call without SSE). A blocked request holds what a stream holds — a
 // connection, a subscription, periodic reads — so both draw on one budget, and a client cannot double what it
 // holds by changing its Accept header.
@@ -12,8 +12,9 @@ import {
   type ConnectionSlot,
 } from '@mcp-tasks/engine';
 import { LimitExceededError, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
-import type { ApiServices, RequestContext } from './context.ts';
-import { toWireError } from './wire-errors.ts';
+import type { ApiServices } from '../../context.ts';
+import type { RequestContext } from './context.ts';
+import { toWireError } from './errors.ts';
 
 /**
  * A slot for one more stream or waiting request of the session, or undefined when all are taken: the refusal is
@@ -49,7 +50,7 @@ export function tooManyStreamsError(services: ApiServices): LimitExceededError {
 
 /** The -32029 of a session at the cap (POST: as the request's error; GET: with HTTP 429). */
 export function tooManyStreams(services: ApiServices): JsonRpcErrorObject {
-  return toWireError(tooManyStreamsError(services), 'legacy');
+  return toWireError(tooManyStreamsError(services));
 }
 
 /**

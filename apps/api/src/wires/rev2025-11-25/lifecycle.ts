@@ -1,4 +1,4 @@
-// initialize: the one 2025-11-25 method that opens a session (transport/post.ts calls it before any session exists).
+// initialize: the one 2025-11-25 method that opens a session (post.ts calls it before any session exists).
 import { randomUUID } from 'node:crypto';
 import { audit, AuditEvent, SessionCap, type RateCharge, type Session, type SessionAdmission } from '@mcp-tasks/engine';
 import {
@@ -10,11 +10,11 @@ import {
   serverCapabilities,
   usedClientCapabilities,
 } from '@mcp-tasks/protocol';
-import { principalOwner } from '../auth.ts';
-import { rateLimitError } from '../calls/admission.ts';
-import type { ApiServices } from '../context.ts';
+import { principalOwner } from '../../auth.ts';
+import { rateLimitError } from '../../calls/admission.ts';
+import type { ApiServices } from '../../context.ts';
 
-import { SERVER_INFO } from '../server-info.ts';
+import { SERVER_INFO } from '../../server-info.ts';
 
 /**
  * Creates the session in Redis and answers the negotiated version and our capabilities; -32029 when the principal

@@ -5,6 +5,8 @@
 // read for REQUEST_STATE_KEY_RECHECK_MS, so a key lost from Redis (a restart without persistence, FLUSHALL) is
 // replaced by the next replica that signs, and the others follow within that time, without a restart; states signed
 // with the lost key are refused like any invalid state, and their clients start over (docs/security.md).
+// Beside the services (context.ts), not in the 2026-07-28 wire that alone uses it: ApiServices carries the signer,
+// and the use cases, which read ApiServices, must not depend on a wire.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RedisClient } from '@mcp-tasks/engine';
 import { canonicalJson, ErrorCode, ProtocolError } from '@mcp-tasks/protocol';

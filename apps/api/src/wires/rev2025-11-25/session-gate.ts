@@ -2,14 +2,15 @@
 // its idle timer), charges the request against the rate limits in the same round trip, answers 400/404 for what
 // it cannot admit, and audits every refusal with the caller's address.
 import type { Request, Response } from 'express';
-import { audit, AuditEvent, SecurityEvent, type AuditFields, type RateVerdict, type Session } from '@mcp-tasks/engine';
-import type { DeferredOpening } from '../context.ts';
+import { SecurityEvent, type RateVerdict, type Session } from '@mcp-tasks/engine';
+import type { DeferredOpening } from './context.ts';
 import { ErrorCode, SUPPORTED_PROTOCOL_VERSIONS } from '@mcp-tasks/protocol';
-import { principalOwner } from '../auth.ts';
-import type { ApiServices } from '../context.ts';
-import { sendHttpError } from '../responses.ts';
-import { rateChargeOf } from '../calls/admission.ts';
-import { addressOf, principalOf } from '../request-origin.ts';
+import { principalOwner } from '../../auth.ts';
+import type { ApiServices } from '../../context.ts';
+import { sendHttpError } from '../../responses.ts';
+import { rateChargeOf } from '../../calls/admission.ts';
+import { addressOf, principalOf } from '../../request-origin.ts';
+import { rejected } from '../../transport/rejected.ts';
 
 export const SESSION_HEADER = 'mcp-session-id';
 const VERSION_HEADER = 'mcp-protocol-version';
@@ -123,13 +124,4 @@ export function sessionNotFound(res: Response): void {
     ErrorCode.SessionNotFound,
     'Session not found: it expired or was deleted; initialize a new one',
   );
-}
-
-/** Audits a refused request (T-AUDIT-1) with the caller's address and HTTP method. */
-export function rejected(services: ApiServices, req: Request, fields: AuditFields): void {
-  audit(services.security.audit, AuditEvent.AccessRejected, {
-    address: addressOf(req),
-    httpMethod: req.method,
-    ...fields,
-  });
 }

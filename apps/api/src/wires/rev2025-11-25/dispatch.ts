@@ -1,10 +1,11 @@
 // The 2025-11-25 dispatcher: method name -> its entry in the table (table.ts); unknown methods get -32601. The
-// rate limits are applied here (T-SEC-3), and every failure is answered with its wire error (wire-errors.ts).
+// rate limits are applied here (T-SEC-3), and every failure is answered with its wire error (errors.ts).
 import { supportsTasks, ErrorCode, type JsonRpcErrorObject } from '@mcp-tasks/protocol';
-import { admit, isFailedLookup, lookedUpTaskId, noteFailedLookup } from '../calls/admission.ts';
-import type { DeferredOpening, HandlerReply, RequestContext } from '../context.ts';
-import { StreamReply } from '../stream-reply.ts';
-import { wireErrorOf, INTERNAL_ERROR } from '../wire-errors.ts';
+import { admit, isFailedLookup, lookedUpTaskId, noteFailedLookup } from '../../calls/admission.ts';
+import type { DeferredOpening, HandlerReply, RequestContext } from './context.ts';
+import { StreamReply } from './stream-reply.ts';
+import { INTERNAL_ERROR } from '../errors.ts';
+import { wireErrorOf } from './errors.ts';
 import { callContextOf } from './call-context.ts';
 import { LEGACY_METHODS } from './table.ts';
 
@@ -62,7 +63,7 @@ async function answerFailure(
   context: RequestContext,
 ): Promise<JsonRpcErrorObject> {
   const { protocolVersion } = context.session;
-  const error = wireErrorOf(failure, 'legacy', { sessionHasTasks: supportsTasks(protocolVersion), protocolVersion });
+  const error = wireErrorOf(failure, { sessionHasTasks: supportsTasks(protocolVersion), protocolVersion });
   if (!error) {
     context.log.error('request failed', { method, requestId: context.requestId, error: describe(failure) });
     return INTERNAL_ERROR;

@@ -11,17 +11,18 @@ import {
   successResponse,
   type JsonRpcErrorObject,
 } from '@mcp-tasks/protocol';
-import { principalOwner } from '../auth.ts';
-import { admit, isFailedLookup, lookedUpTaskId, noteFailedLookup, rateChargeOf } from '../calls/admission.ts';
-import { ANONYMOUS_OWNER_PREFIX } from '../calls/tasks.ts';
-import { failRequestSpan, startRequestSpan, type RequestSpan } from '../request-span.ts';
-import type { ApiServices } from '../context.ts';
-import { acceptsEventStream, sendJson } from '../responses.ts';
-import { ProgressKeepAlive } from '../progress-keepalive.ts';
-import { SseWriter } from '../sse.ts';
-import { addressOf, principalOf } from '../request-origin.ts';
-import type { WireMethod } from '../wire-table.ts';
-import { INTERNAL_ERROR, wireErrorOf } from '../wire-errors.ts';
+import { principalOwner } from '../../auth.ts';
+import { admit, isFailedLookup, lookedUpTaskId, noteFailedLookup, rateChargeOf } from '../../calls/admission.ts';
+import { ANONYMOUS_OWNER_PREFIX } from '../../calls/tasks.ts';
+import { failRequestSpan, startRequestSpan, type RequestSpan } from '../../request-span.ts';
+import type { ApiServices } from '../../context.ts';
+import { acceptsEventStream, sendJson } from '../../responses.ts';
+import { ProgressKeepAlive } from '../../progress-keepalive.ts';
+import { SseWriter } from '../../sse.ts';
+import { addressOf, principalOf } from '../../request-origin.ts';
+import type { WireMethod } from '../method-table.ts';
+import { INTERNAL_ERROR } from '../errors.ts';
+import { wireErrorOf } from './errors.ts';
 import type { ModernRequest, ModernRefusal } from './classify.ts';
 import { callContextOf, type Caller, type ModernContext, type ModernReply } from './context.ts';
 import { MODERN_METHODS } from './table.ts';
@@ -135,7 +136,7 @@ async function answerModern(
       await slot?.release().catch(() => undefined);
     }
   } catch (failure) {
-    const error = wireErrorOf(failure, 'modern');
+    const error = wireErrorOf(failure);
     if (error) {
       const handleTool =
         services.handles.toolOf(services.handles.enabled, String(request.params['name'])) !== undefined;
@@ -174,7 +175,7 @@ async function answerModern(
 /**
  * Requests that may stay open (a synchronous call waits for its tool; a listen stream lasts): each holds one of its
  * caller's slots meanwhile, MAX_STREAMS_PER_SESSION per caller across replicas — a stateless caller's counterpart
- * of a session's streams (stream-limit.ts).
+ * of a session's streams on 2025-11-25 (rev2025-11-25/stream-limit.ts).
  */
 const HOLDING = new Set(['tools/call', 'subscriptions/listen']);
 

@@ -14,10 +14,8 @@ import {
   plainResultOf,
   TASKS_EXTENSION,
   TaskKind,
-  TaskStatus,
   usedClientCapabilities,
   boundedClientInfo,
-  CallGoneError,
   handleStartedResult,
   handleStatusResult,
   type HandleTool,
@@ -27,17 +25,18 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import { randomUUID } from 'node:crypto';
-import { idempotencyKeyOf } from '../calls/idempotency.ts';
-import { webhookMetaOf } from '../calls/webhooks.ts';
-import { runHandleTool } from '../calls/handles.ts';
-import { answerTaskInputs, outstandingInputs } from '../calls/inputs.ts';
-import type { CallRequest } from '../calls/request.ts';
-import { prepareCall, startCall, type PreparedCall } from '../calls/start-call.ts';
-import { SERVER_INFO } from '../server-info.ts';
-import { constantMethod, wireMethod } from '../wire-table.ts';
+import { awaitTask } from '../../calls/await-task.ts';
+import { idempotencyKeyOf } from '../../calls/idempotency.ts';
+import { webhookMetaOf } from '../../calls/webhooks.ts';
+import { runHandleTool } from '../../calls/handles.ts';
+import { answerTaskInputs } from '../../calls/inputs.ts';
+import type { CallRequest } from '../../calls/request.ts';
+import { prepareCall, startCall, type PreparedCall } from '../../calls/start-call.ts';
+import { SERVER_INFO } from '../../server-info.ts';
+import { constantMethod, wireMethod } from '../method-table.ts';
 import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 import { checkParamHeaders, paramHeadersOf } from './param-headers.ts';
-import { argumentsDigest } from './request-state.ts';
+import { argumentsDigest } from '../../request-state.ts';
 
 /** How long a client may cache discover and tools/list (ms): the catalog changes as workers come and go. */
 const LIST_TTL_MS = 0;
@@ -196,70 +195,37 @@ async function answerSynchronously(
   prepared: PreparedCall,
   handOver: boolean,
 ): Promise<ModernReply> {
-  const { services, signal, requestId } = context;
-  // The call's changes come on this replica's channel once a read registered it (getOwned with the watcher id);
-  // its progress on its context's channel.
-  const waiter = await services.subscriber.waiter(
-    await services.tasks.wakeOn(record.taskId),
-    services.store.keys.sessionChannel(record.sessionId),
-  );
-  let cursor = '0-0';
-  const read = async () => {
-    cursor = await context.forwardProgress(record.sessionId, cursor);
-    const current = await services.store.getOwned(record.taskId, record.owner, services.tasks.watcherId);
-    if (!current) throw new CallGoneError('The call expired before it finished');
-    return current;
-  };
-  let inputs: Awaited<ReturnType<typeof outstandingInputs>> = {};
-  let stopped = false;
-  const until = async (current: TaskRecord) => {
-    if (handOver && current.status === TaskStatus.Working) return (stopped = true);
-    if (current.status !== TaskStatus.InputRequired) return false;
-    inputs = await outstandingInputs(services, current);
-    return (stopped = Object.keys(inputs).length > 0);
-  };
+  const { services, requestId } = context;
   // Each request waits HANDLE_AFTER_MS from its own start (an MRTR retry too): it is what its client times out on.
   const handAt =
     record.kind === TaskKind.PlainToolCall
       ? services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, Date.now())
       : undefined;
-  try {
-    let current: TaskRecord;
-    for (;;) {
-      const withinMs = Math.min(
-        handAt !== undefined ? Math.max(0, handAt - Date.now()) : Infinity,
-        context.keepAlive?.dueIn() ?? Infinity,
-      );
-      current = await services.tasks.waitFor(record.taskId, {
-        signal,
-        read,
-        until,
-        waiter,
-        ...(withinMs !== Infinity ? { withinMs } : {}),
-      });
-      if (isTerminal(current.status) || stopped) break;
-      if (context.keepAlive?.dueIn() === 0) context.keepAlive.send();
-      if (handAt === undefined || Date.now() < handAt) continue;
-      const handed = await services.plainCalls.handOut(current);
-      if (handed) return { resultType: 'complete', ...handleStartedResult({ record: handed }, services.handles.names) };
-    }
-    if (isTerminal(current.status)) {
-      await context.forwardProgress(record.sessionId, cursor);
-      await services.plainCalls.delete(current, requestId);
-      return { resultType: 'complete', ...plainResultOf(current) };
-    }
-    if (current.status === TaskStatus.Working) return modernCreateTaskResult(current);
+  const outcome = await awaitTask(services, record.taskId, {
+    signal: context.signal,
+    // The call's changes come on this replica's channel once a read registered it (getOwned with the watcher id).
+    read: () => services.plainCalls.read(record.taskId, record.owner, 'The call expired before it finished'),
+    // Never filed under its request id: there is no session to cancel it through.
+    plainCall: { record, requestId, filed: false },
+    stop: { needsClient: true, handedOver: handOver, ...(handAt !== undefined ? { handAt } : {}) },
+    progress: {
+      sessionId: record.sessionId,
+      forward: (sessionId, cursor) => context.forwardProgress(sessionId, cursor),
+      ...(context.keepAlive ? { keepAlive: context.keepAlive } : {}),
+    },
+  });
+  if ('ended' in outcome) return { resultType: 'complete', ...plainResultOf(outcome.ended) };
+  if ('handedOut' in outcome)
+    return { resultType: 'complete', ...handleStartedResult({ record: outcome.handedOut }, services.handles.names) };
+  if ('handedOver' in outcome) return modernCreateTaskResult(outcome.handedOver);
+  if ('needsClient' in outcome) {
     const requestState = await services.requestStates.sign({
-      call: current.taskId,
+      call: outcome.needsClient.taskId,
       ...expectedState(context, prepared),
     });
-    return { resultType: 'input_required', inputRequests: inputs, requestState };
-  } catch (error) {
-    if (signal.aborted) await services.plainCalls.abandon(record, requestId, 'The client closed the request.');
-    throw error;
-  } finally {
-    await waiter.close();
+    return { resultType: 'input_required', inputRequests: outcome.inputs, requestState };
   }
+  throw new Error(`tools/call: unexpected end of the wait (${Object.keys(outcome).join()})`);
 }
 
 /** A handle tool (calls/handles.ts), answered here without a job: a tool result in the 2026-07-28 envelope. */

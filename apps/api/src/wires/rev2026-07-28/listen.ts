@@ -14,10 +14,10 @@ import {
   TaskNotFoundError,
   ErrorCode,
 } from '@mcp-tasks/protocol';
-import { noteFailedLookup } from '../calls/admission.ts';
-import { outstandingInputs } from '../calls/inputs.ts';
-import { findTask } from '../calls/tasks.ts';
-import { SseWriter } from '../sse.ts';
+import { noteFailedLookup } from '../../calls/admission.ts';
+import { outstandingInputs } from '../../calls/inputs.ts';
+import { findTask } from '../../calls/tasks.ts';
+import { SseWriter } from '../../sse.ts';
 import { callContextOf, declaresTasks, type ModernContext, type ModernReply } from './context.ts';
 import { SERVER_INFO_META } from './tools.ts';
 

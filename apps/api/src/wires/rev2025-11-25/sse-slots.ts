@@ -2,10 +2,10 @@
 // (MAX_STREAMS_PER_SESSION, counted in Redis across replicas) for as long as it is open.
 import type { Request, Response } from 'express';
 import type { Session, ConnectionSlot } from '@mcp-tasks/engine';
-import type { ApiServices } from '../context.ts';
-import { SseWriter } from '../sse.ts';
-import { acquireSlot } from '../stream-limit.ts';
-import { addressOf } from '../request-origin.ts';
+import type { ApiServices } from '../../context.ts';
+import { SseWriter } from '../../sse.ts';
+import { acquireSlot } from './stream-limit.ts';
+import { addressOf } from '../../request-origin.ts';
 
 /** A slot for one more stream of the session (stream-limit.ts), or undefined when all are taken. */
 export function acquireStreamSlot(

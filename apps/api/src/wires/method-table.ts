@@ -1,5 +1,5 @@
 // The shape of a wire's dispatch table: each method is parsed from its params, handed to a use case (calls/), and
-// its outcome rendered for the wire. Both revisions list their methods this way (legacy/table.ts, modern/table.ts),
+// its outcome rendered for the wire. Both revisions list their methods this way (rev2025-11-25/table.ts, rev2026-07-28/table.ts),
 // so what a method does and how each wire says it can be read side by side.
 
 /** One method of a wire, its three steps erased into one call for the table. */
