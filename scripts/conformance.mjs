@@ -19,10 +19,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 // Runs under tsx (package.json), which lets this plain script share the TypeScript helper.
+import { NODE_22_PACKAGE, NPX_CACHED } from './lib/downloads.ts';
 import { freePort } from './lib/ports.ts';
 
 const CONFORMANCE_PACKAGE = '@modelcontextprotocol/conformance@0.2.0-alpha.12';
-const NODE_PACKAGE = 'node@22';
 const LEGACY = '2025-11-25';
 const MODERN = '2026-07-28';
 /** An extension scenario picks its own revision (2026-07-28): no --spec-version (docs/protocol.md, "Conformance"). */
@@ -226,7 +226,7 @@ async function startService(name, entry, env, ready) {
 async function locateSuite() {
   const { stdout } = await promisify(execFile)(
     process.platform === 'win32' ? 'npx.cmd' : 'npx',
-    ['-y', '-p', NODE_PACKAGE, '-p', CONFORMANCE_PACKAGE, '-c', 'command -v node; command -v conformance'],
+    [...NPX_CACHED, '-p', NODE_22_PACKAGE, '-p', CONFORMANCE_PACKAGE, '-c', 'command -v node; command -v conformance'],
     { env: { ...process.env, npm_config_loglevel: 'error' }, timeout: 240_000, maxBuffer: 1 << 20 },
   );
   const [node, bin] = stdout.trim().split('\n');

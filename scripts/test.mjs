@@ -5,7 +5,8 @@
 // (`node scripts/test.mjs --record-timings` rewrites it). Each shard has its own port range, its own redis-servers
 // and its own output, printed whole and in order; the last line sums them: "N passed, N failed, N skipped".
 // With REDIS_URL set the tests share that one Redis, so they run in one process. Files named on the command line
-// run in one process too.
+// run in one process too. `--fast` skips the type-check (tsx runs the tests without one): `pnpm test:one <file>`
+// is `node scripts/test.mjs --fast <file>`, one file in seconds (docs/tests.md).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -128,8 +129,9 @@ function recordTimings(timingsDir, shards) {
 async function main() {
   const args = process.argv.slice(2);
   const record = args.includes('--record-timings');
-  const extra = args.filter((arg) => arg !== '--record-timings');
-  step('type-check', bin('tsc'), ['-p', 'tsconfig.json']);
+  const fast = args.includes('--fast');
+  const extra = args.filter((arg) => arg !== '--record-timings' && arg !== '--fast');
+  if (!fast) step('type-check', bin('tsc'), ['-p', 'tsconfig.json']);
   const title = 'tests (unit + integration)';
   const shardCount = Number(process.env.MCPT_TEST_SHARDS ?? (process.env.REDIS_URL ? 1 : 2));
   if (extra.length > 0 || !(shardCount > 1)) {

@@ -10,8 +10,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createLogger, type CleanupStack } from '@mcp-tasks/engine';
 import { toolQueueName, type ToolContext, type ToolDefinition } from '@mcp-tasks/protocol';
-import { UpstreamTools } from '@mcp-tasks/worker/gateway';
-import { parseUpstreams } from '@mcp-tasks/worker/upstream-config';
+import { UpstreamTools } from '@mcp-tasks/worker/internals';
+import { parseUpstreams } from '@mcp-tasks/worker';
 import { Queue } from 'bullmq';
 import { freePort } from '../lib/ports.ts';
 import type { BenchClient } from './mcp.ts';

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { encodeCursor, indexMember, TaskKeys, TaskStore } from '@mcp-tasks/engine';
 import type { TaskRecord } from '@mcp-tasks/protocol';
-import { loadWorkerConfig } from '@mcp-tasks/worker/config';
+import { loadWorkerConfig } from '@mcp-tasks/worker';
 import type { Job } from 'bullmq';
 import { drive, type DriveResult } from './drive.ts';
 import { SCALE_OUT_MAX_REPS } from './options.ts';

@@ -14,7 +14,7 @@ import {
 } from '@mcp-tasks/engine';
 import { Redis } from 'ioredis';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem } from '../support/processes.ts';
+import { startSystem } from '../support/in-process.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
@@ -202,7 +202,7 @@ describe('dashboard figures: summed in memory, one pipeline per flush (own redis
   });
 });
 
-describe('dashboard figures at process stop (real processes, DASHBOARD_FLUSH_MS=60000)', function () {
+describe('dashboard figures at stop (api and worker in process, DASHBOARD_FLUSH_MS=60000)', function () {
   this.timeout(90_000);
 
   it('api and worker send their pending figures when stopped (SIGTERM), before their connections close', async () => {

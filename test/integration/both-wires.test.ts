@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { modernPost, modernResult, WITH_TASKS } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
 const SCENARIOS = [

@@ -10,7 +10,14 @@ import { runCli } from '@mcp-tasks/cli';
 import { closeRedis, createEngine, createRedis } from '@mcp-tasks/engine';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
-import { repoRoot, spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
+import { startSystem, type ServiceHandle, type System } from '../support/in-process.ts';
+import {
+  repoRoot,
+  spawnWorker,
+  startSystem as startProcesses,
+  type ChildHandle,
+  type System as ProcessSystem,
+} from '../support/processes.ts';
 
 const ADMIN_TOKEN = 'hostile-catalog-admin-token';
 const MAX_TOOLS = 40;
@@ -58,12 +65,12 @@ describe('hostile catalog entries and arguments (real publish path, real api and
   }
 
   /** The api's and the worker's "refused" log lines about `tool`. */
-  function refusalLogs(child: ChildHandle, tool: string): Record<string, unknown>[] {
+  function refusalLogs(child: ServiceHandle, tool: string): Record<string, unknown>[] {
     return child.records().filter((r) => r['message'] === 'tool catalog entry refused' && r['tool'] === tool);
   }
 
-  function alive(child: ChildHandle): boolean {
-    return child.process.exitCode === null && child.process.signalCode === null;
+  function alive(child: ServiceHandle): boolean {
+    return child.alive();
   }
 
   async function overview(): Promise<{ refusedTools: { tool: string; reason: string; publisher?: string }[] }> {
@@ -384,7 +391,8 @@ function refGraph(depth: number, keyword = 'anyOf'): Record<string, unknown> {
 describe('cost: budgets, not shapes (issue 37): each attack against a real api and worker (default heap)', function () {
   this.timeout(120_000);
   const HOSTILE = join(repoRoot, 'test/fixtures/upstream/hostile-server.mjs');
-  let system: System;
+  // Processes of their own: the budgets bound what one attack costs a process (its heap, its event loop).
+  let system: ProcessSystem;
   let client: McpTestClient;
   let api: ChildHandle;
   let worker: ChildHandle;
@@ -480,7 +488,7 @@ describe('cost: budgets, not shapes (issue 37): each attack against a real api a
   }
 
   before(async () => {
-    system = await startSystem({
+    system = await startProcesses({
       workers: 0,
       // A machine busy with other work must not quarantine by time what these tests need admitted (key_patterns
       // compiles 1,200 patterns); the validation deadline is the default.
@@ -756,7 +764,7 @@ describe('cost: budgets, not shapes (issue 37): each attack against a real api a
 });
 
 async function overviewOf(
-  system: System,
+  system: ProcessSystem,
 ): Promise<{ refusedTools: { tool: string; reason: string; publisher?: string }[] }> {
   let out = '';
   const code = await runCli(['overview', '--json'], {

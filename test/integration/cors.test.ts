@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { BrowserContext } from 'playwright-core';
 import { launchChromium, skipWithoutChromium } from '../support/browser.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { track } from '../support/resources.ts';
 

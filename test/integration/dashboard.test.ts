@@ -1,5 +1,5 @@
 // The admin dashboard in a real headless browser (Debian's chromium driven by playwright-core), against real api
-// and worker processes: it loads behind ADMIN_TOKEN, lists a task just created and shows its status change; plus
+// and worker (in the test's process): it loads behind ADMIN_TOKEN, lists a task just created and shows its status change; plus
 // the auth rules, the pages' files and headers, and the JSON endpoints behind the page. Browser traffic targets
 // 127.0.0.1 only.
 import { expect } from 'chai';
@@ -12,10 +12,10 @@ import { TaskKind } from '@mcp-tasks/protocol';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const TOKEN = 'test-admin-token-0123456789abcdef';
-describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', function () {
+describe('admin dashboard (ADMIN_TOKEN; headless chromium; api and worker in process)', function () {
   this.timeout(60_000);
   let system: System;
   let base: string;
@@ -505,7 +505,7 @@ describe('admin dashboard (ADMIN_TOKEN; headless chromium; real processes)', fun
   });
 });
 
-describe('DASHBOARD_FIGURES=false (real processes)', function () {
+describe('DASHBOARD_FIGURES=false (api and worker in process)', function () {
   this.timeout(60_000);
   let system: System;
   before(async () => {
@@ -515,7 +515,7 @@ describe('DASHBOARD_FIGURES=false (real processes)', function () {
     await system?.stop();
   });
 
-  it('records no per-minute figures: no activity keys in Redis after tasks ran and the processes stopped', async () => {
+  it('records no per-minute figures: no activity keys in Redis after tasks ran and the api and worker stopped', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const task = await client.createTask('wait', { seconds: 0 });
     await client.call('tasks/result', { taskId: task['taskId'] });

@@ -1,4 +1,4 @@
-// Durable execution inside a tool (docs/durable-execution.md) with real worker processes, real Redis and real HTTP:
+// Durable execution inside a tool (docs/durable-execution.md) with real workers (in the test's process; a process of its own for the one a test kills), real Redis and real HTTP:
 // child tasks on one worker of concurrency 1 and their cancellation, a step's side effect once across a retry, the
 // children listed with their parent on both wires, what operators see, and last a worker SIGKILLed during a
 // checkpointed loop whose task another worker resumes after the last checkpoint (examples/long-import).
@@ -11,7 +11,8 @@ import { createEngine, KeySpace, TaskKeys, TaskStore, type DurableView, type Ste
 import { NonDeterministicCallError, RunnerMeta, TaskKind } from '@mcp-tasks/protocol';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
 import { modernResult, WITH_TASKS } from '../support/modern-client.ts';
-import { startSystem, type ChildHandle, type System } from '../support/processes.ts';
+import { startSystem, type ServiceHandle, type System } from '../support/in-process.ts';
+import { spawnWorker } from '../support/processes.ts';
 
 const ADMIN_TOKEN = 'durable-admin-token-0123456789';
 
@@ -51,7 +52,7 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
-  const liveWorker = (): ChildHandle => {
+  const liveWorker = (): ServiceHandle => {
     const worker = system.workers.at(-1);
     if (!worker) throw new Error('no worker');
     return worker;
@@ -436,6 +437,10 @@ describe('durable execution: checkpoints, steps and child tasks (1 api, 1 worker
   });
 
   it('a worker SIGKILLed during a checkpointed loop: another worker resumes after the last checkpoint (examples/long-import), and operators see the checkpoint', async () => {
+    // The worker this test kills runs in a process of its own; the worker inside the test's process steps aside.
+    const killable = await spawnWorker(system.env);
+    for (const worker of system.workers) await worker.stop();
+    system.workers.push(killable);
     const client = await McpTestClient.connect(system.apiUrl);
     const taskId = String(
       (await client.createTask('import_records', { records: 40, batch: 1, batchMs: 100 }))['taskId'],

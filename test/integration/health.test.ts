@@ -1,10 +1,10 @@
-// Health endpoints of the api: liveness while the process runs, readiness only while its Redis answers. The api
+// Health endpoints of the api: liveness while the api runs, readiness only while its Redis answers. The api
 // gets a redis-server of its own here, which the test freezes (SIGSTOP), thaws and finally stops; /metrics keeps
 // answering through the outage.
 import { expect } from 'chai';
 import { eventually } from '../support/mcp-client.ts';
 import { scrape } from '../support/prometheus.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 interface Probe {
@@ -13,7 +13,7 @@ interface Probe {
   ms: number;
 }
 
-describe('health: /healthz and /readyz (api process, its own redis-server)', function () {
+describe('health: /healthz and /readyz (an api in process, its own redis-server)', function () {
   this.timeout(30_000);
   let redis: RedisServer;
   let system: System;

@@ -8,7 +8,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { KeySpace } from '@mcp-tasks/engine';
 import { eventually } from '../support/mcp-client.ts';
 import { modernPost, openStream, WITH_TASKS, type ModernOptions, type ModernReply } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 const PRINCIPALS = ['capped', 'lister', 'mrtr', 'other', 'rotor', 'flusher', 'prober'] as const;

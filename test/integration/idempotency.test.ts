@@ -1,6 +1,6 @@
-// Idempotency keys of tools/call (docs/durable-execution.md, "Idempotency keys") on two api replicas, with real
-// worker processes, real Redis and real HTTP: the same key twice gives one task (and one job) on both wires, across
-// replicas and at once; another call under the key is refused with -32602; keys are per principal, bounded in
+// Idempotency keys of tools/call (docs/durable-execution.md, "Idempotency keys") on two api replicas, with a real
+// worker (in the test's process), real Redis and real HTTP: the same key twice gives one task (and one job) on both
+// wires, across replicas and at once; another call under the key is refused with -32602; keys are per principal, bounded in
 // length and in number, live as long as their task, and mean nothing on a call that is not a task.
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
@@ -8,7 +8,7 @@ import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { RunnerMeta } from '@mcp-tasks/protocol';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { modernPost, WITH_TASKS } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdef0';

@@ -4,7 +4,8 @@
 import { expect } from 'chai';
 import { RELATED_TASK_META_KEY } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startApi, startSystem, type System } from '../support/in-process.ts';
+import { spawnApi } from '../support/processes.ts';
 import { SseConnection } from '../support/sse-client.ts';
 
 const CLIENT_CAPABILITIES = { elicitation: { form: {} }, sampling: {} };
@@ -179,8 +180,7 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
   });
 
   it('T-RES-2, T-INPUT-3: tasks/result and plain calls answer JSON when done within RESULT_STREAM_AFTER_MS, else stream from the request on', async () => {
-    const { spawnApi } = await import('../support/processes.ts');
-    const patient = await spawnApi({ ...system.env, RESULT_STREAM_AFTER_MS: '1500' });
+    const patient = await startApi({ ...system.env, RESULT_STREAM_AFTER_MS: '1500' });
     try {
       const client = new McpTestClient(patient.url);
       client.sessionId = a.sessionId;
@@ -241,10 +241,9 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
   });
 
   it('T-RES-2, T-INPUT-3: a task that needs its client streams its request at once, however long RESULT_STREAM_AFTER_MS is', async () => {
-    const { spawnApi } = await import('../support/processes.ts');
     // The longest wait the api accepts: a reply that waited for it would miss the request's 10 s window below,
     // so the test needs no clock of its own.
-    const patient = await spawnApi({ ...system.env, RESULT_STREAM_AFTER_MS: '60000' });
+    const patient = await startApi({ ...system.env, RESULT_STREAM_AFTER_MS: '60000' });
     try {
       const client = new McpTestClient(patient.url);
       client.sessionId = a.sessionId;
@@ -422,7 +421,8 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
   });
 
   it('a replica dying under an open tasks/result stream: the client resumes on the other with Last-Event-ID and misses nothing', async () => {
-    const victim = await startSystemApi(system);
+    // A process of its own: the test kills it.
+    const victim = await spawnApi(system.env);
     const client = new McpTestClient(victim.url);
     client.sessionId = a.sessionId;
     const created = await a.call('tools/call', {
@@ -451,8 +451,3 @@ describe('input_required, notifications and resumable streams (2 api replicas, 1
     expect(steps).to.deep.equal(Array.from({ length: 3 - firstStep }, (_, i) => firstStep + i));
   });
 });
-
-async function startSystemApi(system: System) {
-  const { spawnApi } = await import('../support/processes.ts');
-  return spawnApi(system.env);
-}

@@ -4,6 +4,7 @@
 // records in Redis. The web UI keeps one connection, so it sees its own tasks without an API key.
 import { expect } from 'chai';
 import type { Locator, Page } from 'playwright-core';
+import { DOWNLOADS_TAG } from '../../scripts/lib/downloads.ts';
 import { launchChromium, removeScreenshots, shoot, skipWithoutChromium } from '../support/browser.ts';
 import { startInspectorWeb, type InspectorWeb } from '../support/inspector-web.ts';
 import { eventually } from '../support/mcp-client.ts';
@@ -31,7 +32,7 @@ const ERAS = [
 ] as const;
 const TASK_ID = /ID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/g;
 
-describe('MCP Inspector 2.12 web UI against our api (headless chromium; real processes)', function () {
+describe(`MCP Inspector 2.12 web UI against our api (headless chromium; real processes) ${DOWNLOADS_TAG}`, function () {
   this.timeout(120_000);
   let system: System;
 

@@ -1,9 +1,9 @@
-// Session lifecycle through real processes: initialize and version negotiation, declared capabilities, ping,
+// Session lifecycle through an api and a worker (in process, test/support/in-process.ts): initialize and version negotiation, declared capabilities, ping,
 // tools/list, DELETE, idle expiry, and sessions kept in Redis so that any api replica serves them.
 import { expect } from 'chai';
 import { toolRegistry } from '@mcp-tasks/tools';
 import { McpTestClient, sleep, type RpcReply } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { rawRequest } from '../support/raw-http.ts';
 
 const SESSION_IDLE_TTL_MS = 2000;

@@ -9,13 +9,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DOWNLOADS_TAG, LOWEST_NODE } from '../../scripts/lib/downloads.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { nodeBinary, npmCli, packedTarball, pathFor } from '../support/packed-runner.ts';
 import { spawnService, type ChildHandle } from '../support/processes.ts';
 import { startRedisServer, uniquePrefix, type RedisServer } from '../support/redis-server.ts';
 
 const run = promisify(execFile);
-const LOWEST = '22.15.0';
+const LOWEST = LOWEST_NODE;
 
 const TOOLS = `import { defineTool } from 'mcp-task-runner';
 import { z } from 'zod';
@@ -48,7 +49,7 @@ console.log(JSON.stringify({ client: process.version, server: result.content[0].
 await client.close();
 `;
 
-describe(`the published package on the lowest Node it admits, ${LOWEST} (issue 31)`, function () {
+describe(`the published package on the lowest Node it admits, ${LOWEST} (issue 31) ${DOWNLOADS_TAG}`, function () {
   this.timeout(300_000);
   let project: string;
   let node: string;

@@ -5,6 +5,7 @@
 // The 2026-07-28 era (mcpdo --era modern) is in mcpdo-modern.test.ts.
 import { expect } from 'chai';
 import { startMcpdoConnections, succeeded, type Mcpdo } from '../support/mcpdo.ts';
+import { DOWNLOADS_TAG } from '../../scripts/lib/downloads.ts';
 import { eventually } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 
@@ -17,7 +18,7 @@ interface WireTask {
   statusMessage?: string;
 }
 
-describe('MCP Inspector mcpdo 2.12 against our api (2025-11-25 era)', function () {
+describe(`MCP Inspector mcpdo 2.12 against our api (2025-11-25 era) ${DOWNLOADS_TAG}`, function () {
   this.timeout(120_000);
   let system: System;
   let mcpdo: Mcpdo;

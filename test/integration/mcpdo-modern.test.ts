@@ -4,6 +4,7 @@
 // the task it follows, so the tests read it from the task records in Redis, as an operator would with mcpt.
 import { expect } from 'chai';
 import { startMcpdoConnections, succeeded, type Mcpdo } from '../support/mcpdo.ts';
+import { DOWNLOADS_TAG } from '../../scripts/lib/downloads.ts';
 import { eventually } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
 
@@ -16,7 +17,7 @@ interface WireTask {
   statusMessage?: string;
 }
 
-describe('MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extension)', function () {
+describe(`MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extension) ${DOWNLOADS_TAG}`, function () {
   this.timeout(120_000);
   let system: System;
   let mcpdo: Mcpdo;

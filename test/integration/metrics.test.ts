@@ -9,7 +9,8 @@ import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import type { TaskRecord } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
-import { repoRoot, startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
+import { repoRoot } from '../support/processes.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { scrape } from '../support/prometheus.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
@@ -18,7 +19,7 @@ import { commandCalls as commandCallsOf } from '../support/command-stats.ts';
 
 const MAX_BODY_BYTES = 8192;
 
-describe('metrics: /metrics on the api and on a worker (real processes, real Redis)', function () {
+describe('metrics: /metrics on the api and on a worker (api and worker in process, real Redis)', function () {
   this.timeout(30_000);
   let system: System;
   let client: McpTestClient;
@@ -214,7 +215,7 @@ describe('metrics: /metrics on the api and on a worker (real processes, real Red
   });
 });
 
-describe('metrics: METRICS_TOKEN on the api and on a worker (real processes)', function () {
+describe('metrics: METRICS_TOKEN on the api and on a worker (in process)', function () {
   this.timeout(30_000);
   const TOKEN = `metrics-${randomUUID()}`;
   let system: System;

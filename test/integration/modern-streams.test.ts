@@ -10,7 +10,7 @@ import {
   pollModernTask,
   WITH_TASKS,
 } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const NO_RECHECK = '600000';
 

@@ -15,7 +15,7 @@ import {
   type ModernReply,
   pollModernTask,
 } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const FIXTURES = { MCPT_TOOLS: './scripts/conformance/tools.ts' };
 

@@ -14,6 +14,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
+import { DOWNLOADS_TAG } from '../../scripts/lib/downloads.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { launchChromium, skipWithoutChromium } from '../support/browser.ts';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
@@ -54,7 +55,7 @@ export const tools = [
 ];
 `;
 
-describe('the installable package, installed with npm in a project outside the repository', function () {
+describe(`the installable package, installed with npm in a project outside the repository ${DOWNLOADS_TAG}`, function () {
   this.timeout(240_000);
   let project: string;
 

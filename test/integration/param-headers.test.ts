@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { KeySpace, TaskKeys } from '@mcp-tasks/engine';
 import { modernPost, WITH_TASKS, type ModernReply } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const TOOL = 'regional_query';
 

@@ -27,6 +27,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
+import { DOWNLOADS_TAG, LOWEST_NODE } from '../../scripts/lib/downloads.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { nodeBinary, packedTarball, pathFor } from '../support/packed-runner.ts';
@@ -36,7 +37,6 @@ import { startRedisServer, uniquePrefix, type RedisServer } from '../support/red
 import { track } from '../support/resources.ts';
 
 const run = promisify(execFile);
-const LOWEST_NODE = '22.15.0';
 const DOCUMENTED_URL = 'http://127.0.0.1:3000/mcp';
 /** The package in an `npm install` line: its name, or the path of its tarball (`../x/dist/mcp-task-runner-0.1.0.tgz`). */
 const TARBALL_IN_INSTALL = /^(npm install .*?)(?:\S*\/)?(mcp-task-runner(?:-\d[\w.-]*\.tgz)?)(?=\s|$)/gm;
@@ -163,7 +163,7 @@ describe('README.md is the front door, and every link of the documentation leads
   });
 });
 
-describe('every fenced block of README.md, apps/runner/README.md and the docs pages they moved to is run, or says why not (issue 31)', function () {
+describe(`every fenced block of README.md, apps/runner/README.md and the docs pages they moved to is run, or says why not (issue 31) ${DOWNLOADS_TAG}`, function () {
   this.timeout(300_000);
   let redis: RedisServer;
   let home: string;

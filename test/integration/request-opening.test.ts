@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { createEngine, type Engine, TaskKeys } from '@mcp-tasks/engine';
 import { cancelledSettlement, toolQueueName } from '@mcp-tasks/protocol';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 import { commandsDuring } from '../support/command-stats.ts';

@@ -1,4 +1,4 @@
-// Scheduling (docs/scheduling.md) with real worker processes and Redis: a tool's global concurrency and rate
+// Scheduling (docs/scheduling.md) with real workers (in the test's process; a process of its own for one a test kills) and Redis: a tool's global concurrency and rate
 // limit hold across workers, retries wait with the tool's backoff and stop at a final error, a run longer than its
 // timeoutMs fails, principals take turns (weighted, across api replicas), a per-principal cap holds tasks back
 // visibly, a killed worker's slots come back, a Redis restart leaks no lease, and operators see it all. Limits are
@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { runCli } from '@mcp-tasks/cli';
 import { KeySpace, TaskStore } from '@mcp-tasks/engine';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
+import { spawnWorker, type ChildHandle } from '../support/processes.ts';
 import { scrape } from '../support/prometheus.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
@@ -333,7 +334,7 @@ describe('scheduling: limits, retries, timeouts and fairness across real workers
 
   it('a worker killed while holding both slots of a tool gives them back (stalled-job recovery)', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
-    const doomed = await system.addWorker();
+    const doomed = await killableWorker(system);
     // Only the new worker serves gpu for now: the others stop taking its jobs.
     const others = system.workers.filter((worker) => worker !== doomed);
     await Promise.all(others.map((worker) => worker.stop()));
@@ -494,7 +495,7 @@ describe('scheduling: MAX_RUNNING_PER_OWNER holds a principal’s extra tasks ba
 
   it('a worker killed while running a principal’s task gives its slot back: the principal’s next task starts', async () => {
     const owner = await McpTestClient.connect(system.apiUrl);
-    const doomed = await system.addWorker();
+    const doomed = await killableWorker(system);
     const others = system.workers.filter((worker) => worker !== doomed);
     await Promise.all(others.map((worker) => worker.stop()));
     const running = String((await owner.createTask('gpu', { ms: 60_000 }))['taskId']);
@@ -667,3 +668,10 @@ describe('scheduling: weights between principals, across two api replicas', func
     expect(mostAtOnce([...aliceRuns, ...bobRuns])).to.equal(1);
   });
 });
+
+/** A worker of the system in a process of its own, for a test that kills it (the others run in this process). */
+async function killableWorker(system: System): Promise<ChildHandle> {
+  const worker = await spawnWorker(system.env);
+  system.workers.push(worker);
+  return worker;
+}

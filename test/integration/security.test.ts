@@ -1,5 +1,6 @@
-// Security end to end through real api and worker processes: bearer authentication (API keys, HS256 JWTs), tasks
-// bound to principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
+// Security end to end through real apis and workers (in the test's process; processes where a test signals one or
+// where the client would share their event loop): bearer authentication (API keys, HS256 JWTs), tasks bound to
+// principals, limits, rate limits shared by replicas, the audit trail, and the unauthenticated mode.
 import { createHash, randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,13 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { eventually, McpTestClient, RpcError, sleep, type RpcReply } from '../support/mcp-client.ts';
 import { freePort } from '../../scripts/lib/ports.ts';
-import { repoRoot, spawnService, startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
+import {
+  repoRoot,
+  spawnService,
+  startSystem as startProcesses,
+  type System as ProcessSystem,
+} from '../support/processes.ts';
 import { modernPost, WITH_TASKS } from '../support/modern-client.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { track } from '../support/resources.ts';
@@ -568,7 +575,7 @@ describe('JWTs verified against a JWKS (an issuer served on 127.0.0.1)', functio
 
 describe('API keys from AUTH_API_KEYS_FILE, reloaded on SIGHUP', function () {
   this.timeout(60_000);
-  let system: System;
+  let system: ProcessSystem;
   let dir: string;
   let file: string;
   const FRANK_KEY = `frank-${randomUUID()}`;
@@ -587,7 +594,7 @@ describe('API keys from AUTH_API_KEYS_FILE, reloaded on SIGHUP', function () {
     dir = mkdtempSync(join(tmpdir(), 'mcpt-keys-'));
     file = join(dir, 'api-keys');
     writeFileSync(file, `# principal sha256(key)\n${line('frank', FRANK_KEY)}`);
-    system = await startSystem({ workers: 0, env: { AUTH_API_KEYS_FILE: file } });
+    system = await startProcesses({ workers: 0, env: { AUTH_API_KEYS_FILE: file } });
   });
   after(async () => {
     await system?.stop();
@@ -595,7 +602,7 @@ describe('API keys from AUTH_API_KEYS_FILE, reloaded on SIGHUP', function () {
   });
 
   it('T-SEC-1: a key added to the file works and a key removed is refused after SIGHUP, without a restart', async () => {
-    const api = system.apis[0] as System['apis'][number];
+    const api = system.apis[0] as ProcessSystem['apis'][number];
     expect(await status(FRANK_KEY)).to.equal(200);
     expect(await status(GRACE_KEY)).to.equal(401);
     writeFileSync(file, line('grace', GRACE_KEY));
@@ -607,7 +614,7 @@ describe('API keys from AUTH_API_KEYS_FILE, reloaded on SIGHUP', function () {
   });
 
   it('T-SEC-1: a broken file on SIGHUP keeps the keys in force and says why; an emptied file refuses everyone', async () => {
-    const api = system.apis[0] as System['apis'][number];
+    const api = system.apis[0] as ProcessSystem['apis'][number];
     writeFileSync(file, 'grace not-a-digest\n');
     api.process.kill('SIGHUP');
     await eventually(() =>
@@ -623,10 +630,12 @@ describe('API keys from AUTH_API_KEYS_FILE, reloaded on SIGHUP', function () {
 
 describe('rate limits and enumeration (API keys, short failed-lookup budget)', function () {
   this.timeout(60_000);
-  let system: System;
+  // Processes of their own: 2000 lookups, 50 at a time, would share one event loop with the client here, and a
+  // loaded machine stretched that past the test's minute.
+  let system: ProcessSystem;
 
   before(async () => {
-    system = await startSystem({
+    system = await startProcesses({
       env: {
         AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY},carol:${CAROL_KEY}`,
         RATE_LIMIT_WINDOW_MS: '60000',
@@ -1035,7 +1044,7 @@ describe('deploy/nginx.conf in front of a real api (nginx of the Debian package)
   this.timeout(60_000);
   const NGINX = '/usr/sbin/nginx';
   const METRICS_TOKEN = `metrics-${randomUUID()}`;
-  let system: System;
+  let system: ProcessSystem;
   let nginx: ChildProcess | undefined;
   let releaseNginx: (() => Promise<void>) | undefined;
   let base: string;
@@ -1047,7 +1056,7 @@ describe('deploy/nginx.conf in front of a real api (nginx of the Debian package)
       this.skip();
     }
     // As in docker-compose.yml: the api binds every address behind the balancer; the token opens its /metrics.
-    system = await startSystem({ workers: 0, env: { HOST: '0.0.0.0', METRICS_TOKEN } });
+    system = await startProcesses({ workers: 0, env: { HOST: '0.0.0.0', METRICS_TOKEN } });
     const port = await freePort();
     dir = mkdtempSync(join(tmpdir(), 'mcpt-nginx-'));
     chmodSync(dir, 0o777);

@@ -1,11 +1,11 @@
-// What one client can make the api hold through sessions (issue 14, item 1), through real api processes and a real
+// What one client can make the api hold through sessions (issue 14, item 1), through real apis (in process) and a real
 // Redis: initialize is rate-limited per principal and per address, live sessions are capped per principal and per
 // address (DELETE and idle expiry free a slot, use keeps it), a session stores a fixed-size projection of its
 // initialize, and requests that block until a task ends count against MAX_STREAMS_PER_SESSION as streams do.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { eventually, McpTestClient, sleep, type RpcReply } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { rawRequest } from '../support/raw-http.ts';
 
 const ALICE_KEY = `alice-${randomUUID()}`;

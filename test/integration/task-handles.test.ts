@@ -13,7 +13,7 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
 import { MODERN, modernPost, modernResult, WITH_TASKS } from '../support/modern-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 import { SseConnection } from '../support/sse-client.ts';
 import { track } from '../support/resources.ts';
 

@@ -1,13 +1,13 @@
-// End to end through real api and worker processes: creation, status, result, list, cancel, ttl.
+// End to end through a real api and worker (in the test's process): creation, status, result, list, cancel, ttl.
 import { expect } from 'chai';
 import { RELATED_TASK_META_KEY, MODEL_IMMEDIATE_RESPONSE_META_KEY } from '@mcp-tasks/protocol';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-describe('tasks end to end (api + worker processes, real Redis)', function () {
+describe('tasks end to end (api + worker in process, real Redis)', function () {
   this.timeout(60_000);
   let system: System;
   let client: McpTestClient;

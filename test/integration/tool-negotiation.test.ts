@@ -3,9 +3,9 @@
 import { expect } from 'chai';
 import { toolRegistry } from '@mcp-tasks/tools';
 import { eventually, expectRpcError, McpTestClient } from '../support/mcp-client.ts';
-import { startSystem, type System } from '../support/processes.ts';
+import { startSystem, type System } from '../support/in-process.ts';
 
-describe('tool task negotiation (api + worker processes, real Redis)', function () {
+describe('tool task negotiation (api + worker in process, real Redis)', function () {
   this.timeout(20_000);
   let system: System;
   let client: McpTestClient;

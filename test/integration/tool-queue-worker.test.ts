@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { expect } from 'chai';
 import { Queue, Worker, type Job, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ToolQueueWorker } from '@mcp-tasks/worker/tool-queue-worker';
+import { ToolQueueWorker } from '@mcp-tasks/worker/internals';
 import { commandsDuring } from '../support/command-stats.ts';
 import { startRedisServer, type RedisServer, uniquePrefix } from '../support/redis-server.ts';
 

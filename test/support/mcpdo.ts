@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { NODE_22_PACKAGE, NPX_CACHED } from '../../scripts/lib/downloads.ts';
 import { track } from './resources.ts';
 
 export const INSPECTOR_PACKAGE = '@modelcontextprotocol/inspector@2.12.0';
-const NODE_PACKAGE = 'node@22';
 const run = promisify(execFile);
 
 export interface McpdoResult {
@@ -42,9 +42,9 @@ export async function locateInspector(): Promise<InspectorBins> {
   const located = await run(
     'npx',
     [
-      '-y',
+      ...NPX_CACHED,
       '-p',
-      NODE_PACKAGE,
+      NODE_22_PACKAGE,
       '-p',
       INSPECTOR_PACKAGE,
       '--',

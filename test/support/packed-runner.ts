@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { NPX_CACHED } from '../../scripts/lib/downloads.ts';
 import { repoRoot } from './processes.ts';
 
 const run = promisify(execFile);
@@ -90,7 +91,7 @@ const nodes = new Map<string, Promise<string>>();
 export function nodeBinary(version: string): Promise<string> {
   let found = nodes.get(version);
   if (!found) {
-    found = run('npx', ['-y', '-p', `node@${version}`, '-c', 'command -v node'], { timeout: 180_000 }).then(
+    found = run('npx', [...NPX_CACHED, '-p', `node@${version}`, '-c', 'command -v node'], { timeout: 180_000 }).then(
       ({ stdout }) => {
         const path = stdout.trim().split('\n').pop() ?? '';
         if (!existsSync(path)) throw new Error(`node@${version} not found after npx: ${stdout}`);

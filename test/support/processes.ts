@@ -14,18 +14,35 @@ export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..'
 /** `node --import tsx` from any working directory (a temp project's, say). */
 export const TSX_IMPORT = ['--import', import.meta.resolve('tsx')];
 
-export interface ChildHandle {
+/** An api or a worker as the tests see it, whether a process of its own or inside the test's (in-process.ts). */
+export interface ServiceHandle {
   name: string;
-  process: ChildProcess;
   logs: string[];
   /** Parsed JSON log lines. */
   records(): Record<string, unknown>[];
+  /** Still running: a process that has not exited, a service in process not closed (in-process.ts). */
+  alive(): boolean;
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+export interface ChildHandle extends ServiceHandle {
+  process: ChildProcess;
 }
 
 export interface ApiHandle extends ChildHandle {
   url: string;
   port: number;
+}
+
+/** The JSON lines of a service's output, parsed (any other line left out). */
+export function parseRecords(logs: readonly string[]): Record<string, unknown>[] {
+  return logs.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
 }
 
 export async function spawnService(
@@ -83,14 +100,8 @@ export async function spawnService(
     name,
     process: child,
     logs,
-    records: () =>
-      logs.flatMap((line) => {
-        try {
-          return [JSON.parse(line) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      }),
+    records: () => parseRecords(logs),
+    alive: () => child.exitCode === null && child.signalCode === null,
     stop: async (signal, timeoutMs) => {
       const code = await stop(signal, timeoutMs);
       await release();
@@ -116,23 +127,31 @@ export async function spawnApi(env: Record<string, string>): Promise<ApiHandle> 
  * upstreams in `env` it serves the demo tools (MCPT_DEMO=1), as the tests' workers always did.
  */
 export function spawnWorker(env: Record<string, string>): Promise<ChildHandle> {
-  const named = ['MCPT_TOOLS', 'MCPT_UPSTREAMS', 'UPSTREAM_MCP_COMMAND', 'UPSTREAM_MCP_URL'].some((key) => env[key]);
-  const demo: Record<string, string> = named ? {} : { MCPT_DEMO: '1' };
-  return spawnService('worker', 'apps/worker/src/main.ts', { LOG_LEVEL: 'debug', ...demo, ...env }, /worker ready/);
+  return spawnService('worker', 'apps/worker/src/main.ts', workerEnv(env), /worker ready/);
 }
 
-export interface System {
+/** A test worker's environment over `env`: spawnWorker's defaults (above), shared with in-process.ts. */
+export function workerEnv(env: Record<string, string>): Record<string, string> {
+  const named = ['MCPT_TOOLS', 'MCPT_UPSTREAMS', 'UPSTREAM_MCP_COMMAND', 'UPSTREAM_MCP_URL'].some((key) => env[key]);
+  const demo: Record<string, string> = named ? {} : { MCPT_DEMO: '1' };
+  return { LOG_LEVEL: 'debug', ...demo, ...env };
+}
+
+/** A system whose apis and workers are handles of types A and W (processes here, or in-process.ts's). */
+export interface SystemOf<A extends ServiceHandle & { url: string }, W extends ServiceHandle> {
   redisUrl: string;
   prefix: string;
   apiUrl: string;
-  apis: ApiHandle[];
-  workers: ChildHandle[];
+  apis: A[];
+  workers: W[];
   /** A plain connection for inspecting Redis from tests (a cluster client on a cluster). */
   redis: Redis | Cluster;
   env: Record<string, string>;
-  addWorker(extraEnv?: Record<string, string>): Promise<ChildHandle>;
+  addWorker(extraEnv?: Record<string, string>): Promise<W>;
   stop(): Promise<void>;
 }
+
+export type System = SystemOf<ApiHandle, ChildHandle>;
 
 export interface SystemOptions {
   apis?: number;
@@ -144,8 +163,22 @@ export interface SystemOptions {
   cluster?: RedisClusterFixture;
 }
 
-/** Redis (shared or given), api replicas and workers on one fresh key prefix. */
-export async function startSystem(options: SystemOptions = {}): Promise<System> {
+/** How a system starts one api and one worker from their environment. */
+export interface Starters<A extends ServiceHandle & { url: string }, W extends ServiceHandle> {
+  api(env: Record<string, string>): Promise<A>;
+  worker(env: Record<string, string>): Promise<W>;
+}
+
+/** Redis (shared or given), api replicas and workers on one fresh key prefix, each a process of its own. */
+export function startSystem(options: SystemOptions = {}): Promise<System> {
+  return startSystemWith({ api: spawnApi, worker: spawnWorker }, options);
+}
+
+/** startSystem with the apis and workers `starters` start (in-process.ts starts them inside the test's process). */
+export async function startSystemWith<A extends ServiceHandle & { url: string }, W extends ServiceHandle>(
+  starters: Starters<A, W>,
+  options: SystemOptions = {},
+): Promise<SystemOf<A, W>> {
   const cluster = options.cluster;
   const redisUrl = cluster ? '' : (options.redisUrl ?? (await sharedRedisUrl()));
   const prefix = cluster ? `{${uniquePrefix()}}` : uniquePrefix();
@@ -153,9 +186,9 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     ? { REDIS_CLUSTER_NODES: clusterNodesValue(cluster) }
     : { REDIS_URL: redisUrl };
   const env = { ...redisEnv, REDIS_PREFIX: prefix, ...options.env };
-  const started = await Promise.allSettled([
-    ...Array.from({ length: options.apis ?? 1 }, () => spawnApi(env)),
-    ...Array.from({ length: options.workers ?? 1 }, () => spawnWorker(env)),
+  const started = await Promise.allSettled<A | W>([
+    ...Array.from({ length: options.apis ?? 1 }, () => starters.api(env)),
+    ...Array.from({ length: options.workers ?? 1 }, () => starters.worker(env)),
   ]);
   const failure = started.find((outcome) => outcome.status === 'rejected');
   if (failure) {
@@ -163,9 +196,9 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     await Promise.all(started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.stop()] : [])));
     throw failure.reason;
   }
-  const children = started.map((outcome) => (outcome as PromiseFulfilledResult<ChildHandle>).value);
-  const apis = children.slice(0, options.apis ?? 1) as ApiHandle[];
-  const workers = children.slice(options.apis ?? 1);
+  const children = started.map((outcome) => (outcome as PromiseFulfilledResult<A | W>).value);
+  const apis = children.slice(0, options.apis ?? 1) as A[];
+  const workers = children.slice(options.apis ?? 1) as W[];
   // The cluster's own inspection client is closed by the cluster fixture.
   const redis = cluster ? cluster.client() : new Redis(redisUrl, { maxRetriesPerRequest: null });
   // Tests restart Redis under it: it reconnects; the refused attempts meanwhile are not failures.
@@ -184,7 +217,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     redis,
     env,
     async addWorker(extraEnv = {}) {
-      const worker = await spawnWorker({ ...env, ...extraEnv });
+      const worker = await starters.worker({ ...env, ...extraEnv });
       workers.push(worker);
       return worker;
     },

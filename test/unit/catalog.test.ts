@@ -9,7 +9,7 @@ import {
   listingOfEntry,
   TaskSupport,
 } from '@mcp-tasks/protocol';
-import { WaitBudget } from '@mcp-tasks/worker/wait-budget';
+import { WaitBudget } from '@mcp-tasks/worker/internals';
 import { z } from 'zod';
 
 const resize = defineTool({

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { ApiEnvSchema, loadApiConfig } from '@mcp-tasks/api/config';
-import { loadWorkerConfig, WorkerEnvSchema } from '@mcp-tasks/worker/config';
+import { loadWorkerConfig, WorkerEnvSchema } from '@mcp-tasks/worker';
 import { repoRoot } from '../support/processes.ts';
 
 interface Service {

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiEnvSchema } from '@mcp-tasks/api/config';
-import { WorkerEnvSchema } from '@mcp-tasks/worker/config';
+import { WorkerEnvSchema } from '@mcp-tasks/worker';
 import { repoRoot } from '../support/processes.ts';
 
 const PAGE = 'docs/configuration.md';

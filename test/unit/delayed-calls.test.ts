@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { expect } from 'chai';
-import { DelayedCalls } from '@mcp-tasks/worker/delayed-calls';
+import { DelayedCalls } from '@mcp-tasks/worker/internals';
 import { repoRoot } from '../support/processes.ts';
 
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -32,7 +32,7 @@ describe('delayed calls (worker running notes)', () => {
   it('never holds the process open: its timer is unreferenced', async () => {
     // A process whose only work left is a pending call a minute away ends at once, without running it.
     const script = [
-      "import { DelayedCalls } from '@mcp-tasks/worker/delayed-calls';",
+      "import { DelayedCalls } from '@mcp-tasks/worker/internals';",
       'const calls = new DelayedCalls(60_000);',
       "calls.add(() => console.log('ran'));",
       "calls.cancel(calls.add(() => console.log('ran too')));",

@@ -4,8 +4,7 @@
 import { expect } from 'chai';
 import type { DurableSnapshot, TaskStore } from '@mcp-tasks/engine';
 import { LocalError, LocalErrorCode } from '@mcp-tasks/protocol';
-import { DurableRun } from '@mcp-tasks/worker/durable-run';
-import { attemptWaits } from '@mcp-tasks/worker/wait-budget';
+import { attemptWaits, DurableRun } from '@mcp-tasks/worker/internals';
 
 type Save = Parameters<TaskStore['durable']['save']>[1];
 

@@ -12,7 +12,7 @@ import {
   TaskKeys,
   type ClusterSeeds,
 } from '@mcp-tasks/engine';
-import { loadWorkerConfig } from '@mcp-tasks/worker/config';
+import { loadWorkerConfig } from '@mcp-tasks/worker';
 import { configError } from '../support/config-error.ts';
 
 const NODES = '10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000';

@@ -5,8 +5,7 @@ import { expect } from 'chai';
 import type { ToolJobData } from '@mcp-tasks/engine';
 import { defineTool, FinalError, type Scheduling } from '@mcp-tasks/protocol';
 import { z } from 'zod';
-import { outcomeOf, type ToolRun } from '@mcp-tasks/worker/run-tool';
-import { checkToolResult } from '@mcp-tasks/worker/tool-result';
+import { checkToolResult, outcomeOf, type ToolRun } from '@mcp-tasks/worker/internals';
 
 const tool = (retrySafe?: boolean) =>
   defineTool({

@@ -11,7 +11,7 @@ import {
   retryDelayMs,
 } from '@mcp-tasks/protocol';
 import { z } from 'zod';
-import { afterFailedRun, backoffStrategy, RetryLater, RunTimeoutError } from '@mcp-tasks/worker/scheduling';
+import { afterFailedRun, backoffStrategy, RetryLater, RunTimeoutError } from '@mcp-tasks/worker/internals';
 
 const retry = { attempts: 4, backoff: { type: 'exponential' as const, delayMs: 1000 }, maxDelayMs: 3000 };
 const NOW = Date.parse('2026-12-03T12:00:00.000Z');

@@ -13,7 +13,7 @@ import {
   redactSessionFields,
   sessionDigest,
 } from '@mcp-tasks/engine';
-import { loadWorkerConfig } from '@mcp-tasks/worker/config';
+import { loadWorkerConfig } from '@mcp-tasks/worker';
 import { configError } from '../support/config-error.ts';
 
 describe('secrets in configuration errors', () => {

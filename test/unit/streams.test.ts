@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { eventIdOf, parseEventId } from '@mcp-tasks/api/sse';
-import { WaitBudget } from '@mcp-tasks/worker/wait-budget';
+import { WaitBudget } from '@mcp-tasks/worker/internals';
 
 describe('SSE event ids', () => {
   it('round-trip the GET stream position and an answer stream origin', () => {

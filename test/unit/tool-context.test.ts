@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import type { Job } from 'bullmq';
 import { LocalError, LocalErrorCode, type TaskRecord } from '@mcp-tasks/protocol';
 import type { Logger, ToolJobData } from '@mcp-tasks/engine';
-import { createToolContext, type ContextDeps } from '@mcp-tasks/worker/tool-context';
+import { createToolContext, type ContextDeps } from '@mcp-tasks/worker/internals';
 
 describe('tool context', () => {
   // Deps that fail the test once the context is made: a refused request must not reach the session, the broker or

@@ -1,7 +1,7 @@
 // The worker's check of what a tool returned: its hand-written fast path must agree with CallToolResultSchema.
 import { expect } from 'chai';
 import { CallToolResultSchema } from '@mcp-tasks/protocol';
-import { checkToolResult } from '@mcp-tasks/worker/tool-result';
+import { checkToolResult } from '@mcp-tasks/worker/internals';
 
 class Result {
   content = [{ type: 'text', text: 'x' }];

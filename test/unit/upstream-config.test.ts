@@ -4,7 +4,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { isResendable, isToolAllowed, loadUpstreams, splitCommand } from '@mcp-tasks/worker/upstream-config';
+import { loadUpstreams } from '@mcp-tasks/worker';
+import { isResendable, isToolAllowed, splitCommand } from '@mcp-tasks/worker/internals';
 import { configError } from '../support/config-error.ts';
 
 function fileWith(content: unknown): string {

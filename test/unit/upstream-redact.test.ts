@@ -1,7 +1,7 @@
 // Issue 30: what an upstream writes to stderr (tokens, connection strings) reaches the worker's log masked, and a
 // client never (docs/gateway.md, "What a client sees").
 import { expect } from 'chai';
-import { knownSecrets, redactSecrets } from '@mcp-tasks/worker/upstream-redact';
+import { knownSecrets, redactSecrets } from '@mcp-tasks/worker/internals';
 
 describe('upstream stderr redaction', () => {
   it('masks URL passwords, auth schemes, named secrets and JWTs, and keeps the rest of the line', () => {
