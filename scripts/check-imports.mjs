@@ -2,8 +2,9 @@
 // `pnpm lint` runs this: the source modules' imports must form no cycle — type-only imports included, which
 // eslint's import-x/no-cycle skips — and must point down the layers docs/architecture.md draws: packages never
 // import apps, apps never import each other (but the installable package, which bundles them), and inside the api
-// the use cases (calls/) never import the wires or the transport, and a wire (wires/rev<date>/) never imports another.
-// Prints each cycle and each upward import with the files that make it, and exits 1.
+// the use cases (calls/) never import the wires or the transport, and a wire (wires/rev<date>/) never imports another;
+// and the Redis client library is the engine's alone. Prints each cycle, each upward import and each library
+// imported outside its owner, with the files that make it, and exits 1.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,6 +51,14 @@ const LAYERS = [
   { layer: 'apps/runner/', may: ['packages/', 'apps/'] },
 ];
 
+/**
+ * Libraries only one layer may import (type-only imports included). The engine owns Redis: every command the runner
+ * sends is the engine's, so the Redis client is too. The apps still hold connections (made by the engine's
+ * createRedis, passed to createEngine, pinged by the api's readiness probe) and name them by the engine's
+ * RedisClient type.
+ */
+const OWNED = [{ library: 'ioredis', owner: 'packages/engine/', why: "use the engine's RedisClient and createRedis" }];
+
 function sourceFiles() {
   const files = [];
   const walk = (dir) => {
@@ -79,11 +88,15 @@ const config = ts.readConfigFile(join(root, 'tsconfig.json'), ts.sys.readFile).c
 };
 const options = ts.parseJsonConfigFileContent(config, ts.sys, root).options;
 
-/** The modules of ours a file imports (value, type-only, re-exports and import() alike). */
+/** What a file imports, as written (value, type-only, re-exports and import() alike). */
+function specifiersOf(file) {
+  return ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles.map(({ fileName }) => fileName);
+}
+
+/** The modules of ours a file imports. */
 function importsOf(file, ours) {
-  const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
   const found = new Set();
-  for (const { fileName } of importedFiles) {
+  for (const fileName of specifiersOf(file)) {
     const resolved = ts.resolveModuleName(fileName, file, options, ts.sys).resolvedModule?.resolvedFileName;
     if (resolved && ours.has(resolved)) found.add(resolved);
   }
@@ -171,6 +184,12 @@ for (const [file, imports] of graph) {
   for (const to of imports) {
     const why = upward(name(file), name(to));
     if (why) problems.push(`upward import: ${name(file)} -> ${name(to)} (${why})`);
+  }
+  for (const specifier of specifiersOf(file)) {
+    const owned = OWNED.find(({ library }) => specifier === library || specifier.startsWith(`${library}/`));
+    if (owned && !name(file).startsWith(owned.owner)) {
+      problems.push(`${name(file)} imports ${specifier}: only ${owned.owner} may (${owned.why})`);
+    }
   }
 }
 if (problems.length > 0) {

@@ -94,12 +94,13 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
     expect(
       version,
       `BullMQ ${version} is installed, but create-task-6.lua writes the job layout of BullMQ ` +
-        `${BULLMQ_JOB_LAYOUT_VERSION}. Compare BullMQ's addPrioritizedJob-9.lua and its includes (storeJob, ` +
-        'getOrSetMaxEvents, isQueuePausedOrMaxed, addJobWithPriority) and the options Queue.add stores with what ' +
-        'create-task-6.lua and queue.ts scriptedJob write; and the lock, holder fields and stalled-job check that ' +
-        'queue.ts heldJobKeys and release-lost-3.lua rely on (moveToActive, moveStalledJobsToWait, ' +
-        'Worker.startStalledCheckTimer); run this file and lost-jobs.test.ts, then change BULLMQ_JOB_LAYOUT_VERSION ' +
-        '(packages/engine/src/queue.ts).',
+        `${BULLMQ_JOB_LAYOUT_VERSION}. Follow docs/bullmq-upgrade.md: compare BullMQ's addPrioritizedJob-9.lua and ` +
+        'its includes (storeJob, getOrSetMaxEvents, isQueuePausedOrMaxed, addJobWithPriority) and the options ' +
+        'Queue.add stores with what lua/include/bullmq-job.lua and bullmq/job-layout.ts scriptedJob write; the ' +
+        'lock, holder fields and stalled-job check that heldJobKeys and release-lost-3.lua rely on (moveToActive, ' +
+        'moveStalledJobsToWait, Worker.startStalledCheckTimer); the Worker internals ToolQueueWorker reaches ' +
+        '(mainLoop, processJob); run this file, tool-queue-worker.test.ts and lost-jobs.test.ts, then change ' +
+        'BULLMQ_JOB_LAYOUT_VERSION (packages/engine/src/bullmq/job-layout.ts).',
     ).to.equal(BULLMQ_JOB_LAYOUT_VERSION);
   });
 

@@ -5,8 +5,7 @@
 import { expect } from 'chai';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { KeySpace, LostJobs, workerConnectionName, workerInstance, workerOf } from '@mcp-tasks/engine';
-import { ToolQueueWorker } from '@mcp-tasks/worker/internals';
+import { KeySpace, LostJobs, ToolQueueWorker, workerConnectionName, workerInstance, workerOf } from '@mcp-tasks/engine';
 import { commandsDuring } from '../support/command-stats.ts';
 import { eventually, sleep } from '../support/mcp-client.ts';
 import { startRedisServer, type RedisServer, uniquePrefix } from '../support/redis-server.ts';

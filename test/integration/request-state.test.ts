@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { KeySpace } from '@mcp-tasks/engine';
+import { KeySpace, SigningKeys } from '@mcp-tasks/engine';
 import { ProtocolError } from '@mcp-tasks/protocol';
 import {
   REQUEST_STATE_TTL_MS,
@@ -53,7 +53,7 @@ describe('C26-MRTR-5: requestState signing keys (rotation, overlap, expiry, a lo
         };
       },
     });
-    return new RequestStateSigner(counted, (period) => keys.requestStateKey(period), {
+    return new RequestStateSigner(new SigningKeys(counted, keys), {
       rotationMs: ROTATION,
       overlapMs: OVERLAP,
       recheckMs: RECHECK,

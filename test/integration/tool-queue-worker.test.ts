@@ -1,4 +1,4 @@
-// ToolQueueWorker (apps/worker): settling a job tries to take the next one only while the queue has had more jobs
+// ToolQueueWorker (packages/engine/src/bullmq): settling a job tries to take the next one only while the queue has had more jobs
 // than the worker took. Counted with INFO commandstats on a Redis the test has to itself: RPOPLPUSH runs once per
 // look at the queue's wait list (a start, or the try to take a next job as one settles), whether it finds a job or
 // not; BullMQ's own Worker, beside it, is the reference.
@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { expect } from 'chai';
 import { Queue, Worker, type Job, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ToolQueueWorker } from '@mcp-tasks/worker/internals';
+import { ToolQueueWorker } from '@mcp-tasks/engine';
 import { commandsDuring } from '../support/command-stats.ts';
 import { startRedisServer, type RedisServer, uniquePrefix } from '../support/redis-server.ts';
 

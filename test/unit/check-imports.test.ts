@@ -1,4 +1,5 @@
-// scripts/check-imports.mjs, run by `pnpm lint`: no import cycle (type-only imports included) and no upward import.
+// scripts/check-imports.mjs, run by `pnpm lint`: no import cycle (type-only imports included), no upward import, and
+// no Redis client outside the engine.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 
@@ -41,5 +42,12 @@ describe('import rules (scripts/check-imports.mjs, part of pnpm lint)', function
         'must not import apps/api/src/wires/rev2026-07-28/serve.ts: the use cases read it, and they never learn ' +
         'which revision asked)',
     );
+  });
+
+  it('fails on ioredis imported outside packages/engine, a type-only import included', () => {
+    const { status, output } = check('test/fixtures/imports/redis');
+    expect(status).to.equal(1);
+    expect(output).to.contain('apps/api/src/calls/plain.ts imports ioredis: only packages/engine/ may');
+    expect(output).to.not.contain('packages/engine/src/redis.ts imports');
   });
 });

@@ -69,6 +69,14 @@ interface Script {
 }
 
 const INCLUDE_DIR = new URL('include/', LUA_DIR);
+/** The TypeScript side of the verdicts' names (read as text: the engine's internals are not importable here). */
+const TS_REPLIES = new URL('../script-replies.ts', LUA_DIR);
+
+/** The names and values of a table of verdicts, one `NAME<sep> 'value',` a line. */
+function table(text: string, separator: '=' | ':'): Record<string, string> {
+  const line = new RegExp(`^\\s+([A-Z_]+)\\s?${separator} '([a-z-]+)',$`, 'gm');
+  return Object.fromEntries([...text.matchAll(line)].map(([, name, value]) => [name as string, value as string]));
+}
 const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
 
 interface Include {
@@ -235,6 +243,44 @@ describe('the Lua scripts', () => {
       expect(body, `include/${name}.lua takes no ARGV: its callers hand it what it needs`).to.not.match(/ARGV/);
       for (const [, fn] of body.matchAll(/^local function (\w+)\(/gm)) {
         expect(header, `include/${name}.lua: ${fn as string}`).to.include(`${fn as string}(`);
+      }
+    }
+  });
+
+  it('name their verdicts: lua/include/replies.lua and script-replies.ts hold the same names and values', () => {
+    const { body } = opened(new URL('replies.lua', INCLUDE_DIR), 'include/replies.lua');
+    const lua = table(/local Reply = \{([\s\S]*?)\n\}/.exec(body)?.[1] ?? '', '=');
+    const ts = table(
+      /export const Reply = \{([\s\S]*?)\n\} as const;/.exec(readFileSync(TS_REPLIES, 'utf8'))?.[1] ?? '',
+      ':',
+    );
+    expect(Object.keys(lua).length, 'include/replies.lua names verdicts').to.be.above(10);
+    expect(ts).to.deep.equal(lua);
+    expect(new Set(Object.values(lua)).size, 'each verdict has one name').to.equal(Object.keys(lua).length);
+  });
+
+  it('answer a verdict only by its name, first in the reply, and list in their header each verdict they answer', () => {
+    const { body: replies } = opened(new URL('replies.lua', INCLUDE_DIR), 'include/replies.lua');
+    const Reply = table(replies, '=');
+    const units = [
+      ...scripts().map(({ file, header, own }) => ({ label: file, header, own })),
+      ...includes().map(({ name, header, body }) => ({ label: `include/${name}.lua`, header, own: body })),
+    ];
+    for (const { label, header, own } of units) {
+      // A string answered as it is, or first in a table: a verdict not named. A number first in a table other than
+      // a yes or no (1, 0) or a variable: a verdict code.
+      expect(own, `${label}: answers a string of its own (a verdict: Reply.<NAME>)`).to.not.match(
+        /return \{?\s*'|return \{?\s*"/,
+      );
+      expect(own, `${label}: answers a verdict code (a verdict: Reply.<NAME>)`).to.not.match(/return \{\s*(?:-|[2-9])/);
+      const used = [...new Set([...own.matchAll(/\bReply\.(\w+)/g)].map((match) => match[1] as string))];
+      if (used.length > 0) {
+        expect(own, `${label}: includes the names it answers`).to.include('--- @include "replies"');
+      }
+      for (const name of used) {
+        const value = Reply[name];
+        expect(value, `${label}: Reply.${name} is a name of include/replies.lua`).to.be.a('string');
+        expect(header, `${label}: its header lists the verdict "${value}" (Reply.${name})`).to.include(`"${value}"`);
       }
     }
   });

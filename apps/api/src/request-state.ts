@@ -8,7 +8,7 @@
 // Beside the services (context.ts), not in the 2026-07-28 wire that alone uses it: ApiServices carries the signer,
 // and the use cases, which read ApiServices, must not depend on a wire.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { RedisClient } from '@mcp-tasks/engine';
+import type { SigningKeys } from '@mcp-tasks/engine';
 import { canonicalJson, ErrorCode, ProtocolError } from '@mcp-tasks/protocol';
 
 export interface RequestState {
@@ -54,9 +54,8 @@ export class RequestStateSigner {
   readonly #now: () => number;
 
   constructor(
-    private readonly redis: RedisClient,
-    /** The Redis key of a period's signing key (KeySpace.requestStateKey). */
-    private readonly keyOf: (period: number) => string,
+    /** Where the periods' keys are kept (the engine's, shared by every replica). */
+    private readonly keys: SigningKeys,
     private readonly timing: SigningKeyTiming,
   ) {
     this.#now = timing.now ?? Date.now;
@@ -156,14 +155,12 @@ export class RequestStateSigner {
   }
 
   async #readFromRedis(period: number, create: boolean): Promise<KnownKey> {
-    const name = this.keyOf(period);
-    let stored = await this.redis.get(name);
-    if (stored === null && create) {
-      // The first replica to sign in a period creates its key; a concurrent one keeps the first (NX) and reads it.
+    let stored = await this.keys.read(period);
+    if (stored === undefined && create) {
+      // The first replica to sign in a period creates its key; a concurrent one keeps the first and reads it.
       const fresh = `${randomBytes(6).toString('hex')}:${randomBytes(32).toString('base64')}`;
       const lifetime = Math.max(1, this.#retiresAt(period) - this.#now());
-      await this.redis.set(name, fresh, 'PX', lifetime, 'NX');
-      stored = await this.redis.get(name);
+      stored = await this.keys.create(period, fresh, lifetime);
     }
     const now = this.#now();
     const key = parseKey(stored, now);
@@ -178,7 +175,7 @@ export class RequestStateSigner {
   }
 }
 
-function parseKey(stored: string | null, readAt: number): KnownKey {
+function parseKey(stored: string | undefined, readAt: number): KnownKey {
   const colon = stored?.indexOf(':') ?? -1;
   if (!stored || colon <= 0) return { readAt };
   return { generation: stored.slice(0, colon), secret: Buffer.from(stored.slice(colon + 1), 'base64'), readAt };

@@ -97,8 +97,7 @@ export async function apiServices(
     sessions: engine.sessions,
     tasks: engine.tasks,
     plainCalls: new PlainCalls({
-      redis,
-      keys,
+      calls: engine.sessionCalls,
       store,
       tasks: engine.tasks,
       events: engine.events,
@@ -109,7 +108,7 @@ export async function apiServices(
       prefix: config.TASK_HANDLE_TOOL_PREFIX,
     }),
     tools: new ApiTools(catalogView, engine.arguments, config.CATALOG_EMPTY_WAIT_MS),
-    requestStates: new RequestStateSigner(redis, (period) => keys.requestStateKey(period), {
+    requestStates: new RequestStateSigner(engine.signingKeys, {
       rotationMs: config.REQUEST_STATE_KEY_ROTATION_MS,
       overlapMs: config.REQUEST_STATE_KEY_OVERLAP_MS,
       recheckMs: config.REQUEST_STATE_KEY_RECHECK_MS,

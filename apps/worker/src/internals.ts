@@ -8,7 +8,6 @@ export { DurableRun } from './durable-run.ts';
 export { outcomeOf, type ToolRun } from './run-tool.ts';
 export { afterFailedRun, backoffStrategy, RetryLater, RunTimeoutError } from './scheduling.ts';
 export { createToolContext, type ContextDeps } from './tool-context.ts';
-export { ToolQueueWorker } from './tool-queue-worker.ts';
 export { checkToolResult } from './tool-result.ts';
 export { isResendable, isToolAllowed, splitCommand } from './upstream/config.ts';
 export { knownSecrets, redactSecrets } from './upstream/redact.ts';

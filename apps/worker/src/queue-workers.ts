@@ -4,12 +4,13 @@
 import type { Queue } from 'bullmq';
 import {
   isConnectionError,
-  TOOL_QUEUE_NAME,
   type Logger,
   type RedisClient,
   type RedisConnectionLog,
   type TaskStore,
+  TOOL_QUEUE_NAME,
   type ToolJobData,
+  ToolQueueWorker,
 } from '@mcp-tasks/engine';
 import { isTerminal, lostSettlement } from '@mcp-tasks/protocol';
 import type { WorkerConfig } from './config.ts';
@@ -17,7 +18,6 @@ import type { RunEventEmitter } from './run-events.ts';
 import { AbortReason, type RunningTasks } from './running-tasks.ts';
 import { backoffStrategy } from './scheduling.ts';
 import type { ServedTools } from './served-tools.ts';
-import { ToolQueueWorker } from './tool-queue-worker.ts';
 import type { SlotLender, WaitBudget } from './wait-budget.ts';
 
 type Processor = ConstructorParameters<typeof ToolQueueWorker<ToolJobData>>[1];

@@ -30,9 +30,12 @@ import { ExternalTasks } from './external.ts';
 import { ExternalQueues } from './external-queues.ts';
 import { InputBroker } from './input-broker.ts';
 import { KeySpace } from './keys.ts';
-import { checkJobLayoutVersion, createToolQueue, installedBullmqVersion, type ToolJobData } from './queue.ts';
+import { checkJobLayoutVersion, installedBullmqVersion } from './bullmq/index.ts';
+import { createToolQueue, type ToolJobData } from './queue.ts';
 import type { RedisClient } from './redis.ts';
+import { SessionCalls } from './session-calls.ts';
 import { SessionStore } from './sessions.ts';
+import { SigningKeys } from './signing-keys.ts';
 import { Subscriber } from './subscriber.ts';
 import { TaskAdmin } from './task-admin.ts';
 import { TaskService, type TaskTiming } from './task-service.ts';
@@ -76,6 +79,10 @@ export interface Engine {
   keys: KeySpace;
   store: TaskStore;
   sessions: SessionStore;
+  /** The plain calls of each session by JSON-RPC request id, for notifications/cancelled (the api's). */
+  sessionCalls: SessionCalls;
+  /** The keys that sign the 2026-07-28 wire's requestStates, one per rotation period (the api's). */
+  signingKeys: SigningKeys;
   events: SessionEvents;
   subscriber: Subscriber;
   inputs: InputBroker;
@@ -187,6 +194,8 @@ export function createEngine(connections: EngineConnections, config: EngineConfi
       maxPerPrincipal: config.MAX_SESSIONS_PER_PRINCIPAL ?? 0,
       maxPerAddress: config.MAX_SESSIONS_PER_ADDRESS ?? 0,
     }),
+    sessionCalls: new SessionCalls(redis, keys),
+    signingKeys: new SigningKeys(redis, keys),
     events,
     subscriber,
     // A parked input request's answer wakes its task's job (docs/durable-execution.md, "Waiting for the client").

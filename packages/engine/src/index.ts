@@ -60,14 +60,8 @@ export {
   metricsWarning,
 } from './metrics-access.ts';
 export { OwnerCaps, type RunClaim } from './owner-caps.ts';
-export {
-  BULLMQ_JOB_LAYOUT_VERSION,
-  createToolQueue,
-  TOOL_QUEUE_NAME,
-  type ToolJobData,
-  toolJobOptions,
-  type UpstreamTaskRef,
-} from './queue.ts';
+export { BULLMQ_JOB_LAYOUT_VERSION, ToolQueueWorker } from './bullmq/index.ts';
+export { createToolQueue, TOOL_QUEUE_NAME, type ToolJobData, toolJobOptions, type UpstreamTaskRef } from './queue.ts';
 export {
   type RateCharge,
   RateLimiter,
@@ -128,7 +122,9 @@ export { loadSchedulingSettings, SchedulingEnvSchema, type SchedulingSettings } 
 export { SessionEvents, type StreamEvent, type StreamMessage } from './session-events.ts';
 export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
 export { type RequestContextRecord } from './request-context.ts';
+export { type SessionCalls } from './session-calls.ts';
 export { type Session, type SessionAdmission, SessionCap, SessionStore } from './sessions.ts';
+export { SigningKeys } from './signing-keys.ts';
 export { parseControlMessage } from './stop-task-work.ts';
 export { Subscriber, type Waiter, type WakeOn } from './subscriber.ts';
 export {

@@ -15,6 +15,7 @@ import {
 import type { SessionEvents } from './session-events.ts';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
+import { Reply } from './script-replies.ts';
 import { RedisScripts } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
 import type { TaskStore, TransitionResult } from './records/store.ts';
@@ -274,8 +275,9 @@ export class InputBroker {
       channel: this.keys.inputChannel(id),
     });
     // No worker waits for a parked request: its task's job is woken, and its next attempt takes the answer.
-    if (verdict === 1 && parked && this.wake) await this.wake(parked.taskId, parked.queue);
-    return verdict === 1 ? 'accepted' : verdict === 2 ? 'already-answered' : 'unknown';
+    if (verdict === Reply.ACCEPTED && parked && this.wake) await this.wake(parked.taskId, parked.queue);
+    if (verdict === Reply.ANSWERED) return 'already-answered';
+    return verdict;
   }
 }
 

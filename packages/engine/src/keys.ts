@@ -72,7 +72,7 @@ export class KeySpace {
     return `${this.prefix}:ext-cursor:${queue}`;
   }
 
-  /** Hash: JSON-RPC request id -> record id of the session's unanswered plain tools/calls (api plain-calls.ts). */
+  /** Hash: JSON-RPC request id -> record id of the session's unanswered plain tools/calls (session-calls.ts). */
   sessionCalls(sessionId: string): string {
     return `${this.prefix}:session:${sessionId}:calls`;
   }
@@ -98,7 +98,7 @@ export class KeySpace {
   /**
    * String: the HMAC key (`<generation>:<secret>`) that signs MRTR requestStates (2026-07-28) during one rotation
    * period (`period` = its number), shared by every api replica; it expires when its states may no longer be
-   * verified (apps/api/src/request-state.ts).
+   * verified (signing-keys.ts; the api's request-state signer).
    */
   requestStateKey(period: number): string {
     return `${this.prefix}:request-state-key:${period}`;

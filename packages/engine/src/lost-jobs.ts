@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import type { KeySpace } from './keys.ts';
-import { heldJobKeys, HOLDER_FIELDS } from './queue.ts';
+import { heldJobKeys, HOLDER_FIELDS } from './bullmq/index.ts';
 import type { RedisClient } from './redis.ts';
 import { RedisScripts } from './scripts.ts';
 

@@ -9,11 +9,13 @@
 // field `key`, or a table `keys` of them), computed here (ScriptKeys), so that no script computes a key's position
 // and none touches a key it was not given. A line `--- @include "<name>"` is replaced by `lua/include/<name>.lua`
 // (BullMQ's scripts include theirs the same way; an include may include others, each lands once): Lua code shared by
-// several scripts.
+// several scripts. A script that decides answers a verdict, a name of Reply (script-replies.ts, the same table as
+// lua/include/replies.lua), first in its reply; the methods here read it by that name.
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TaskStatus, WaitKind } from '@mcp-tasks/protocol';
 import type { RedisClient } from './redis.ts';
 import { type OpeningCall, type Opened, openedOf, openingArgs, type RateBucket } from './request-opening.ts';
+import { Reply } from './script-replies.ts';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 const INCLUDE_DIR = new URL('./include/', LUA_DIR);
@@ -334,6 +336,15 @@ export type SaveDurableReply =
   | { verdict: 'full'; count: number }
   | { verdict: 'over'; bytes: number };
 
+/** How answer-input-1.lua answered. */
+export type AnswerInputVerdict = typeof Reply.ACCEPTED | typeof Reply.UNKNOWN | typeof Reply.ANSWERED;
+
+/** How create-session-6.lua answered: created, or refused by a rate bucket (1 or 2) or a cap. */
+export type CreateSessionReply =
+  | { verdict: typeof Reply.CREATED }
+  | { verdict: typeof Reply.RATE_LIMITED; bucket: number }
+  | { verdict: typeof Reply.OWNER_CAP | typeof Reply.ADDRESS_CAP; count: number };
+
 export interface TouchSessionCall extends OpeningCall {
   /** The caller holds the session's fields: only its existence is checked (and its timer restarted). */
   known?: boolean;
@@ -445,35 +456,36 @@ export class RedisScripts {
         maxChildren: parent.maxChildren,
       },
       resume: resume && { keys: keys.named(resume.keys), taskId: resume.taskId, drop: resume.drop },
-    })) as [number, number | string, (number | string)?];
+    })) as [Reply, number | string, (number | string)?];
     switch (verdict) {
-      case -1: {
+      case Reply.NOT_OPENED: {
         const opened = openedOf(first);
         if (opened === 0) throw new Error('create-task-6.lua refused an opening with 0');
         return { opened };
       }
-      case 0:
+      case Reply.OWNER_LIMIT:
         return { opened: 0, verdict: 'owner-limit', count: Number(first) };
-      case 2:
-      case 3:
-      case 4:
-        return { opened: 0, verdict: 'existing', taskId: String(first), sameCall: verdict === 2 };
-      case -2:
+      case Reply.SAME_CALL:
+      case Reply.OTHER_CALL:
+        return { opened: 0, verdict: 'existing', taskId: String(first), sameCall: verdict === Reply.SAME_CALL };
+      case Reply.PARENT_REFUSED:
         return {
           opened: 0,
           verdict: 'parent-refused',
           reason: first as ParentRefusal,
           detail: second === undefined ? undefined : String(second),
         };
-      case -3:
+      case Reply.RESUME_REFUSED:
         return {
           opened: 0,
           verdict: 'resume-refused',
           reason: first as ResumeRefusal,
           detail: second === undefined ? undefined : String(second),
         };
-      default:
+      case Reply.CREATED:
         return { opened: 0, verdict: 'created', count: Number(first), priority: Number(second ?? 0) };
+      default:
+        throw new Error(`create-task-6.lua answered ${String(verdict)}`);
     }
   }
 
@@ -489,16 +501,16 @@ export class RedisScripts {
       args,
     )) as [SaveDurableReply['verdict'], string?];
     switch (verdict) {
-      case 'ok':
-      case 'missing':
+      case Reply.OK:
+      case Reply.MISSING:
         return { verdict };
-      case 'exists':
+      case Reply.EXISTS:
         return { verdict, value: String(detail) };
-      case 'ended':
+      case Reply.ENDED:
         return { verdict, status: detail as TaskStatus };
-      case 'stale':
+      case Reply.STALE:
         return { verdict, attempt: Number(detail) };
-      case 'over':
+      case Reply.OVER:
         return { verdict, bytes: Number(detail) };
       default:
         return { verdict, count: Number(detail) };
@@ -545,24 +557,24 @@ export class RedisScripts {
       unchangedSince,
       run: call.run,
       webhooks: call.webhooks,
-    })) as [string, string?, string?, ...string[]];
+    })) as [Reply, string?, string?, ...string[]];
     switch (verdict) {
-      case 'ok':
+      case Reply.OK:
         // The move that starts an attempt also says whether the task keeps durable state (transition-8.lua).
         if (begin) return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b), durable: rest[0] === '1' };
         return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
-      case 'unchanged':
+      case Reply.UNCHANGED:
         return { verdict, status: a as TaskStatus, lastUpdatedAt: Number(b) };
-      case 'missing':
+      case Reply.MISSING:
         return { verdict };
-      case 'stale':
+      case Reply.STALE:
         return { verdict, current: a as TaskStatus, attempt: Number(b) };
-      case 'changed':
+      case Reply.CHANGED:
         return { verdict, current: a as TaskStatus };
-      case 'withdraw':
+      case Reply.WITHDRAW:
         return { verdict, requestIds: [a, b, ...rest].filter((id) => id !== undefined) };
       default:
-        return { verdict: 'rejected', current: a as TaskStatus };
+        return { verdict: Reply.REJECTED, current: a as TaskStatus };
     }
   }
 
@@ -579,12 +591,12 @@ export class RedisScripts {
   /** settle-webhook-4.lua: one attempt of a task's webhook delivery, while the caller's claim holds. */
   async settleWebhook(call: SettleWebhookCall): Promise<'ok' | 'lost'> {
     const { keys, ...args } = call;
-    const reply = await this.#run(
+    const [verdict] = (await this.#run(
       'settleWebhook',
       new ScriptKeys([keys.due, keys.outbox, keys.log, keys.counters]),
       args,
-    );
-    return reply === 'ok' ? 'ok' : 'lost';
+    )) as [Reply];
+    return verdict === Reply.OK ? Reply.OK : Reply.LOST;
   }
 
   /**
@@ -725,23 +737,23 @@ export class RedisScripts {
     })) as string[];
   }
 
-  /** answer-input-1.lua: 1 accepted, 0 no such request for this session or owner, 2 answered already. */
+  /** answer-input-1.lua: accepted, unknown (no such request for this session or owner), or answered already. */
   async answerInput(call: {
     keys: { request: string };
     sessionId: string;
     owner: string;
     answer: string;
     channel: string;
-  }): Promise<{ verdict: number; parked?: { taskId: string; queue: string } }> {
+  }): Promise<{ verdict: AnswerInputVerdict; parked?: { taskId: string; queue: string } }> {
     const { sessionId, owner, answer, channel } = call;
-    const reply = (await this.#run('answerInput', new ScriptKeys([call.keys.request]), {
+    const [verdict, taskId, queue] = (await this.#run('answerInput', new ScriptKeys([call.keys.request]), {
       sessionId,
       owner,
       answer,
       channel,
-    })) as number | [number, string, string];
-    if (!Array.isArray(reply)) return { verdict: reply };
-    return { verdict: reply[0], parked: { taskId: reply[1], queue: reply[2] } };
+    })) as [AnswerInputVerdict, string?, string?];
+    if (taskId === undefined || queue === undefined) return { verdict };
+    return { verdict, parked: { taskId, queue } };
   }
 
   /** claim-delivery-1.lua: whether streams of kind `via` deliver the input request. */
@@ -768,16 +780,16 @@ export class RedisScripts {
 
   /**
    * create-session-6.lua: stores the session after its initialize rate limits and the caps on live sessions admit
-   * it. `refused`: 0 created, 1 or 2 the principal's or the address's rate limit, 3 or 4 the owner's or the
+   * it; refused by the principal's (bucket 1) or the address's (bucket 2) rate limit, or the owner's or the
    * address's cap (`count`: the live sessions it holds).
    */
-  async createSession(call: CreateSessionCall): Promise<{ refused: number; count: number }> {
+  async createSession(call: CreateSessionCall): Promise<CreateSessionReply> {
     const { keys, buckets } = call;
     const [principalBucket, addressBucket] = buckets;
     if (buckets.length !== 2 || !principalBucket || !addressBucket) {
       throw new Error('createSession: exactly two rate buckets');
     }
-    const [refused, count] = (await this.#run(
+    const [verdict, detail] = (await this.#run(
       'createSession',
       new ScriptKeys([
         keys.session,
@@ -800,8 +812,15 @@ export class RedisScripts {
         refusalCounters: call.refusalCounters,
         fields: Object.entries(call.fields).flat(),
       },
-    )) as [number, number];
-    return { refused: Number(refused), count: Number(count) };
+    )) as [CreateSessionReply['verdict'], number?];
+    switch (verdict) {
+      case Reply.CREATED:
+        return { verdict };
+      case Reply.RATE_LIMITED:
+        return { verdict, bucket: Number(detail) };
+      default:
+        return { verdict, count: Number(detail) };
+    }
   }
 
   /** refresh-session-3.lua: keeps a session in use counted under its caps; false when the session is gone. */
@@ -843,13 +862,13 @@ export class RedisScripts {
     limit: number;
   }): Promise<{ opened: boolean; count: number }> {
     const { streamId, now, leaseMs, limit } = call;
-    const [opened, count] = (await this.#run('acquireConnectionSlot', new ScriptKeys([call.keys.streams]), {
+    const [verdict, count] = (await this.#run('acquireConnectionSlot', new ScriptKeys([call.keys.streams]), {
       streamId,
       now,
       leaseMs,
       limit,
-    })) as [number, number];
-    return { opened: opened === 1, count };
+    })) as [Reply, number];
+    return { opened: verdict === Reply.OK, count };
   }
 
   /** compare-and-set-1.lua: sets (or, without `value`, deletes) the key if it holds `expected` (absent: no key). */
@@ -860,11 +879,12 @@ export class RedisScripts {
     ttlMs?: number;
   }): Promise<{ done: true } | { done: false; current: string | undefined }> {
     const { expected, value, ttlMs } = call;
-    const [done, current] = (await this.#run('compareAndSet', new ScriptKeys([call.keys.key]), {
+    const [verdict, current] = (await this.#run('compareAndSet', new ScriptKeys([call.keys.key]), {
       ...(expected !== undefined ? { expected } : {}),
       ...(value !== undefined ? { value, ttlMs: ttlMs ?? 0 } : {}),
-    })) as [number, string | null | undefined];
-    return done === 1 ? { done: true } : { done: false, current: typeof current === 'string' ? current : undefined };
+    })) as [Reply, string | null | undefined];
+    if (verdict === Reply.OK) return { done: true };
+    return { done: false, current: typeof current === 'string' ? current : undefined };
   }
 
   /** publish-catalog-4.lua: a worker's catalog entries, unless one conflicts with a live definition. */
@@ -885,9 +905,9 @@ export class RedisScripts {
       publisher,
       instance,
       entries,
-    })) as [string, number | string, string?];
-    if (reply[0] === 'conflict') return { verdict: 'conflict', name: String(reply[1]), live: String(reply[2]) };
-    return { verdict: 'ok', changed: reply[1] === 1 };
+    })) as [Reply, number | string, string?];
+    if (reply[0] === Reply.CONFLICT) return { verdict: Reply.CONFLICT, name: String(reply[1]), live: String(reply[2]) };
+    return { verdict: Reply.OK, changed: reply[1] === 1 };
   }
 
   /** withdraw-catalog-4.lua: a stopping worker's entries that no other live worker serves; how many went. */
@@ -913,15 +933,15 @@ export class RedisScripts {
     principal: string;
   }): Promise<{ admitted: boolean; runningAll: number; runningTool: number }> {
     const { member, now, leaseMs, capAll, capTool, principal } = call;
-    const [admitted, runningAll, runningTool] = (await this.#run('admitRun', runKeys(call.keys), {
+    const [verdict, runningAll, runningTool] = (await this.#run('admitRun', runKeys(call.keys), {
       member,
       now,
       leaseMs,
       capAll,
       capTool,
       principal,
-    })) as [number, number, number];
-    return { admitted: admitted === 1, runningAll, runningTool };
+    })) as [Reply, number, number];
+    return { admitted: verdict === Reply.OK, runningAll, runningTool };
   }
 
   /** Ends a principal's run; answers its longest-parked job to start, if any (release-run-4.lua). */
@@ -938,7 +958,7 @@ export class RedisScripts {
       'parkWait',
       new ScriptKeys([keys.record, keys.durable, keys.signals, keys.waiting]),
       args,
-    )) as [string, string?];
+    )) as [Reply, string?];
     return waitReply(reply) as ParkWaitReply;
   }
 
@@ -949,17 +969,17 @@ export class RedisScripts {
       'signalTask',
       new ScriptKeys([keys.record, keys.durable, keys.signals, keys.waiting]),
       args,
-    )) as [string, string?];
+    )) as [Reply, string?];
     switch (verdict) {
-      case 'delivered':
+      case Reply.DELIVERED:
         return { verdict, tool: String(detail) };
-      case 'kept':
-      case 'full':
+      case Reply.KEPT:
+      case Reply.FULL:
         return { verdict, count: Number(detail) };
-      case 'ended':
+      case Reply.ENDED:
         return { verdict, status: detail as TaskStatus };
       default:
-        return { verdict: 'missing' };
+        return { verdict: Reply.MISSING };
     }
   }
 
@@ -970,17 +990,14 @@ export class RedisScripts {
       'takeInput',
       new ScriptKeys([keys.record, keys.durable, keys.request, keys.sessionInputs]),
       args,
-    )) as [string, string?];
+    )) as [Reply, string?];
     return waitReply(reply) as TakeInputReply;
   }
 
   /** note-tries-2.lua: the failed tries of a step with a retry policy of its own. */
   async noteTries(call: NoteTriesCall): Promise<DurableRefusalReply | { verdict: 'ok' }> {
     const { keys, ...args } = call;
-    const reply = (await this.#run('noteTries', new ScriptKeys([keys.record, keys.durable]), args)) as [
-      string,
-      string?,
-    ];
+    const reply = (await this.#run('noteTries', new ScriptKeys([keys.record, keys.durable]), args)) as [Reply, string?];
     return waitReply(reply) as DurableRefusalReply | { verdict: 'ok' };
   }
 
@@ -1083,19 +1100,19 @@ export interface NoteTriesCall {
 }
 
 /** The reply of a wait script (park-wait-4.lua, take-input-4.lua, note-tries-2.lua) as a value. */
-function waitReply([verdict, detail]: [string, string?]): Record<string, unknown> & { verdict: string } {
+function waitReply([verdict, detail]: [Reply, string?]): Record<string, unknown> & { verdict: Reply } {
   switch (verdict) {
-    case 'resolved':
-    case 'withdrawn':
+    case Reply.RESOLVED:
+    case Reply.WITHDRAWN:
       return { verdict, value: String(detail) };
-    case 'parked':
+    case Reply.PARKED:
       return { verdict, until: Number(detail) };
-    case 'ended':
+    case Reply.ENDED:
       return { verdict, status: detail };
-    case 'stale':
+    case Reply.STALE:
       return { verdict, attempt: Number(detail) };
-    case 'full':
-    case 'too-many':
+    case Reply.FULL:
+    case Reply.TOO_MANY:
       return { verdict, count: Number(detail) };
     default:
       return { verdict };

@@ -5,6 +5,7 @@ import type { KeySpace } from './keys.ts';
 import { SecurityEvent, type RateCharge } from './rate-limiter.ts';
 import type { RedisClient } from './redis.ts';
 import { type Opened, type OpeningCall, RequestOpening } from './request-opening.ts';
+import { Reply } from './script-replies.ts';
 import { RedisScripts } from './scripts.ts';
 
 export interface Session {
@@ -104,7 +105,7 @@ export class SessionStore {
       ...(maxPerPrincipal > 0 || maxPerAddress > 0 ? { countedUntil: String(countedUntil) } : {}),
     };
     const { charge } = origin;
-    const { refused } = await this.#scripts.createSession({
+    const reply = await this.#scripts.createSession({
       keys: {
         session: this.keys.session(session.sessionId),
         ownerSessions: this.keys.ownerSessions(session.owner),
@@ -122,10 +123,16 @@ export class SessionStore {
       refusalCounters: { rate: charge.refusalCounters.hit, cap: SecurityEvent.LimitExceeded },
       fields,
     });
-    if (refused === 0) return { ok: true };
-    if (refused === 3) return { ok: false, cap: SessionCap.PerPrincipal, max: maxPerPrincipal };
-    if (refused === 4) return { ok: false, cap: SessionCap.PerAddress, max: maxPerAddress };
-    return { ok: false, refusedBucket: refused };
+    switch (reply.verdict) {
+      case Reply.CREATED:
+        return { ok: true };
+      case Reply.OWNER_CAP:
+        return { ok: false, cap: SessionCap.PerPrincipal, max: maxPerPrincipal };
+      case Reply.ADDRESS_CAP:
+        return { ok: false, cap: SessionCap.PerAddress, max: maxPerAddress };
+      default:
+        return { ok: false, refusedBucket: reply.bucket };
+    }
   }
 
   /**

@@ -4,12 +4,12 @@
 // hand-out of a call still running at its handle deadline (a task handle: the record becomes a task the client
 // follows with the handle tools, calls/handles.ts); awaiting one is the one wait of calls/await-task.ts. The entry of
 // a call leaves the session's hash when the call ends or is handed out.
-import type { KeySpace, RedisClient, SessionEvents, TaskService, TaskStore } from '@mcp-tasks/engine';
+import type { SessionCalls, SessionEvents, TaskService, TaskStore } from '@mcp-tasks/engine';
 import { CallGoneError, isTerminal, TaskKind, type JsonRpcId, type TaskRecord } from '@mcp-tasks/protocol';
 
 export interface PlainCallsDeps {
-  redis: RedisClient;
-  keys: KeySpace;
+  /** The session's calls by request id (the engine's). */
+  calls: SessionCalls;
   store: TaskStore;
   tasks: TaskService;
   events: SessionEvents;
@@ -93,8 +93,7 @@ export class PlainCalls {
    * it. Unknown ids, another owner's call and ended calls are ignored (answers true when a call was cancelled).
    */
   async cancel(session: { sessionId: string; owner: string }, requestId: JsonRpcId, reason: string): Promise<boolean> {
-    const key = this.deps.keys.sessionCalls(session.sessionId);
-    const taskId = await this.deps.redis.hget(key, JSON.stringify(requestId));
+    const taskId = await this.deps.calls.taskOf(session.sessionId, JSON.stringify(requestId));
     if (!taskId) return false;
     await this.#forget(session.sessionId, requestId);
     const record = await this.deps.store.get(taskId);
@@ -103,22 +102,12 @@ export class PlainCalls {
     return true;
   }
 
-  /**
-   * Files the call under its request id, for notifications/cancelled. The hash lives as long as its longest-lived
-   * call may (NX sets the first expiry, GT only ever extends it): a short call never cuts a longer one's entry
-   * short, and the entries themselves leave as their calls end.
-   */
-  async file(record: TaskRecord, requestId: JsonRpcId): Promise<void> {
-    const key = this.deps.keys.sessionCalls(record.sessionId);
-    await this.deps.redis
-      .multi()
-      .hset(key, JSON.stringify(requestId), record.taskId)
-      .pexpire(key, record.ttl, 'NX')
-      .pexpire(key, record.ttl, 'GT')
-      .exec();
+  /** Files the call under its request id (as JSON: 1 and "1" differ), for notifications/cancelled. */
+  file(record: TaskRecord, requestId: JsonRpcId): Promise<void> {
+    return this.deps.calls.remember(record.sessionId, JSON.stringify(requestId), record.taskId, record.ttl);
   }
 
-  async #forget(sessionId: string, requestId: JsonRpcId): Promise<void> {
-    await this.deps.redis.hdel(this.deps.keys.sessionCalls(sessionId), JSON.stringify(requestId));
+  #forget(sessionId: string, requestId: JsonRpcId): Promise<void> {
+    return this.deps.calls.forget(sessionId, JSON.stringify(requestId));
   }
 }

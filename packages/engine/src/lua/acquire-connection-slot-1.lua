@@ -11,14 +11,15 @@
     leaseMs   the lease's length, ms
     limit     the most streams the session may have open
 
-  Returns {1, count} when opened (count includes this stream), {0, count} when the session is at the limit.
+  Returns {"ok", count} when opened (count includes this stream), {"full", count} when the session is at the limit.
 ]]
+--- @include "replies"
 local args = cjson.decode(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', args.now)
 local count = redis.call('ZCARD', KEYS[1])
 if count >= args.limit then
-  return {0, count}
+  return {Reply.FULL, count}
 end
 redis.call('ZADD', KEYS[1], args.now + args.leaseMs, args.streamId)
 redis.call('PEXPIRE', KEYS[1], args.leaseMs * 2)
-return {1, count + 1}
+return {Reply.OK, count + 1}

@@ -16,9 +16,10 @@
     capTool    the cap for this tool (0: none)
     principal  the principal
 
-  Returns {1, runningAll, runningTool} when admitted (counts include this run), {0, runningAll, runningTool} when
-  parked.
+  Returns {"ok", runningAll, runningTool} when admitted (counts include this run), {"parked", runningAll,
+  runningTool} when parked.
 ]]
+--- @include "replies"
 local args = cjson.decode(ARGV[1])
 local member, now = args.member, args.now
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -31,7 +32,7 @@ if redis.call('ZSCORE', KEYS[2], member) then tool = tool - 1 end
 if (args.capAll > 0 and all >= args.capAll) or (args.capTool > 0 and tool >= args.capTool) then
   redis.call('ZADD', KEYS[3], 'NX', now, member)
   redis.call('SADD', KEYS[4], args.principal)
-  return {0, all, tool}
+  return {Reply.PARKED, all, tool}
 end
 local lease = args.leaseMs
 redis.call('ZADD', KEYS[1], now + lease, member)
@@ -40,4 +41,4 @@ redis.call('PEXPIRE', KEYS[1], lease * 2)
 redis.call('PEXPIRE', KEYS[2], lease * 2)
 redis.call('ZREM', KEYS[3], member)
 if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('SREM', KEYS[4], args.principal) end
-return {1, all + 1, tool + 1}
+return {Reply.OK, all + 1, tool + 1}

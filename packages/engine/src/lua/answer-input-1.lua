@@ -11,22 +11,24 @@
     answer     the answer (JSON)
     channel    the channel the waiting worker listens on
 
-  Returns 1 when accepted, 0 when there is no such request for this session or owner, 2 when it was answered; {1,
-  taskId, queue} when accepted for a request its tool parked on (docs/durable-execution.md, "Waiting for the client"):
-  no worker listens, and the caller wakes the task's job in `queue`.
+  Returns {"accepted"} when accepted, {"unknown"} when there is no such request for this session or owner,
+  {"answered"} when it was answered already; {"accepted", taskId, queue} when accepted for a request its tool parked
+  on (docs/durable-execution.md, "Waiting for the client"): no worker listens, and the caller wakes the task's job in
+  `queue`.
 ]]
+--- @include "replies"
 local args = cjson.decode(ARGV[1])
 local found = redis.call('HMGET', KEYS[1], 'sessionId', 'owner')
 local sessionId, owner = found[1], found[2]
 if not sessionId or (sessionId ~= args.sessionId and owner ~= args.owner) then
-  return 0
+  return {Reply.UNKNOWN}
 end
 if redis.call('HSETNX', KEYS[1], 'response', args.answer) == 0 then
-  return 2
+  return {Reply.ANSWERED}
 end
 redis.call('PUBLISH', args.channel, '1')
 local parked = redis.call('HMGET', KEYS[1], 'taskId', 'parked')
 if parked[2] then
-  return {1, parked[1], parked[2]}
+  return {Reply.ACCEPTED, parked[1], parked[2]}
 end
-return 1
+return {Reply.ACCEPTED}

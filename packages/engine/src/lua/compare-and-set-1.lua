@@ -9,16 +9,17 @@
     value     the value to set; absent: delete the key
     ttlMs     the key's lifetime from now, ms (with value)
 
-  Returns {1} when done, {0, current} otherwise (current: the key's value, or false when absent).
+  Returns {"ok"} when done, {"changed", current} otherwise (current: the key's value, or false when absent).
 ]]
+--- @include "replies"
 local args = cjson.decode(ARGV[1])
 local current = redis.call('GET', KEYS[1])
 if (args.expected == nil and current ~= false) or (args.expected ~= nil and current ~= args.expected) then
-  return {0, current}
+  return {Reply.CHANGED, current}
 end
 if args.value == nil then
   redis.call('DEL', KEYS[1])
 else
   redis.call('SET', KEYS[1], args.value, 'PX', args.ttlMs)
 end
-return {1}
+return {Reply.OK}

@@ -27,9 +27,11 @@
     refusalCounters  the security counters to increment: `rate` on a rate refusal, `cap` on a cap refusal
     fields           the hash's field/value pairs, flat
 
-  Returns {refused, count}: refused is 0 when created, 1 or 2 when the principal's or the address's rate limit
-  refused it, 3 or 4 when the principal's or the address's cap did (count: the live sessions it holds).
+  Returns {"created"}; {"rate-limited", bucket} when the principal's (bucket 1) or the address's (bucket 2) rate
+  limit refused it; {"owner-cap", count} or {"address-cap", count} when the principal's or the address's cap did
+  (count: the live sessions it holds).
 ]]
+--- @include "replies"
 --- @include "window-count"
 --- @include "expiry"
 local args = cjson.decode(ARGV[1])
@@ -44,7 +46,7 @@ if args.addressLimit > 0 and countInWindow(5, args.windowMs) > args.addressLimit
 end
 if refused > 0 then
   redis.call('HINCRBY', KEYS[6], args.refusalCounters.rate, 1)
-  return {refused, 0}
+  return {Reply.RATE_LIMITED, refused}
 end
 
 -- The live sessions KEYS[key] holds, when a cap of `max` is set (0 otherwise).
@@ -58,12 +60,12 @@ end
 local ownerCount = liveSessions(2, args.maxPerOwner)
 if args.maxPerOwner > 0 and ownerCount >= args.maxPerOwner then
   redis.call('HINCRBY', KEYS[6], args.refusalCounters.cap, 1)
-  return {3, ownerCount}
+  return {Reply.OWNER_CAP, ownerCount}
 end
 local addressCount = liveSessions(3, args.maxPerAddress)
 if args.maxPerAddress > 0 and addressCount >= args.maxPerAddress then
   redis.call('HINCRBY', KEYS[6], args.refusalCounters.cap, 1)
-  return {4, addressCount}
+  return {Reply.ADDRESS_CAP, addressCount}
 end
 
 -- Counted under each cap that is set; a set lives as long as its longest-counted session.
@@ -77,4 +79,4 @@ count(2, args.maxPerOwner)
 count(3, args.maxPerAddress)
 redis.call('HSET', KEYS[1], unpack(args.fields))
 redis.call('PEXPIRE', KEYS[1], args.idleMs)
-return {0, 0}
+return {Reply.CREATED}

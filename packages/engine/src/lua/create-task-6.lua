@@ -9,18 +9,17 @@
   refuses creates nothing. With the context of a 2026-07-28 request (sessions.ts), the same step stores it beside the
   record, expiring with it: a call refused here (or before) leaves no context behind.
 
-  The job is written as BullMQ's `queue.add` writes a prioritized job (addPrioritizedJob-9.lua and its includes,
-  storeJob, getOrSetMaxEvents, isQueuePausedOrMaxed, addJobWithPriority, at the version of
-  queue.ts BULLMQ_JOB_LAYOUT_VERSION; test/integration/job-layout.test.ts compares the two): the job hash, the
-  "added" event, the prioritized entry (score = priority * 2^32 + the priority counter), the marker unless the queue
-  is paused or at its concurrency, and the "waiting" event trimmed to the queue's opts.maxLenEvents. BullMQ's id
-  counter and duplicate check are left out: the job id is the task id, a fresh UUID. The queue's meta is read once.
+  The job is written as BullMQ's `queue.add` writes a prioritized job (include/bullmq-job.lua, which follows
+  BullMQ's addPrioritizedJob at the version of bullmq/job-layout.ts BULLMQ_JOB_LAYOUT_VERSION;
+  test/integration/job-layout.test.ts compares the two): the job hash, its events, the prioritized entry and the
+  marker. The fair order reads BullMQ's prioritized score too (priority * 2^32 + the priority counter).
 
   With an idempotency key (a tools/call that carries one, docs/durable-execution.md), the same step first looks the
-  key up among the principal's: a live task filed under it is answered instead ({2, its id}, or {3, its id} when it
-  was filed for another call), and nothing is written; a new task is filed under the key. With a parent (a child task
-  started by a running tool's ctx.callTool), the same step checks the parent (include/child-call.lua): a child the
-  call's key names already is answered ({2, its id}, or {4, its id} when it was filed for another call); a new one
+  key up among the principal's: a live task filed under it is answered instead ({"same-call", its id}, or
+  {"other-call", its id} when it was filed for another call), and nothing is written; a new task is filed under the
+  key. With a parent (a child task started by a running tool's ctx.callTool), the same step checks the parent
+  (include/child-call.lua): a child the call's key names already is answered ({"same-call", its id}, or
+  {"other-call", its id} when it was filed for another call); a new one
   is filed in the parent's durable hash and its set of children, so that the child exists exactly when the parent
   knows it. With `resume` (an operator's `mcpt retry --resume`), the task begins with what a failed task kept: its
   durable hash is copied (its checkpoint, its steps, the child calls that ended with a result) in the step that
@@ -92,32 +91,35 @@
                    drop         the ids of its child tasks whose calls are not carried over (they ended without a
                                 result): their fields are left out
 
-  Returns {1, count, priority} when created (count: the owner's unfinished tasks, 0 without a cap; priority: the
-  job's, 0 without a fair order), {0, count} when the owner is at the limit, {-1, opened} when the request was
-  refused as it was opened (opened: -1 its session is gone, 1..4 the rate bucket that refused it), {2, taskId} when
-  the idempotency key or the parent's call key names a task already (nothing written), {3, taskId} when the
-  idempotency key names a task of another call, {4, taskId} when the parent's call key names the child of another
-  call, {-2, reason, detail} when the parent cannot start a child, {-3, reason, detail} when the task to resume
-  cannot be: 'missing', 'not-failed' (detail: its status) or 'resumed' (detail: the task that resumed it).
+  Returns {"created", count, priority} when created (count: the owner's unfinished tasks, 0 without a cap;
+  priority: the job's, 0 without a fair order), {"owner-limit", count} when the owner is at the limit,
+  {"not-opened", opened} when the request was refused as it was opened (opened: -1 its session is gone, 1..4 the
+  rate bucket that refused it), {"same-call", taskId} when the idempotency key or the parent's call key names a task
+  of the same call already (nothing written), {"other-call", taskId} when it names a task of another call,
+  {"parent-refused", reason, detail} when the parent cannot start a child (include/child-call.lua),
+  {"resume-refused", reason, detail} when the task to resume cannot be: "missing", "not-failed" (detail: its status)
+  or "resumed" (detail: the task that resumed it).
 ]]
+--- @include "replies"
 --- @include "open-request"
 --- @include "expiry"
 --- @include "idempotency"
 --- @include "child-call"
 --- @include "resume"
+--- @include "bullmq-job"
 local args = cjson.decode(ARGV[1])
 local taskId, expiresAt, fair, job = args.taskId, args.expiresAt, args.fair, args.job
 if args.open then
   local opened = openKnownSession(args.open)
   if opened ~= 0 then
-    return {-1, opened}
+    return {Reply.NOT_OPENED, opened}
   end
 end
 local idempotency = args.idempotency
 if idempotency then
   local filed, digest = idempotentTask(idempotency.keys.entries, idempotency.key, args.now, idempotency.replace)
   if filed then
-    return {digest == idempotency.digest and 2 or 3, filed}
+    return {digest == idempotency.digest and Reply.SAME_CALL or Reply.OTHER_CALL, filed}
   end
 end
 local parent, parentExpiresAt, parentOrder, childCap = args.parent, nil, nil, nil
@@ -137,15 +139,10 @@ if resume then
   end
 end
 -- What the job's part reads comes first: a script that fails does not undo its writes, so nothing it reads may fail
--- after the record is written. BullMQ reads these with two commands (getOrSetMaxEvents, isQueuePausedOrMaxed).
-local queue, pausedOrMaxed
+-- after the record is written.
+local maxEvents, pausedOrMaxed
 if job then
-  queue = redis.call('HMGET', KEYS[job.keys.meta], 'opts.maxLenEvents', 'paused', 'concurrency')
-  pausedOrMaxed = queue[2] ~= false
-  local concurrency = tonumber(queue[3] or '')
-  if not pausedOrMaxed and concurrency then
-    pausedOrMaxed = redis.call('LLEN', KEYS[job.keys.active]) >= concurrency
-  end
+  maxEvents, pausedOrMaxed = bullmqQueueState(job.keys)
 end
 local count = 0
 if args.maxLive then
@@ -155,7 +152,7 @@ if args.maxLive then
   if count >= cap then
     count = count - redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', args.now)
     if count >= cap then
-      return {0, count}
+      return {Reply.OWNER_LIMIT, count}
     end
   end
   redis.call('ZADD', KEYS[6], expiresAt, taskId)
@@ -229,23 +226,8 @@ if fair then
 end
 
 if job then
-  local keys, name = job.keys, job.name
-  local maxEvents = queue[1]
-  if not maxEvents then
-    maxEvents = 10000
-    redis.call('HSET', KEYS[keys.meta], 'opts.maxLenEvents', maxEvents)
-  end
-  -- The options as BullMQ stores them (cjson.encode of the packed options): an object, here with the priority.
-  local opts = string.sub(job.opts, 1, -2) .. ',"priority":' .. priority .. '}'
-  redis.call('HSET', KEYS[keys.job], 'name', name, 'data', job.data, 'opts', opts, 'timestamp', job.timestamp,
-    'delay', 0, 'priority', priority)
-  redis.call('XADD', KEYS[keys.events], '*', 'event', 'added', 'jobId', taskId, 'name', name)
-  local score = priority * 0x100000000 + redis.call('INCR', KEYS[keys.priorityCounter]) % 0x100000000
-  redis.call('ZADD', KEYS[fair.keys.prioritized], score, taskId)
-  if not pausedOrMaxed then
-    redis.call('ZADD', KEYS[keys.marker], 0, '0')
-  end
-  redis.call('XADD', KEYS[keys.events], 'MAXLEN', '~', maxEvents, '*', 'event', 'waiting', 'jobId', taskId)
+  bullmqAddPrioritizedJob(job.keys, fair.keys.prioritized, taskId, job.name, job.data, job.opts, job.timestamp,
+    priority, maxEvents, pausedOrMaxed)
 end
 if idempotency then
   fileIdempotentTask(idempotency.keys.entries, idempotency.keys.order, idempotency.key, taskId, idempotency.digest,
@@ -258,4 +240,4 @@ end
 if resume then
   carryOver(resume.keys, resume.taskId, resume.drop, taskId, expiresAt)
 end
-return {1, count, priority}
+return {Reply.CREATED, count, priority}

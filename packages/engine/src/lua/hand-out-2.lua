@@ -17,20 +17,21 @@
   Returns {"handed", status} when the record is a task now (made so here, or by an earlier hand-out), {"ended",
   status} when the call has ended (nothing changed), {"missing"} when the record is gone or someone else's.
 ]]
+--- @include "replies"
 --- @include "expiry"
 local args = cjson.decode(ARGV[1])
 local f = redis.call('HMGET', KEYS[1], 'status', 'kind', 'owner')
 local status, kind = f[1], f[2]
 if not status or f[3] ~= args.owner then
-  return {'missing'}
+  return {Reply.MISSING}
 end
 if kind == 'task' then
-  return {'handed', status}
+  return {Reply.HANDED, status}
 end
 if status ~= 'working' and status ~= 'input_required' then
-  return {'ended', status}
+  return {Reply.ENDED, status}
 end
 redis.call('HSET', KEYS[1], 'kind', 'task')
 redis.call('ZADD', KEYS[2], 0, args.member)
 expireNotBefore(2, args.expiresAt, nil)
-return {'handed', status}
+return {Reply.HANDED, status}

@@ -11,13 +11,14 @@
   Returns {"ok", status} when recorded, {"missing"} when the record does not exist, {"terminal", status} when the
   task already ended (the caller then forwards a cancel if it was cancelled).
 ]]
+--- @include "replies"
 local args = cjson.decode(ARGV[1])
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
-  return {'missing'}
+  return {Reply.MISSING}
 end
 if status ~= 'working' and status ~= 'input_required' then
-  return {'terminal', status}
+  return {Reply.TERMINAL, status}
 end
 redis.call('HSET', KEYS[1], 'external', args.ref)
-return {'ok', status}
+return {Reply.OK, status}

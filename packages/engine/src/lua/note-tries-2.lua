@@ -2,7 +2,7 @@
   Counts the failed tries of a step that has a retry policy of its own (docs/durable-execution.md, "Steps"), in the
   task's durable hash, so that an attempt cut off between two tries (a crash) is followed by one that goes on
   counting; a count of 0 forgets it (the step gave up: a later run of the tool starts a new round). Fenced as the
-  other durable writes are (save-durable-3.lua).
+  other durable writes are (include/durable-fence.lua).
 
   KEYS[1] the task record hash
   KEYS[2] the task's durable hash (counts under `w:tries:<step>`)
@@ -15,32 +15,24 @@
 
   Returns {"ok"}; {"missing"}, {"ended", status}, {"stale", latestAttempt}, {"full", count} as save-durable-3.lua.
 ]]
+--- @include "replies"
+--- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
-local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl')
-local status = f[1]
-if not status then
-  return {'missing'}
-end
-if status ~= 'working' and status ~= 'input_required' then
-  return {'ended', status}
-end
-local latest = tonumber(f[2]) or 0
-if args.attempt < latest then
-  return {'stale', tostring(latest)}
+local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl')
+if refusal then
+  return refusal
 end
 if args.tries == 0 then
   redis.call('HDEL', KEYS[2], args.field)
-  return {'ok'}
+  return {Reply.OK}
 end
 if redis.call('HEXISTS', KEYS[2], args.field) == 0 then
-  -- Counted as save-durable-3.lua counts: a step or child call takes two fields (its value and its facts), so the
-  -- hash's size halved.
-  local count = math.floor(redis.call('HLEN', KEYS[2]) / 2)
-  if count >= args.maxEntries then
-    return {'full', tostring(count)}
+  local full = durableFull(2, args.maxEntries)
+  if full then
+    return full
   end
 end
 redis.call('HSET', KEYS[2], args.field, args.tries)
 redis.call('PEXPIREAT', KEYS[2], tonumber(f[3]) + tonumber(f[4]))
 redis.call('HSET', KEYS[1], 'durable', '1')
-return {'ok'}
+return {Reply.OK}

@@ -5,8 +5,8 @@
   with it, and nothing is parked. An event wait first takes the oldest event of its name kept for the task (sent
   before the wait), once. Otherwise the record says what the task waits for and until when (`wait`), the task joins
   the waiting set of the wait's kind (what operators count), and the caller moves the job to BullMQ's delayed set
-  until then. Fenced as the other durable writes are (save-durable-3.lua): an attempt a later one has replaced, or a
-  task that has ended, cannot park.
+  until then. Fenced as the other durable writes are (include/durable-fence.lua): an attempt a later one has
+  replaced, or a task that has ended, cannot park.
 
   KEYS[1] the task record hash
   KEYS[2] the task's durable hash (waits under `w:<key>`)
@@ -31,18 +31,12 @@
   save-durable-3.lua; {"full", count} when the durable hash is full; {"too-many", count} when the task made
   maxWaits waits already.
 ]]
+--- @include "replies"
+--- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
-local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl', 'waits')
-local status = f[1]
-if not status then
-  return {'missing'}
-end
-if status ~= 'working' and status ~= 'input_required' then
-  return {'ended', status}
-end
-local latest = tonumber(f[2]) or 0
-if args.attempt < latest then
-  return {'stale', tostring(latest)}
+local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl', 'waits')
+if refusal then
+  return refusal
 end
 local expiresAt = tonumber(f[3]) + tonumber(f[4])
 
@@ -51,26 +45,24 @@ local function resolve(outcome)
   redis.call('HSET', KEYS[2], args.field, value)
   redis.call('PEXPIREAT', KEYS[2], expiresAt)
   redis.call('HSET', KEYS[1], 'durable', '1')
-  return {'resolved', value}
+  return {Reply.RESOLVED, value}
 end
 
 local untilMs = args['until']
 local stored = redis.call('HGET', KEYS[2], args.field)
 if stored then
   if string.sub(stored, 1, 11) == '{"outcome":' then
-    return {'resolved', stored}
+    return {Reply.RESOLVED, stored}
   end
   untilMs = tonumber(cjson.decode(stored)['until'])
 else
-  -- Counted as save-durable-3.lua counts: a step or child call takes two fields (its value and its facts), so the
-  -- hash's size halved.
-  local count = math.floor(redis.call('HLEN', KEYS[2]) / 2)
-  if count >= args.maxEntries then
-    return {'full', tostring(count)}
+  local full = durableFull(2, args.maxEntries)
+  if full then
+    return full
   end
   local waits = tonumber(f[5]) or 0
   if waits >= args.maxWaits then
-    return {'too-many', tostring(waits)}
+    return {Reply.TOO_MANY, tostring(waits)}
   end
 end
 
@@ -109,4 +101,4 @@ else
   redis.call('HSET', KEYS[1], 'durable', '1', 'wait', cjson.encode(wait))
 end
 redis.call('ZADD', KEYS[4], untilMs, args.taskId)
-return {'parked', tostring(untilMs)}
+return {Reply.PARKED, tostring(untilMs)}

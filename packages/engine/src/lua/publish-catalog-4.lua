@@ -19,8 +19,9 @@
     entries    the worker's entries, each {name = the tool's name, json = its entry, publisher = who publishes it
                when not the worker itself (a tool of an upstream it fronts: '<worker>/<upstream>'), or absent}
 
-  Returns {'conflict', name, live entry} without writing anything, or {'ok', 1 if the catalog changed else 0}.
+  Returns {"conflict", name, live entry} without writing anything, or {"ok", 1 if the catalog changed else 0}.
 ]]
+--- @include "replies"
 --- @include "catalog-servers"
 local args = cjson.decode(ARGV[1])
 local entries = args.entries
@@ -30,7 +31,7 @@ for _, entry in ipairs(entries) do
   if current and current ~= entry.json then
     local seen = redis.call('ZSCORE', KEYS[2], entry.name)
     if seen and tonumber(seen) >= args.liveAfter then
-      return {'conflict', entry.name, current}
+      return {Reply.CONFLICT, entry.name, current}
     end
   end
 end
@@ -62,4 +63,4 @@ end
 if changed == 1 then
   redis.call('PUBLISH', args.channel, '1')
 end
-return {'ok', changed}
+return {Reply.OK, changed}

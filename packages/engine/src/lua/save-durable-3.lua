@@ -3,9 +3,10 @@
   checkpoint (replaced each time) or a step's result (stored once: a step stored already keeps its first result,
   which is answered), with its facts (`f:<field>`: when it started, how long it ran, the attempt, its size, and its
   order among the task's steps and child calls, the hash's size then), which operators read without the results. The
-  write is fenced as the attempt's moves are (transition-8.lua): once a later attempt of the task's job has started,
-  an earlier one can no longer write; nor can anyone once the task has ended. The record says, in the same step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only
-  when there is something in it; a checkpoint also sets its time and size there, for operators, and counts as a sign
+  write is fenced as the attempt's moves are (include/durable-fence.lua): once a later attempt of the task's job has
+  started, an earlier one can no longer write; nor can anyone once the task has ended. The record says, in the same
+  step, that the task keeps durable state (`durable`), so that a later attempt reads the hash only when there is
+  something in it; a checkpoint also sets its time and size there, for operators, and counts as a sign
   of life: the task's entry in the live set moves to now, so that the reconciler, which looks at live tasks left
   unchanged for RECONCILE_AFTER_MS, leaves a task that checkpoints alone. The hash expires with the record. The record
   keeps the bytes its checkpoint and step results take, field names included (`durableBytes`): a write that would take
@@ -34,30 +35,23 @@
   attempt has started; {"full", count} when the task keeps maxEntries steps and child tasks already; {"over", bytes}
   when the write would take the checkpoint and step results to `bytes`, past maxTotalBytes.
 ]]
+--- @include "replies"
+--- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
-local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl', 'durableBytes')
-local status = f[1]
-if not status then
-  return {'missing'}
-end
-if status ~= 'working' and status ~= 'input_required' then
-  return {'ended', status}
-end
-local latest = tonumber(f[2]) or 0
-if args.attempt < latest then
-  return {'stale', tostring(latest)}
+local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl', 'durableBytes')
+if refusal then
+  return refusal
 end
 local count = 0
 if not args.checkpoint then
   local stored = redis.call('HGET', KEYS[2], args.field)
   if stored then
-    return {'exists', stored}
+    return {Reply.EXISTS, stored}
   end
-  -- Two fields per step and child task (its value and its facts), one checkpoint besides: the hash's size halved
-  -- counts them.
-  count = redis.call('HLEN', KEYS[2])
-  if math.floor(count / 2) >= args.maxEntries then
-    return {'full', tostring(math.floor(count / 2))}
+  local full
+  full, count = durableFull(2, args.maxEntries)
+  if full then
+    return full
   end
 end
 -- A checkpoint replaces the last one: its bytes are given back (a step is stored once, so it replaces nothing). The
@@ -71,7 +65,7 @@ if args.checkpoint then
 end
 local total = (tonumber(f[5]) or 0) - replaced + string.len(args.field) + string.len(args.value)
 if total > args.maxTotalBytes then
-  return {'over', tostring(total)}
+  return {Reply.OVER, tostring(total)}
 end
 if args.facts then
   redis.call('HSET', KEYS[2], args.field, args.value, 'f:' .. args.field,
@@ -87,4 +81,4 @@ if args.checkpoint then
 else
   redis.call('HSET', KEYS[1], 'durable', '1', 'durableBytes', total)
 end
-return {'ok'}
+return {Reply.OK}

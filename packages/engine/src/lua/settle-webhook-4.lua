@@ -23,13 +23,14 @@
     logMax    the most attempts the log keeps
     expiresAt the task's expiry, epoch ms: the log's
 
-  Returns "ok", or "lost" when the claim no longer holds or the head is not `head` (nothing changed).
+  Returns {"ok"}, or {"lost"} when the claim no longer holds or the head is not `head` (nothing changed).
 ]]
+--- @include "replies"
 local args = cjson.decode(ARGV[1])
 local taskId = args.taskId
 local score = redis.call('ZSCORE', KEYS[1], taskId)
 if not score or tonumber(score) ~= args.leaseEnd then
-  return 'lost'
+  return {Reply.LOST}
 end
 
 -- The task's next delivery is due now when there is one; otherwise it leaves the set until a change queues one.
@@ -43,18 +44,18 @@ end
 
 if args.outcome == 'empty' then
   nextOrDone()
-  return 'ok'
+  return {Reply.OK}
 end
 if args.outcome == 'expired' then
   -- Counted per task: its outbox may have expired with it already.
   redis.call('HINCRBY', KEYS[4], 'expired', 1)
   redis.call('DEL', KEYS[2])
   redis.call('ZREM', KEYS[1], taskId)
-  return 'ok'
+  return {Reply.OK}
 end
 
 if redis.call('LINDEX', KEYS[2], 0) ~= args.head then
-  return 'lost'
+  return {Reply.LOST}
 end
 redis.call('RPUSH', KEYS[3], args.attempt)
 redis.call('LTRIM', KEYS[3], -args.logMax, -1)
@@ -63,9 +64,9 @@ if args.outcome == 'retry' then
   redis.call('HINCRBY', KEYS[4], 'failed', 1)
   redis.call('LSET', KEYS[2], 0, args.next)
   redis.call('ZADD', KEYS[1], args.nextAt, taskId)
-  return 'ok'
+  return {Reply.OK}
 end
 redis.call('HINCRBY', KEYS[4], args.outcome, 1)
 redis.call('LPOP', KEYS[2])
 nextOrDone()
-return 'ok'
+return {Reply.OK}

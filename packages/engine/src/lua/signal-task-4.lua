@@ -22,14 +22,15 @@
   count} when it was kept (count: the events kept now); {"missing"} when there is no such task (for this owner);
   {"ended", status} when the task has ended; {"full", count} when maxKept events are kept already.
 ]]
+--- @include "replies"
 local args = cjson.decode(ARGV[1])
 local f = redis.call('HMGET', KEYS[1], 'status', 'owner', 'wait', 'createdAt', 'ttl', 'tool')
 local status = f[1]
 if not status or (args.owner and args.owner ~= f[2]) then
-  return {'missing'}
+  return {Reply.MISSING}
 end
 if status ~= 'working' and status ~= 'input_required' then
-  return {'ended', status}
+  return {Reply.ENDED, status}
 end
 local expiresAt = tonumber(f[4]) + tonumber(f[5])
 if f[3] then
@@ -41,14 +42,14 @@ if f[3] then
       redis.call('HSET', KEYS[2], field, '{"outcome":' .. args.entry .. '}')
       redis.call('HDEL', KEYS[1], 'wait')
       redis.call('ZREM', KEYS[4], args.taskId)
-      return {'delivered', f[6]}
+      return {Reply.DELIVERED, f[6]}
     end
   end
 end
 local kept = redis.call('LLEN', KEYS[3])
 if kept >= args.maxKept then
-  return {'full', tostring(kept)}
+  return {Reply.FULL, tostring(kept)}
 end
 redis.call('RPUSH', KEYS[3], args.entry)
 redis.call('PEXPIREAT', KEYS[3], expiresAt)
-return {'kept', tostring(kept + 1)}
+return {Reply.KEPT, tostring(kept + 1)}

@@ -3,7 +3,7 @@
   client"): the answer becomes the wait's outcome in the task's durable hash, so that every later attempt replays it
   from there, and the request is deleted (a second answer is then refused as for an unknown request). A request whose
   time has passed unanswered is withdrawn the same way, with a timeout as the outcome. Fenced as the other durable
-  writes are (save-durable-3.lua).
+  writes are (include/durable-fence.lua).
 
   KEYS[1] the task record hash
   KEYS[2] the task's durable hash
@@ -22,22 +22,16 @@
   caller tells the client); {"pending"} when no answer came yet and there is time left; {"missing"}, {"ended",
   status}, {"stale", latestAttempt} as save-durable-3.lua.
 ]]
+--- @include "replies"
+--- @include "durable-fence"
 local args = cjson.decode(ARGV[1])
-local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'createdAt', 'ttl')
-local status = f[1]
-if not status then
-  return {'missing'}
-end
-if status ~= 'working' and status ~= 'input_required' then
-  return {'ended', status}
-end
-local latest = tonumber(f[2]) or 0
-if args.attempt < latest then
-  return {'stale', tostring(latest)}
+local refusal, f = durableFence(1, args.attempt, 'createdAt', 'ttl')
+if refusal then
+  return refusal
 end
 local stored = redis.call('HGET', KEYS[2], args.field)
 if stored and string.sub(stored, 1, 11) == '{"outcome":' then
-  return {'resolved', stored}
+  return {Reply.RESOLVED, stored}
 end
 local function settle(outcome, verdict)
   local value = '{"outcome":' .. outcome .. '}'
@@ -49,9 +43,9 @@ local function settle(outcome, verdict)
 end
 local response = redis.call('HGET', KEYS[3], 'response')
 if response then
-  return settle('{"answer":' .. response .. '}', 'resolved')
+  return settle('{"answer":' .. response .. '}', Reply.RESOLVED)
 end
 if args['until'] <= args.now then
-  return settle('{"timedOut":true}', 'withdrawn')
+  return settle('{"timedOut":true}', Reply.WITHDRAWN)
 end
-return {'pending'}
+return {Reply.PENDING}

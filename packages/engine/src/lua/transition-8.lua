@@ -64,6 +64,7 @@
   (attempt); {"changed", currentStatus} when the record is no longer what the caller read; {"withdraw", id...}
   when `begin` is set and the outstanding requests are not those given (nothing changed: call again with these).
 ]]
+--- @include "replies"
 --- @include "waiters"
 local args = cjson.decode(ARGV[1])
 local taskId, message = args.taskId, args.statusMessage
@@ -83,22 +84,22 @@ local f = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'lastUpdatedAt', 'ex
   'pollInterval', 'history', 'waiters', 'durable', 'webhook')
 local current = f[1]
 if not current then
-  return {'missing'}
+  return {Reply.MISSING}
 end
 local to = args.to or current
 if current ~= 'working' and current ~= 'input_required' then
-  return {'rejected', current}
+  return {Reply.REJECTED, current}
 end
 
 if args.attempt then
   local latest = tonumber(f[2]) or 0
   if args.attempt < latest then
-    return {'stale', current, tostring(latest)}
+    return {Reply.STALE, current, tostring(latest)}
   end
 end
 local since = args.unchangedSince
 if since and (tonumber(f[3]) ~= since.lastUpdatedAt or (f[4] and true or false) ~= since.external) then
-  return {'changed', current}
+  return {Reply.CHANGED, current}
 end
 
 if args.begin then
@@ -112,7 +113,7 @@ if args.begin then
     same = redis.call('SISMEMBER', KEYS[5], request.requestId) == 1
   end
   if not same then
-    return {'withdraw', unpack(redis.call('SMEMBERS', KEYS[5]))}
+    return {Reply.WITHDRAW, unpack(redis.call('SMEMBERS', KEYS[5]))}
   end
   for _, request in ipairs(withdraw) do
     -- Deleting the request makes a late answer to it get the same refusal as an unknown id.
@@ -147,7 +148,7 @@ if input then
     if counted ~= 0 then
       tellWaiters(f[10], args.waiterChannels, taskId)
     end
-    return {'unchanged', current, f[3]}
+    return {Reply.UNCHANGED, current, f[3]}
   end
 end
 
@@ -156,7 +157,7 @@ for _, source in ipairs(args.from) do
   allowed = allowed or source == current
 end
 if not allowed then
-  return {'rejected', current}
+  return {Reply.REJECTED, current}
 end
 
 -- lastUpdatedAt must move on every change, also when two changes fall in the same millisecond.
@@ -254,6 +255,6 @@ end
 -- The attempt this move starts learns whether its task keeps durable state, read in this step: from now on no earlier
 -- attempt can add to it, so a tool that stored something before is sure to find it (docs/durable-execution.md).
 if args.begin then
-  return {'ok', to, tostring(now), f[11] and '1' or '0'}
+  return {Reply.OK, to, tostring(now), f[11] and '1' or '0'}
 end
-return {'ok', to, tostring(now)}
+return {Reply.OK, to, tostring(now)}

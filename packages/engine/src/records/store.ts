@@ -131,7 +131,7 @@ export interface NewTask {
   /** Opens the creating request in the same step (RequestOpening): nothing is written when that refuses it. */
   open?: OpeningCall;
   /**
-   * The task's job in one of our tool queues (queue.ts scriptedJob), added in the same step with the fair priority
+   * The task's job in one of our tool queues (bullmq/job-layout.ts scriptedJob), added in the same step with the fair priority
    * (requires `fair`): no record without its job. A task created without one has its job added by the caller.
    */
   job?: ScriptedJob;

@@ -8,14 +8,14 @@
 
   childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, maxChildren, digest) checks the parent
   before anything is written. It answers nothing when the child may be created, with the parent's expiry (epoch ms),
-  the size of its durable hash (the call's order) and its cap on children; {2, childId} when the call's key names a
-  child of the same call already; {4, childId} when it names the child of another call (another tool or other
-  arguments: a replay that would guess); or {-2, reason, detail} when the parent cannot start one: 'missing', 'ended'
-  (detail: its status), 'stale' (a later attempt of the parent runs it: detail, its number), 'full' (it keeps
-  maxEntries steps and child tasks: detail, that count) or 'children' (it has started as many children as its cap:
-  detail, the cap). The cap is the parent record's `maxChildren`, which the api wrote when it created the task tree's
-  root and every child inherits (so a worker's own setting cannot raise it), else maxChildren. Fenced as
-  transition-8.lua fences a worker's moves.
+  the size of its durable hash (the call's order) and its cap on children; {"same-call", childId} when the call's
+  key names a child of the same call already; {"other-call", childId} when it names the child of another call
+  (another tool or other arguments: a replay that would guess); or {"parent-refused", reason, detail} when the parent
+  cannot start one: "missing", "ended" (detail: its status), "stale" (a later attempt of the parent runs it: detail,
+  its number), "full" (it keeps maxEntries steps and child tasks: detail, that count) or "children" (it has started
+  as many children as its cap: detail, the cap). The cap is the parent record's `maxChildren`, which the api wrote
+  when it created the task tree's root and every child inherits (so a worker's own setting cannot raise it), else
+  maxChildren. Fenced as transition-8.lua fences a worker's moves (include/durable-fence.lua).
 
   fileChild(parentRecord, parentDurable, parentChildren, field, facts, order, childId, parentExpiresAt, childRecord,
   cap) files the new child: its id under the call's key with its facts (a JSON object, to which its `order` as `n`
@@ -23,32 +23,26 @@
   parent's record the count of its children and the mark that it keeps durable state, and on the child's record the
   parent's cap on children. Both keys expire with the parent.
 ]]
+--- @include "replies"
+--- @include "durable-fence"
 local function childCallRefusal(parentRecord, parentDurable, field, attempt, maxEntries, maxChildren, digest)
-  local p = redis.call('HMGET', KEYS[parentRecord], 'status', 'attempt', 'createdAt', 'ttl', 'children', 'maxChildren')
-  if not p[1] then
-    return {-2, 'missing'}
-  end
-  if p[1] ~= 'working' and p[1] ~= 'input_required' then
-    return {-2, 'ended', p[1]}
-  end
-  local latest = tonumber(p[2]) or 0
-  if attempt < latest then
-    return {-2, 'stale', tostring(latest)}
+  local fenced, p = durableFence(parentRecord, attempt, 'createdAt', 'ttl', 'children', 'maxChildren')
+  if fenced then
+    return {Reply.PARENT_REFUSED, unpack(fenced)}
   end
   local existing = redis.call('HGET', KEYS[parentDurable], field)
   if existing then
     -- A child filed before calls had facts has no digest to compare: it is taken as the same call.
     local filed = string.match(redis.call('HGET', KEYS[parentDurable], 'f:' .. field) or '', '"digest":"([^"]*)"')
-    return {(filed == nil or filed == digest) and 2 or 4, existing}
+    return {(filed == nil or filed == digest) and Reply.SAME_CALL or Reply.OTHER_CALL, existing}
   end
   local cap = tonumber(p[6]) or maxChildren
   if (tonumber(p[5]) or 0) >= cap then
-    return {-2, 'children', tostring(cap)}
+    return {Reply.PARENT_REFUSED, Reply.CHILDREN, tostring(cap)}
   end
-  -- Two fields per step and child task (its value and its facts), one checkpoint besides.
-  local fields = redis.call('HLEN', KEYS[parentDurable])
-  if math.floor(fields / 2) >= maxEntries then
-    return {-2, 'full', tostring(math.floor(fields / 2))}
+  local full, fields = durableFull(parentDurable, maxEntries)
+  if full then
+    return {Reply.PARENT_REFUSED, unpack(full)}
   end
   return nil, tonumber(p[3]) + tonumber(p[4]), fields, cap
 end

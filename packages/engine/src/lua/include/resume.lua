@@ -4,8 +4,8 @@
   tool kept, copied in the step that creates it: no attempt of the new task can start before it has them.
 
   resumeRefusal(record) answers nothing when the task of KEYS[record] may be resumed: it exists, it failed, and no
-  task resumes it yet (a failed task is continued once). Otherwise {-3, 'missing'}, {-3, 'not-failed', status} or
-  {-3, 'resumed', the task that resumed it}.
+  task resumes it yet (a failed task is continued once). Otherwise {"resume-refused", "missing"}, {"resume-refused",
+  "not-failed", status} or {"resume-refused", "resumed", the task that resumed it}.
 
   carryOver(keys, fromId, drop, taskId, expiresAt) names the new task on the failed one's record (`resumedBy`) and
   copies the failed task's durable hash (COPY: the results never pass through the script) to the new task's, less
@@ -15,16 +15,17 @@
   copy expires with the new task, and the new task's record (KEYS[1]) takes over the bytes its checkpoint and steps
   take (`durableBytes`, which child calls do not count): the copy counts against its DURABLE_MAX_TOTAL_BYTES.
 ]]
+--- @include "replies"
 local function resumeRefusal(record)
   local r = redis.call('HMGET', KEYS[record], 'status', 'resumedBy')
   if not r[1] then
-    return {-3, 'missing'}
+    return {Reply.RESUME_REFUSED, Reply.MISSING}
   end
   if r[1] ~= 'failed' then
-    return {-3, 'not-failed', r[1]}
+    return {Reply.RESUME_REFUSED, Reply.NOT_FAILED, r[1]}
   end
   if r[2] then
-    return {-3, 'resumed', r[2]}
+    return {Reply.RESUME_REFUSED, Reply.RESUMED, r[2]}
   end
   return nil
 end

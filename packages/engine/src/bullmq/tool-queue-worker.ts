@@ -1,4 +1,6 @@
 // The BullMQ Worker of a tool queue, which asks for a next job as it settles one only while the queue has had more.
+// It reaches into BullMQ's Worker (its private main loop queue, processJob's fetch callback, the drained flag's
+// events): it lives with the rest of what depends on BullMQ's internals (docs/bullmq-upgrade.md).
 import { Worker, type Job } from 'bullmq';
 
 /** BullMQ's (private) AsyncFifoQueue of the main loop: its pending fetches and jobs, consumed as they settle. */
@@ -49,11 +51,11 @@ export class ToolQueueWorker<DataType = unknown, ResultType = unknown> extends W
   }
 
   /**
-   * A raised concurrency (a slot lent by a waiting tool, wait-budget.ts) takes effect at once. BullMQ's main loop
+   * A raised concurrency (a slot lent by a waiting tool, the worker's wait-budget.ts) takes effect at once. BullMQ's main loop
    * looks at it only when one of its jobs or fetches settles: with every slot busy, and the job in the slot waiting
    * for its children or its client, none would, and a worker of concurrency 1 would wait forever for a child of its
    * own queue. A settled, empty entry in the loop's queue wakes it: it finds no job there, and, seeing a free slot,
-   * fetches one (BullMQ 6.7.0's Worker.mainLoop, the version queue.ts pins).
+   * fetches one (BullMQ 6.7.0's Worker.mainLoop, the version job-layout.ts pins).
    */
   override set concurrency(concurrency: number) {
     const raised = concurrency > super.concurrency;
@@ -64,9 +66,9 @@ export class ToolQueueWorker<DataType = unknown, ResultType = unknown> extends W
   /**
    * Runs BullMQ's stalled-job check of the queue now rather than at its next interval: the jobs of a gone worker were
    * just released to it (lost-jobs.ts in the engine deleted their locks, put them in the stalled set and cleared the
-   * check's interval key), and it moves them back to wait as any stalled job, counting the stall. BullMQ's public
+   * check's interval key), and it moves them back to wait as any stalled job, counting the stall. BullMQ's
    * startStalledCheckTimer runs one check at once and restarts the interval from there (BullMQ 6.7.0, the version
-   * queue.ts pins).
+   * job-layout.ts pins).
    */
   checkStalledNow(): Promise<void> {
     return this.startStalledCheckTimer();
