@@ -1,5 +1,6 @@
 // The bare-HTTP baseline of the bench: raw BullMQ behind a `node:http` JSON-RPC endpoint answering the same two
-// requests as ours (task-augmented tools/call, then tasks/result), with its workers in processes of their own
+// requests as ours (task-augmented tools/call, then tasks/result), and a plain tools/call (no task: the job added and
+// waited for within the one request), with its workers in processes of their own
 // (raw-worker.ts). What a server with two HTTP exchanges per task can do at the least: no sessions, no records,
 // no validation, no rate limits, no notifications, no audit. Configured by REDIS_URL, RAW_PREFIX, RAW_QUEUE, PORT.
 import { randomUUID } from 'node:crypto';
@@ -24,7 +25,7 @@ await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
 interface Message {
   id?: string | number;
   method?: string;
-  params?: { name?: string; arguments?: Record<string, unknown>; taskId?: string };
+  params?: { name?: string; arguments?: Record<string, unknown>; taskId?: string; task?: unknown };
 }
 
 async function answer(message: Message): Promise<unknown> {
@@ -38,11 +39,13 @@ async function answer(message: Message): Promise<unknown> {
     case 'tools/call': {
       const taskId = randomUUID();
       const now = new Date().toISOString();
-      await queue.add(
+      const job = await queue.add(
         message.params?.name ?? 'wait',
         { taskId, tool: message.params?.name, arguments: message.params?.arguments ?? {} },
         { jobId: taskId, removeOnComplete: { age: TTL_MS / 1000 } },
       );
+      // A plain call: the same job, its result the answer of this request.
+      if (message.params?.task === undefined) return (await job.waitUntilFinished(events)) as Record<string, unknown>;
       return {
         task: { taskId, status: 'working', createdAt: now, lastUpdatedAt: now, ttl: TTL_MS, pollInterval: 1000 },
       };

@@ -65,7 +65,10 @@ async function main(): Promise<number> {
     const wanted = new Set(options.only);
     await workloads.warmUp();
     if (wanted.has('throughput')) results.throughput = await workloads.throughput();
-    if (wanted.has('latency')) results.latency = await workloads.latency();
+    if (wanted.has('latency')) {
+      results.latency = await workloads.latency();
+      results.plain = await workloads.plainCalls();
+    }
     if (wanted.has('steps')) results.steps = await workloads.steps();
     // Footprint before reads: its key-by-key accounting need not scan the tasks the reads workload stores.
     if (wanted.has('footprint')) results.footprint = await workloads.footprint();

@@ -73,6 +73,11 @@ export class BenchClient {
     return task.taskId;
   }
 
+  /** A plain tools/call (no task): one request that answers the tool's result. */
+  callTool(tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return this.call('tools/call', { name: tool, arguments: args });
+  }
+
   /** tasks/result: blocks until the task is terminal. */
   result(taskId: string): Promise<Record<string, unknown>> {
     return this.call('tasks/result', { taskId });

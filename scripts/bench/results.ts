@@ -122,6 +122,11 @@ export interface BenchResults {
   durationSeconds: number;
   throughput?: Sides<ThroughputSample>;
   latency?: Sides<LatencySummary>;
+  /**
+   * A plain (non-task) tools/call of the no-op tool, one client, sequential: one request that answers the result
+   * (ours and the bare-HTTP endpoint; `raw` and `sdk` stay empty). Measured with the latency workload.
+   */
+  plain?: Sides<LatencySummary>;
   reads?: ReadsResult;
   footprint?: FootprintResult;
   expiry?: ExpiryResult;

@@ -90,6 +90,12 @@ export class Workloads {
       const once = this.noopOf(side);
       await drive(count, clients.length, 30_000, (_, lane) => once(lane));
     }
+    // The plain-call path too (its own code in the api), from one client as the plain-call workload sends them.
+    for (const client of [clients[0], this.system.bareClients[0]] as BenchClient[]) {
+      await drive(Math.min(100, count), 1, 30_000, async () => {
+        await client.callTool('wait', NOOP_ARGS);
+      });
+    }
   }
 
   /**
@@ -210,6 +216,38 @@ export class Workloads {
   }
 
   /**
+   * Plain (non-task) tools/call of the no-op tool, one client, sequential, ours and the bare-HTTP endpoint
+   * alternating: what a client without Tasks sends, one request answering the result.
+   */
+  async plainCalls(): Promise<Sides<LatencySummary>> {
+    const { progress } = this.system;
+    const { reps, latencySamples, measureTimeoutMs } = this.options;
+    const sides: Required<Sides<LatencySummary>> = { ours: [], raw: [], bare: [], sdk: [] };
+    const clients = { ours: this.system.clients[0], bare: this.system.bareClients[0] };
+    for (let rep = 1; rep <= reps; rep++) {
+      for (const side of ['ours', 'bare'] as const) {
+        progress.phase(`plain calls ${rep}/${reps}: ${side}`);
+        const client = clients[side] as BenchClient;
+        const times: number[] = [];
+        const result = await drive(
+          latencySamples,
+          1,
+          measureTimeoutMs,
+          async () => {
+            const started = performance.now();
+            await client.callTool('wait', NOOP_ARGS);
+            times.push(performance.now() - started);
+          },
+          (done, total) => progress.tick(done, total),
+        );
+        this.note(`plain calls ${side} #${rep}`, result);
+        sides[side].push(summarizeLatency(times));
+      }
+    }
+    return sides;
+  }
+
+  /**
    * Redis commands and round trips per task by step (steps.ts): sequential no-op tasks of ours, the bare-HTTP
    * endpoint and raw BullMQ in-process, each under MONITOR, split into the create request, the result request and
    * the worker's share.
@@ -258,6 +296,22 @@ export class Workloads {
         }
         return { tasks: count, windows };
       });
+    }
+    // A plain call (no task) of ours and of the bare endpoint: one request, and the worker's share. Its steps are
+    // named apart ("plain call: ...") and kept out of the tasks' total.
+    for (const side of ['ours', 'bare'] as const) {
+      progress.phase(`steps: ${count} sequential plain calls under MONITOR, ${side}`);
+      const client = (side === 'ours' ? this.system.clients[0] : this.system.bareClients[0]) as BenchClient;
+      const plain = await profileSteps(redis, roles[side], async () => {
+        const windows: Window[] = [];
+        for (let i = 0; i < count; i++) {
+          const fromUs = nowUs();
+          await client.callTool('wait', NOOP_ARGS);
+          windows.push({ step: 'tools/call', fromUs, toUs: nowUs() });
+        }
+        return { tasks: count, windows };
+      });
+      for (const [step, counts] of Object.entries(plain.steps)) profiles[side].steps[`plain call: ${step}`] = counts;
     }
     return profiles;
   }

@@ -68,6 +68,10 @@ describe('scripts/bench', function () {
       expect(results.throughput?.ours[0]?.tasks).to.equal(40);
       expect(results.throughput?.raw[0]?.commandsPerTask).to.be.above(0);
       expect(results.latency?.ours[0]?.samples).to.equal(10);
+      expect(results.plain?.ours[0]?.samples).to.equal(10);
+      expect(results.plain?.bare?.[0]?.p50).to.be.above(0);
+      expect(results.throughput?.bare?.[0]?.cpu.worker).to.be.above(0);
+      expect(stdout).to.include('CPU per task: api + workers');
       expect(results.reads?.atLarge).to.have.length(1);
       expect(results.footprint?.finished.oursRecord).to.be.above(0);
       expect(results.expiry?.samples).to.have.length(1);
@@ -78,6 +82,7 @@ describe('scripts/bench', function () {
       expect(results.throughput?.bare?.[0]?.tasks).to.equal(40);
       expect(results.throughput?.sdk?.[0]?.tasks).to.equal(40);
       expect(results.steps?.ours.steps['tools/call']?.commands).to.be.above(0);
+      expect(results.steps?.ours.steps['plain call: tools/call']?.roundTrips).to.be.above(0);
       expect(results.replicas?.points.map((point) => [point.apis, point.workers])).to.deep.equal([
         [1, 1],
         [2, 1],

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { closeRedis, createEngine, createRedis, type Engine, TaskKeys, TaskStore } from '@mcp-tasks/engine';
-import { toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
+import { TaskKind, toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
 import { startRedisServer, type RedisServer, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 import { commandsDuring } from '../support/command-stats.ts';
@@ -17,6 +17,7 @@ describe('creating a task: one script of ours, which adds the job too (own redis
   let redis: Redis;
   let inspect: Redis;
   let engine: Engine;
+  let prefix: string;
   const releases: (() => Promise<void>)[] = [];
 
   before(async () => {
@@ -25,10 +26,8 @@ describe('creating a task: one script of ours, which adds the job too (own redis
     releases.push(track('create-cost redis', () => closeRedis(redis)));
     inspect = new Redis(server.url, { maxRetriesPerRequest: null });
     releases.push(track('create-cost inspect', () => inspect.disconnect()));
-    engine = createEngine(
-      { redis },
-      { REDIS_PREFIX: `{${uniquePrefix()}}`, SESSION_IDLE_TTL_MS: 60_000, MAX_TASKS_PER_OWNER: CAP },
-    );
+    prefix = `{${uniquePrefix()}}`;
+    engine = createEngine({ redis }, { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000, MAX_TASKS_PER_OWNER: CAP });
     releases.push(() => engine.close());
   });
   after(async () => {
@@ -97,6 +96,90 @@ describe('creating a task: one script of ours, which adds the job too (own redis
       .and.at.most(latest + 60_000);
     expect(fairExpiry).to.equal(first.createdAt + 60_000 + 60_000);
     expect(Number(await inspect.hget(fairKey, '\0x'))).to.equal(fairExpiry);
+  });
+
+  it('T-RES-2: a call created watched (a plain call) names its replica among the waiters in its create step, and its end wakes the waiter with no read before', async () => {
+    const subscriber = createRedis(server.url, 'create-cost-subscriber');
+    const release = track('create-cost subscriber', () => closeRedis(subscriber));
+    const watching = createEngine({ redis, subscriber }, { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000 });
+    try {
+      // The replica's channel is subscribed once for the process (Subscriber.pin): not counted.
+      await watching.tasks.wakeOn('warm-up');
+      let created: Awaited<ReturnType<typeof watching.tasks.createWatched>> | undefined;
+      const calls = await commandsOf(async () => {
+        created = await watching.tasks.createWatched({
+          kind: TaskKind.PlainToolCall,
+          owner: 'carol',
+          sessionId: 'session-of-carol',
+          tool: 'wait',
+          arguments: { seconds: 0 },
+          retrySafe: true,
+          // As short as the other tests' tasks: the tool's fair-order hash keeps the expiry they expect.
+          requestedTtl: 60_000,
+        });
+      });
+      const { record, waiter } = created as NonNullable<typeof created>;
+      // The create script alone: no get-owned script, no HGETALL, no HSET of the waiters after it.
+      expect(calls, JSON.stringify(calls)).to.include({ evalsha: 1 });
+      expect(calls['hgetall'] ?? 0).to.equal(0);
+      expect(await inspect.hget(new TaskKeys(watching.keys).record(record.taskId), 'waiters')).to.equal(
+        `,${watching.tasks.watcherId},`,
+      );
+      // Its end wakes the waiter opened before the record was written (a lost wake-up would time the test out).
+      await watching.store.transition(record, 'completed', { outcome: { result: { content: [] } } });
+      await (waiter as NonNullable<typeof waiter>).next(10 * 60_000);
+      await waiter?.close();
+    } finally {
+      await watching.close();
+      await release();
+    }
+  });
+
+  it('a plain call read once it ended is deleted in the same step with every key TaskStore.delete removes, and its entry by request id', async () => {
+    const tasks = new TaskKeys(engine.keys);
+    const created = await engine.tasks.create({
+      kind: TaskKind.PlainToolCall,
+      owner: 'erin',
+      sessionId: 'session-of-erin',
+      tool: 'wait',
+      arguments: { seconds: 0 },
+      retrySafe: true,
+      requestedTtl: 60_000,
+    });
+    const { taskId } = created;
+    // The keys that expire with a record, as a tool, a wait or a webhook would have left them.
+    const side = [
+      tasks.inputs(taskId),
+      tasks.durable(taskId),
+      tasks.children(taskId),
+      tasks.signals(taskId),
+      tasks.webhookOutbox(taskId),
+      tasks.webhookLog(taskId),
+    ];
+    for (const key of side) await inspect.hset(key, 'x', '1');
+    const calls = engine.keys.sessionCalls('session-of-erin');
+    await inspect.hset(calls, '7', taskId);
+    // Unfinished: read, nothing deleted.
+    const live = await engine.store.takeEnded(created, 'no-watcher', '7');
+    expect(live.deleted).to.equal(false);
+    expect(live.record?.status).to.equal('working');
+    await engine.store.transition(created, 'completed', { outcome: { result: { content: [] } } });
+    const taken = await engine.store.takeEnded(created, 'no-watcher', '7');
+    expect(taken.deleted).to.equal(true);
+    expect(taken.record?.status).to.equal('completed');
+    expect(await inspect.exists(tasks.record(taskId), ...side)).to.equal(0);
+    expect(await inspect.hexists(calls, '7')).to.equal(0);
+    for (const index of [tasks.live(), tasks.allTasks(), tasks.ownerIndex('erin'), tasks.ownerLive('erin')]) {
+      const members = await inspect.zrange(index, '0', '-1');
+      expect(
+        members.some((member) => member.includes(taskId)),
+        index,
+      ).to.equal(false);
+    }
+    const expiries = await inspect.zrange(tasks.expiries(), '0', '-1');
+    expect(expiries.some((entry) => entry.includes(taskId))).to.equal(false);
+    // Another owner's (or a gone) record answers nothing.
+    expect((await engine.store.takeEnded({ ...created, owner: 'mallory' }, 'no-watcher')).record).to.equal(undefined);
   });
 
   it('T-RSRC-1: a 2026-07-28 request context is stored by the create step itself (no round trip more), only for an admitted task, and expires with it', async () => {

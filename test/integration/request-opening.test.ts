@@ -33,6 +33,8 @@ describe('opening a request in the method’s own script (own redis-server, no w
         RATE_LIMIT_WINDOW_MS: '60000',
         RATE_LIMIT_FAILED_LOOKUPS: '3',
         RATE_LIMIT_PER_ADDRESS: '40',
+        // No periodic re-check of a waiting request within a test: each read a test counts is a wake-up's.
+        RESULT_RECHECK_MS: '600000',
       },
     });
     inspect = new Redis(server.url, { maxRetriesPerRequest: null });
@@ -93,8 +95,10 @@ describe('opening a request in the method’s own script (own redis-server, no w
     const record = new TaskKeys(engine.keys).record(taskId);
     // JSON only: the request blocks until the task ends (no worker runs it: the test ends it).
     const answer = client.rpc('tasks/result', { taskId }, { headers: { accept: 'application/json' } });
-    // Waiting once its read has named this replica among the task's waiters.
-    for (let i = 0; !(await inspect.hget(record, 'waiters')); i++) {
+    // Waiting once its read has named this replica among the task's waiters and it holds its stream slot (taken
+    // after the read, with a script of its own that is no part of what is counted).
+    const slots = engine.keys.sessionConnections(String(client.sessionId));
+    for (let i = 0; !(await inspect.hget(record, 'waiters')) || (await inspect.zcard(slots)) === 0; i++) {
       if (i > 600) throw new Error('tasks/result never registered as a waiter');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -152,6 +156,55 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(read.status).to.equal(404);
     // Nothing was counted for the gone session.
     expect(await inspect.exists(engine.keys.session(String(client.sessionId)))).to.equal(0);
+  });
+
+  it('T-RES-2: a plain tools/call is written watched, woken without a read first, and read and deleted in one script once it ended', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    await client.createTask(TOOL, {});
+    const filed = engine.keys.sessionCalls(String(client.sessionId));
+    let taskId: string | undefined;
+    const calls = await commandsOf(async () => {
+      // JSON only: the request blocks until the call ends (no worker runs it: the test ends it).
+      const answer = client.rpc(
+        'tools/call',
+        { name: TOOL, arguments: {} },
+        { headers: { accept: 'application/json' } },
+      );
+      for (let i = 0; taskId === undefined; i++) {
+        if (i > 600) throw new Error('the plain call was never filed under its request id');
+        [taskId] = await inspect.hvals(filed);
+        if (taskId === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await engine.store.settle((await engine.store.get(taskId))!, cancelledSettlement());
+      await answer;
+    });
+    // The request's opening and its stream slot (JSON only: it holds a slot, so it opens first), the create step,
+    // the test's transition, and the woken request's take-ended-13.lua; no get-owned-1.lua before the wait (the
+    // create named the replica among the record's waiters), no read and then a delete after it.
+    expect(scripts(calls), JSON.stringify(calls)).to.equal(5);
+    // The only MULTI is the call's entry by request id; the record and the entry went in the script.
+    expect(calls['multi'], JSON.stringify(calls)).to.equal(1);
+    expect(await inspect.exists(new TaskKeys(engine.keys).record(String(taskId)))).to.equal(0);
+    expect(await inspect.hlen(filed)).to.equal(0);
+  });
+
+  it('T-SEC-3, invariant 2: a session gone since the replica last saw it gets 404 from a plain tools/call too (its create step opens it), and nothing is created', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    await client.createTask(TOOL, {});
+    const before = await tasksCreated();
+    const jobs = await jobsQueued();
+    await inspect.del(engine.keys.session(String(client.sessionId)));
+    // With SSE accepted (the default), as a task's create, the plain call's is the step that opens the request.
+    const created = await client.post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: TOOL, arguments: {} },
+    });
+    expect(created.status).to.equal(404);
+    expect(await tasksCreated()).to.equal(before);
+    expect(await jobsQueued()).to.equal(jobs);
+    expect(await inspect.exists(engine.keys.sessionCalls(String(client.sessionId)))).to.equal(0);
   });
 
   it('T-SEC-3: tasks/result of unknown ids is throttled by the failed-lookup budget (RATE_LIMIT_FAILED_LOOKUPS)', async () => {

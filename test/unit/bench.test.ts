@@ -248,23 +248,55 @@ describe('bench: report', () => {
       options: { reps: 1, clients: 20 },
       durationSeconds: 1,
       truncated: [],
-      throughput: { ours: [sample(700, 58)], bare: [sample(1000, 41)], sdk: [sample(900, 0)], raw: [sample(4000, 40)] },
+      throughput: { ours: [sample(900, 54)], bare: [sample(1000, 41)], sdk: [sample(850, 0)], raw: [sample(4000, 40)] },
       latency: { ours: [latency(3)], bare: [latency(2)], sdk: [latency(2.5)], raw: [latency(1)] },
+      plain: { ours: [latency(2.5)], bare: [latency(2)], sdk: [], raw: [] },
     };
     const [alternatives] = buildTables(results);
     expect(alternatives?.title).to.match(/^Ours beside the alternatives/);
     expect(alternatives?.rows[0]).to.deep.equal([
       'throughput, no-op tasks, 20 clients (tasks/s)',
-      '700',
-      '1,000',
       '900',
+      '1,000',
+      '850',
       '4,000',
-      '0.70x',
-      '0.78x',
-      '>= 0.60x bare: ok',
+      '0.90x',
+      '1.06x',
+      '>= 0.80x bare, >= 1.00x SDK: ok',
     ]);
-    expect(alternatives?.rows[1]?.slice(5)).to.deep.equal(['+1.00 ms', '+0.50 ms', '<= +1.5 ms over bare: ok']);
-    expect(alternatives?.rows.find((row) => row[0] === 'Redis commands per task')?.[7]).to.equal('<= 60: ok');
+    const named = (start: string) => alternatives?.rows.find((row) => row[0]?.startsWith(start));
+    expect(named('plain call (no task)')?.slice(1, 3)).to.deep.equal(['2.50', '2.00']);
+    expect(named('plain call (no task)')?.slice(5)).to.deep.equal(['1.25x', '', '<= 1.5x bare, <= 3 ms: ok']);
+    expect(named('latency p50, create')?.slice(5)).to.deep.equal(['+1.00 ms', '+0.50 ms', '<= +1.5 ms over bare: ok']);
+    expect(named('Redis commands per task')?.[7]).to.equal('<= 55: ok');
+    // api 1 + worker 0.5 per task: more than half of the 1.57 ms before.
+    expect(named('CPU per task: api + workers')?.slice(1, 2)).to.deep.equal(['1.500']);
+    expect(named('CPU per task: api + workers')?.[7]).to.equal('<= 0.785 (half of 1.57 before): MISSED');
+  });
+
+  it('misses the throughput goal below 0.8x bare or below the SDK, and the plain-call goal over 3 ms', () => {
+    const sample = (tasksPerSecond: number): ThroughputSample => ({
+      tasksPerSecond,
+      tasks: 100,
+      commandsPerTask: 60,
+      commands: {},
+      cpu: { api: 0.3, worker: 0.3, redis: 0.25, client: 0.2 },
+    });
+    const latency = (p50: number) => ({ p50, p99: p50 * 3, samples: 10 });
+    const results: BenchResults = {
+      machine: { cores: 2, cpu: 'CPU', node: 'v20', redis: '7.0', bullmq: '6.7.0', platform: 'linux x64' },
+      options: { reps: 1, clients: 20 },
+      durationSeconds: 1,
+      truncated: [],
+      throughput: { ours: [sample(900)], bare: [sample(1000)], sdk: [sample(950)], raw: [sample(4000)] },
+      plain: { ours: [latency(3.2)], bare: [latency(2.5)], sdk: [], raw: [] },
+    };
+    const [alternatives] = buildTables(results);
+    const named = (start: string) => alternatives?.rows.find((row) => row[0]?.startsWith(start));
+    expect(named('throughput')?.[7]).to.equal('>= 0.80x bare, >= 1.00x SDK: MISSED');
+    expect(named('plain call (no task)')?.[7]).to.equal('<= 1.5x bare, <= 3 ms: MISSED');
+    expect(named('Redis commands per task')?.[7]).to.equal('<= 55: MISSED');
+    expect(named('CPU per task: api + workers')?.[7]).to.equal('<= 0.785 (half of 1.57 before): ok');
   });
 
   it('misses the expiry goal when the sweep is slow, or when a repetition left anything behind', () => {

@@ -79,6 +79,7 @@ const ENGINE_EXPORTS = [
   'createRedis',
   'createTaskFromEntry',
   'createToolQueue',
+  'createWatchedTaskFromEntry',
   'decodeCursor',
   'describeRedisTarget',
   'encodeCursor',

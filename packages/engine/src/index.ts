@@ -64,4 +64,4 @@ export { closeRedis, coalesceWrites, createRedis, type RedisClient } from './red
 export { isConnectionError, RedisConnectionLog, type RedisConnectionLogOptions } from './redis-log.ts';
 export { type RequestContextRecord } from './request-context.ts';
 export { type RequestOpening, RequestRefusedError } from './request-opening.ts';
-export { Subscriber } from './subscriber.ts';
+export { Subscriber, type Waiter, type WakeOn } from './subscriber.ts';

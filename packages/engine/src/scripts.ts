@@ -12,7 +12,7 @@
 // several scripts. A script that decides answers a verdict, a name of Reply (script-replies.ts, the same table as
 // lua/include/replies.lua), first in its reply; the methods here read it by that name.
 import { readdirSync, readFileSync } from 'node:fs';
-import type { TaskStatus } from '@mcp-tasks/protocol';
+import type { TaskStatus, WaitKind } from '@mcp-tasks/protocol';
 import type { RedisClient } from './redis.ts';
 import { type OpeningCall, type Opened, openedOf, openingArgs } from './request-opening.ts';
 import { Reply } from './script-replies.ts';
@@ -410,6 +410,60 @@ export class RedisScripts {
       expiresAt: call.expiresAt,
     })) as ['handed' | 'ended' | 'missing', string?];
     return status === undefined ? { verdict } : { verdict, status };
+  }
+
+  /**
+   * take-ended-13.lua: a plain call's record of `owner` read, and deleted in the same step with its session entry once
+   * it has ended (`deleted`); `fields` are the record's (none when it is missing or someone else's).
+   */
+  async takeEnded(call: {
+    keys: {
+      record: string;
+      inputs: string;
+      durable: string;
+      children: string;
+      signals: string;
+      webhookOutbox: string;
+      webhookLog: string;
+      live: string;
+      allTasks: string;
+      ownerIndex: string;
+      ownerLive: string;
+      expiries: string;
+      calls: string;
+      waiting: Record<WaitKind, string>;
+    };
+    owner: string;
+    taskId: string;
+    member: string;
+    entries: readonly string[];
+    field?: string;
+  }): Promise<{ deleted: boolean; fields: Record<string, string> | undefined }> {
+    const { keys } = call;
+    const scriptKeys = new ScriptKeys([
+      keys.record,
+      keys.inputs,
+      keys.durable,
+      keys.children,
+      keys.signals,
+      keys.webhookOutbox,
+      keys.webhookLog,
+      keys.live,
+      keys.allTasks,
+      keys.ownerIndex,
+      keys.ownerLive,
+      keys.expiries,
+      keys.calls,
+    ]);
+    const [deleted, ...fields] = (await this.#run('takeEnded', scriptKeys, {
+      owner: call.owner,
+      taskId: call.taskId,
+      member: call.member,
+      entries: call.entries,
+      ...(call.field !== undefined ? { field: call.field } : {}),
+      waiting: scriptKeys.named(keys.waiting),
+    })) as [number, ...string[]];
+    return { deleted: deleted === 1, fields: fields.length === 0 ? undefined : hashOf(fields) };
   }
 
   /** note-attempt-1.lua: notes an attempt's start or end, or takes every attempt left; answers those taken. */

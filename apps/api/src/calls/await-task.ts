@@ -4,6 +4,7 @@
 // the wait), stops on the conditions the request names, forwards progress, hands a long call out as a task handle,
 // and stops the work of a plain call whose client went away. What it returns is for the wire to render.
 import { isTerminal, TaskStatus, type InputRequest, type JsonRpcId, type TaskRecord } from '@mcp-tasks/protocol';
+import type { Waiter } from '@mcp-tasks/engine';
 import type { ApiServices } from '../context.ts';
 import { outstandingInputs } from './inputs.ts';
 
@@ -16,11 +17,22 @@ export interface AwaitHow {
   /** The first read when it is not `read` (it opens the request, it logs): made once the waiter is open. */
   first?: () => Promise<TaskRecord>;
   /**
+   * A waiter on the task's wake-ups the caller opened before the task could change (TaskService.createWatched opens
+   * it before the record is written): used instead of one opened here, and closed here. Not with `progress`.
+   */
+  waiter?: Waiter;
+  /**
    * A plain call (TaskKind.PlainToolCall) this request answers, as written: deleted once it ended (its answer is
    * the request's), stopped and deleted when the client goes away. `filed`: filed under `requestId` in its session
    * (PlainCalls.file), an entry forgotten when it is handed out.
    */
-  plainCall?: { record: TaskRecord; requestId: JsonRpcId; filed: boolean };
+  plainCall?: {
+    record: TaskRecord;
+    requestId: JsonRpcId;
+    filed: boolean;
+    /** The filing, when it is under way: awaited before the call is deleted, handed out or abandoned. */
+    filing?: Promise<void>;
+  };
   /** Stops besides the task's end (terminal). */
   stop?: {
     /** Once the task needs its client: at `input_required` with input requests outstanding (they are returned). */
@@ -73,13 +85,20 @@ export async function awaitTask(services: ApiServices, taskId: string, how: Awai
     : how.read;
   // Before the first read: a change between that read and the wait would otherwise be missed. The progress of a
   // task comes on its session's channel.
-  const waiter = await services.subscriber.waiter(
-    await services.tasks.wakeOn(taskId),
-    ...(progress ? [services.store.keys.sessionChannel(progress.sessionId)] : []),
-  );
+  const waiter =
+    how.waiter ??
+    (await services.subscriber.waiter(
+      await services.tasks.wakeOn(taskId),
+      ...(progress ? [services.store.keys.sessionChannel(progress.sessionId)] : []),
+    ));
   const ended = async (record: TaskRecord): Promise<AwaitOutcome> => {
     if (progress) await progress.forward(progress.sessionId, cursor);
-    if (plainCall) await services.plainCalls.delete(record, plainCall.requestId);
+    if (plainCall) {
+      // Filed before it is forgotten: the entry of a call that ended cannot outlive it. (A call its read took is
+      // deleted already: PlainCalls.take.)
+      await plainCall.filing;
+      await services.plainCalls.delete(record, plainCall.requestId);
+    }
     return { ended: record };
   };
   try {
@@ -136,6 +155,7 @@ export async function awaitTask(services: ApiServices, taskId: string, how: Awai
       if (stopped === 'handed-over') return { handedOver: live };
       if (stopped === 'needs-client') return { needsClient: live, inputs };
       if (plainCall && handAt !== undefined && Date.now() >= handAt) {
+        await plainCall.filing;
         const handed = await services.plainCalls.handOut(live, plainCall.filed ? plainCall.requestId : undefined);
         if (handed) return { handedOut: handed };
         // It ended first (its end is the answer) or is gone (the next read says so): wait for that, without deadline.
@@ -149,8 +169,10 @@ export async function awaitTask(services: ApiServices, taskId: string, how: Awai
     }
   } catch (error) {
     // The client went away: stop the work it no longer waits for.
-    if (plainCall && how.signal.aborted)
+    if (plainCall && how.signal.aborted) {
+      await plainCall.filing?.catch(() => undefined);
       await services.plainCalls.abandon(plainCall.record, plainCall.requestId, 'The client closed the request.');
+    }
     throw error;
   } finally {
     await waiter.close();

@@ -35,7 +35,8 @@ export async function runHandleTool(
   request: Pick<CallRequest, 'opening'>,
   signal: AbortSignal,
 ): Promise<HandleOutcome> {
-  // A tools/call whose opening was left to a script (one with params.task) is opened before anything is read.
+  // A tools/call leaves its opening to the create script (rev2025-11-25/post.ts): a handle tool has none, and opens
+  // the request before anything is read.
   await ensureOpened(request.opening);
   switch (call.tool) {
     case HandleTool.Status:

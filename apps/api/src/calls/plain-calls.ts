@@ -59,8 +59,25 @@ export class PlainCalls {
     return record;
   }
 
+  /**
+   * The call's record for the request that waits for it (a read with `read`'s watch), and, once the call has ended,
+   * deleted with its entry by request id in the same step (TaskStore.takeEnded): the answer follows one round trip
+   * after the wake-up. A record so taken is deleted already when `delete` is asked for it. -32603 once the call is
+   * gone, saying `gone`.
+   */
+  async take(record: TaskRecord, requestId: JsonRpcId, gone?: string): Promise<TaskRecord> {
+    const taken = await this.deps.store.takeEnded(record, this.deps.tasks.watcherId, JSON.stringify(requestId));
+    if (!taken.record) throw new CallGoneError(gone);
+    if (taken.deleted) this.#taken.add(taken.record);
+    return taken.record;
+  }
+
+  /** Records `take` deleted with their entries: nothing is left for `delete` to do. */
+  readonly #taken = new WeakSet<TaskRecord>();
+
   /** Forgets an answered call: its record and its entry by request id. */
   async delete(record: TaskRecord, requestId: JsonRpcId): Promise<void> {
+    if (this.#taken.has(record)) return;
     await Promise.all([this.deps.store.delete(record), this.#forget(record.sessionId, requestId)]);
   }
 

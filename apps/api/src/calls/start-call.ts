@@ -5,10 +5,12 @@ import {
   audit,
   AuditEvent,
   createTaskFromEntry,
+  createWatchedTaskFromEntry,
   SecurityEvent,
   type CreatedTask,
   type CreateTaskInput,
   type EntryTaskInput,
+  type Waiter,
 } from '@mcp-tasks/engine';
 import {
   callDigest,
@@ -42,6 +44,11 @@ export interface StartedCall {
   record: CreatedTask;
   tool: CatalogEntry;
   asTask: boolean;
+  /**
+   * With `watch`: a waiter on the record's wake-ups, open before it was written and named among its waiters by the
+   * step that wrote it (TaskService.createWatched): the caller waits without reading first, and closes it.
+   */
+  waiter?: Waiter;
 }
 
 /**
@@ -54,8 +61,6 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
   const tool = await services.tools.get(request.tool);
   request.admitTool?.(tool);
   const asTask = runsAsTask(tool, request.execution, request.handles?.requiredTools === true);
-  // A plain call does work before any script that could open the request: it is opened first (RequestOpening).
-  if (!asTask) await ensureOpened(request.opening);
   const size = argumentsSize(request.arguments);
   if (size > services.config.MAX_ARGUMENTS_BYTES) await refuseArguments(context, request, size);
   const args = await services.tools.parseArguments(tool, request.arguments, size);
@@ -66,7 +71,11 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
 }
 
 /** Writes the prepared call's record and its job in one step (invariant 2), audited; nothing for a refused one. */
-export async function startCall(context: CallContext, prepared: PreparedCall): Promise<StartedCall> {
+export async function startCall(
+  context: CallContext,
+  prepared: PreparedCall,
+  options: { watch?: boolean } = {},
+): Promise<StartedCall> {
   const { request, tool, asTask } = prepared;
   const { client } = request;
   const input: EntryTaskInput = {
@@ -88,9 +97,10 @@ export async function startCall(context: CallContext, prepared: PreparedCall): P
     ...idempotencyOf(context, prepared),
     ...(prepared.webhook ? { webhook: prepared.webhook } : {}),
   };
-  // The create script opens the request in its step when the transport left that to it (RequestOpening).
-  const record = await createAudited(context, tool, input, asTask ? request.opening : undefined);
-  return { record, tool, asTask };
+  // The create script opens the request in its step when the transport left that to it (RequestOpening); a plain
+  // call that had to open it first (to hold a stream slot) finds it opened.
+  const { record, waiter } = await createAudited(context, tool, input, request.opening, options.watch === true);
+  return { record, tool, asTask, ...(waiter ? { waiter } : {}) };
 }
 
 /**
@@ -128,14 +138,18 @@ async function createAudited(
   tool: CatalogEntry,
   input: EntryTaskInput,
   opening: CallRequest['opening'],
-): Promise<CreatedTask> {
+  watch: boolean,
+): Promise<{ record: CreatedTask; waiter?: Waiter | undefined }> {
   const { services, caller } = context;
   const requester = {
     audit: services.security.audit,
     requestId: caller.requestId,
     ...(caller.sessionId !== undefined ? { sessionId: caller.sessionId } : {}),
   };
-  const record = await createTaskFromEntry(services.tasks, tool, input, requester, opening).catch((error: unknown) => {
+  const create = watch
+    ? createWatchedTaskFromEntry(services.tasks, tool, input, requester, opening)
+    : createTaskFromEntry(services.tasks, tool, input, requester, opening).then((record) => ({ record }));
+  const created = await create.catch((error: unknown) => {
     if (error instanceof LimitExceededError) {
       audit(services.security.audit, AuditEvent.AccessRejected, {
         reason: 'too_many_tasks',
@@ -149,8 +163,8 @@ async function createAudited(
     }
     throw error;
   });
-  context.span?.setAttribute('mcp.task.id', record.taskId);
-  return record;
+  context.span?.setAttribute('mcp.task.id', created.record.taskId);
+  return created;
 }
 
 /**

@@ -125,6 +125,7 @@ export class TaskIndexes {
     const multi = this.redis.multi();
     if (tasks.length > 0) {
       const ids = tasks.map((task) => task.taskId);
+      // take-ended-13.lua deletes the same for a plain call its request answers: the two stay alike.
       multi
         // The input-request set and what the task's tool keeps durably (its hash, its children's set) expire with the
         // record; deleted here too for a task deleted before its ttl.

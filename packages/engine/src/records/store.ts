@@ -8,6 +8,7 @@ import {
   sourcesOf,
   TaskKind,
   TaskStatus,
+  WaitKind,
   type ExternalRef,
   type Outcome,
   type Settlement,
@@ -144,6 +145,12 @@ export interface NewTask {
   resume?: Omit<ResumeCall, 'keys'>;
   /** The most child tasks it may start, kept on its record (a child gets its parent's instead). */
   maxChildren?: number;
+  /**
+   * An api replica that waits for the task from its creation on (TaskService.watcherId): named among the record's
+   * waiters by the step that writes it, as getOwned with a watcher would, so that its first change wakes the replica
+   * without a read first (a plain call's answer).
+   */
+  waiter?: string;
 }
 
 /** What creating a task came to, once its request was opened. */
@@ -153,6 +160,28 @@ export type Created =
   | { opened: 0; existing?: undefined; priority?: number }
   /** Nothing written: the idempotency key (`sameCall`: for the same call) or the parent's call key names this task. */
   | { opened: 0; existing: { taskId: string; sameCall: boolean } };
+
+/** What TaskStore.delete needs of a record: its keys, index member and expiry entries follow from these. */
+export type DeletedRecord = Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'kind'> &
+  Partial<Pick<TaskRecord, 'tool' | 'external'>> & { sessionId?: string };
+
+/** A record's index member, and the forms of its expiry entry to remove with it. */
+function expiryEntriesOf(record: DeletedRecord): { member: string; entries: string[] } {
+  const member = indexMember(record.createdAt, record.taskId);
+  // Without the sessionId (or the tool) the expiry entry stays; the janitor's later pass over it finds nothing
+  // left but events.
+  const { taskId, owner, kind, sessionId, tool, external } = record;
+  // The forms of older versions (without the job's queue), and the entry this version writes.
+  const entries = [encodeExpiryEntry({ taskId, owner, kind }, member)];
+  if (sessionId !== undefined) entries.push(encodeExpiryEntry({ taskId, owner, kind, sessionId }, member));
+  if (tool !== undefined) {
+    const queue = jobQueueOf({ tool, ...(external !== undefined ? { external } : {}) });
+    entries.push(
+      encodeExpiryEntry({ taskId, owner, kind, ...(sessionId !== undefined ? { sessionId } : {}), queue }, member),
+    );
+  }
+  return { member, entries };
+}
 
 /** The owner already has as many unfinished tasks as allowed (MAX_TASKS_PER_OWNER). */
 export class OwnerTaskLimitError extends LocalError {
@@ -257,6 +286,7 @@ export class TaskStore {
       parent,
       resume,
       maxChildren,
+      waiter,
     } = task;
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -295,6 +325,8 @@ export class TaskStore {
         arguments: JSON.stringify(args ?? {}),
         history: initialHistory(record),
         ...(maxChildren !== undefined ? { maxChildren: String(maxChildren) } : {}),
+        // The `waiters` field as include/waiters.lua writes it.
+        ...(waiter !== undefined ? { waiters: `,${waiter},` } : {}),
       },
     });
     if (reply.opened !== 0) return { opened: reply.opened };
@@ -626,24 +658,56 @@ export class TaskStore {
   }
 
   /** Deletes a record and its index entries at once (a plain call's record once its answer is sent). */
-  async delete(
-    record: Pick<TaskRecord, 'taskId' | 'owner' | 'createdAt' | 'kind'> &
-      Partial<Pick<TaskRecord, 'tool' | 'external'>> & { sessionId?: string },
-  ): Promise<void> {
-    const member = indexMember(record.createdAt, record.taskId);
-    // Without the sessionId (or the tool) the expiry entry stays; the janitor's later pass over it finds nothing
-    // left but events.
-    const { taskId, owner, kind, sessionId, tool, external } = record;
-    // The forms of older versions (without the job's queue), and the entry this version writes.
-    const entries = [encodeExpiryEntry({ taskId, owner, kind }, member)];
-    if (sessionId !== undefined) entries.push(encodeExpiryEntry({ taskId, owner, kind, sessionId }, member));
-    if (tool !== undefined) {
-      const queue = jobQueueOf({ tool, ...(external !== undefined ? { external } : {}) });
-      entries.push(
-        encodeExpiryEntry({ taskId, owner, kind, ...(sessionId !== undefined ? { sessionId } : {}), queue }, member),
-      );
-    }
-    await this.indexes.deleteTask({ taskId, owner, member }, entries);
+  async delete(record: DeletedRecord): Promise<void> {
+    const { member, entries } = expiryEntriesOf(record);
+    await this.indexes.deleteTask({ taskId: record.taskId, owner: record.owner, member }, entries);
+  }
+
+  /**
+   * A plain call's record read again by its waiter (as reread: `watcher` is named among its waiters, through
+   * getOwned when it is not), and once the call has ended deleted in the same step (take-ended-13.lua), with its
+   * entry `callsField` in the session's calls hash: what `delete` and the entry's HDEL would do after the read, in
+   * one round trip. Undefined when the record is missing or not `record.owner`'s.
+   */
+  async takeEnded(
+    record: DeletedRecord & { sessionId: string },
+    watcher: string,
+    callsField?: string,
+  ): Promise<{ record: TaskRecord | undefined; deleted: boolean }> {
+    const { taskId, owner } = record;
+    const { member, entries } = expiryEntriesOf(record);
+    const tasks = this.#tasks;
+    const { deleted, fields } = await this.#scripts.takeEnded({
+      keys: {
+        record: tasks.record(taskId),
+        inputs: tasks.inputs(taskId),
+        durable: tasks.durable(taskId),
+        children: tasks.children(taskId),
+        signals: tasks.signals(taskId),
+        webhookOutbox: tasks.webhookOutbox(taskId),
+        webhookLog: tasks.webhookLog(taskId),
+        live: tasks.live(),
+        allTasks: tasks.allTasks(),
+        ownerIndex: tasks.ownerIndex(owner),
+        ownerLive: tasks.ownerLive(owner),
+        expiries: tasks.expiries(),
+        calls: this.keys.sessionCalls(record.sessionId),
+        waiting: {
+          sleep: tasks.waiting(WaitKind.Sleep),
+          event: tasks.waiting(WaitKind.Event),
+          input: tasks.waiting(WaitKind.Input),
+        },
+      },
+      owner,
+      taskId,
+      member,
+      entries,
+      ...(callsField !== undefined ? { field: callsField } : {}),
+    });
+    const current = decodeRecord(fields);
+    if (deleted || !current || isTerminal(current.status)) return { record: current, deleted };
+    if ((fields?.['waiters'] ?? '').includes(`,${watcher},`)) return { record: current, deleted };
+    return { record: await this.getOwned(taskId, owner, watcher), deleted: false };
   }
 
   /**

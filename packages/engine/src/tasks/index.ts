@@ -6,5 +6,10 @@
 export { ExternalTasks, forwardCancel } from './external.ts';
 export { handedBackMessage, lostAttemptMessage, traceLostAttempts } from './lost-attempts.ts';
 export { parseControlMessage } from './stop-task-work.ts';
-export { createTaskFromEntry, type EntryTaskInput, type TaskRequester } from './task-from-entry.ts';
+export {
+  createTaskFromEntry,
+  createWatchedTaskFromEntry,
+  type EntryTaskInput,
+  type TaskRequester,
+} from './task-from-entry.ts';
 export { type CreatedTask, type CreateTaskInput, TaskService, type WaitOptions } from './task-service.ts';

@@ -6,6 +6,7 @@ import type { CatalogEntry, JsonRpcId } from '@mcp-tasks/protocol';
 import { audit, AuditEvent } from '../security/audit.ts';
 import type { Logger } from '@mcp-tasks/runtime';
 import type { RequestOpening } from '../request-opening.ts';
+import type { Waiter } from '../subscriber.ts';
 import type { CreatedTask, CreateTaskInput, TaskService } from './task-service.ts';
 
 /** Who asked for the task, as the audit trail names them. */
@@ -34,17 +35,39 @@ export async function createTaskFromEntry(
   requester: TaskRequester,
   opening?: RequestOpening,
 ): Promise<CreatedTask> {
-  const record = await tasks.create(
-    {
-      ...input,
-      tool: entry.name,
-      retrySafe: entry.retrySafe,
-      ...(entry.external ? { queue: entry.queue } : {}),
-      ...(entry.scheduling !== undefined ? { scheduling: entry.scheduling } : {}),
-    },
-    opening,
-  );
-  if (record.reused && input.parent) return record;
+  const record = await tasks.create(inputOf(entry, input), opening);
+  auditCreated(entry, input, requester, record);
+  return record;
+}
+
+/**
+ * createTaskFromEntry through TaskService.createWatched: for a caller that waits for the task at once (a plain
+ * call), with the waiter opened before the record was written (undefined when a key named another task).
+ */
+export async function createWatchedTaskFromEntry(
+  tasks: TaskService,
+  entry: CatalogEntry,
+  input: EntryTaskInput,
+  requester: TaskRequester,
+  opening?: RequestOpening,
+): Promise<{ record: CreatedTask; waiter: Waiter | undefined }> {
+  const created = await tasks.createWatched(inputOf(entry, input), opening);
+  auditCreated(entry, input, requester, created.record);
+  return created;
+}
+
+function inputOf(entry: CatalogEntry, input: EntryTaskInput): CreateTaskInput {
+  return {
+    ...input,
+    tool: entry.name,
+    retrySafe: entry.retrySafe,
+    ...(entry.external ? { queue: entry.queue } : {}),
+    ...(entry.scheduling !== undefined ? { scheduling: entry.scheduling } : {}),
+  };
+}
+
+function auditCreated(entry: CatalogEntry, input: EntryTaskInput, requester: TaskRequester, record: CreatedTask): void {
+  if (record.reused && input.parent) return;
   audit(requester.audit, record.reused ? AuditEvent.TaskReused : AuditEvent.TaskCreated, {
     principal: record.owner,
     taskId: record.taskId,
@@ -55,5 +78,4 @@ export async function createTaskFromEntry(
     kind: record.kind,
     ttl: record.ttl,
   });
-  return record;
 }

@@ -186,6 +186,30 @@ export class TaskService {
     return this.#existing(input, created.existing, opening);
   }
 
+  /**
+   * create, for a caller that waits for the task at once (a plain call): a waiter on the task's wake-ups is open
+   * before the step that writes the record, and that step names this replica among the record's waiters, so that
+   * the task's first change wakes the caller without a read to register it first (waitFor with `first` and
+   * `waiter`; the caller closes the waiter). An idempotency key or a parent's call key that names another task
+   * answers that task with no waiter (undefined): the caller reads it as any other.
+   */
+  async createWatched(
+    input: CreateTaskInput,
+    opening?: RequestOpening,
+  ): Promise<{ record: CreatedTask; waiter: Waiter | undefined }> {
+    const taskId = randomUUID();
+    const waiter = await this.watch(taskId);
+    try {
+      const created = await this.#create({ ...input, taskId, waiter: this.watcherId }, opening);
+      if (!('existing' in created)) return { record: created.record, waiter };
+      await waiter.close();
+      return { record: await this.#existing(input, created.existing, opening), waiter: undefined };
+    } catch (error) {
+      await waiter.close();
+      throw error;
+    }
+  }
+
   /** The task an idempotency key or a parent's call key named, as it is now; a gone one is replaced once. */
   async #existing(
     input: CreateTaskInput,
@@ -241,12 +265,12 @@ export class TaskService {
   }
 
   async #create(
-    input: CreateTaskInput & { replaceKeyOf?: string },
+    input: CreateTaskInput & { replaceKeyOf?: string; taskId?: string; waiter?: string },
     opening: RequestOpening | undefined,
   ): Promise<{ record: TaskRecord } | { existing: { taskId: string; sameCall: boolean } }> {
     const now = Date.now();
     const record: TaskRecord = {
-      taskId: randomUUID(),
+      taskId: input.taskId ?? randomUUID(),
       kind: input.kind,
       status: TaskStatus.Working,
       statusMessage: input.statusMessage ?? 'The task is queued for a worker.',
@@ -298,6 +322,7 @@ export class TaskService {
             ...(job ? { job } : {}),
             ...(open ? { open } : {}),
             ...(input.requestContext ? { requestContext: input.requestContext } : {}),
+            ...(input.waiter !== undefined ? { waiter: input.waiter } : {}),
             maxChildren: this.#maxChildren,
             ...durableGroups(this.store, input, this.#maxChildren),
           }),

@@ -198,13 +198,13 @@ function abortedOnClose(res: Response): AbortController {
 
 /**
  * Requests whose method starts its work with a script that can open the request in the same step (create-task-6.lua
- * for a task-augmented tools/call, get-owned-1.lua for tasks/result): their session gate costs no round trip of its
- * own when this replica knows the session.
+ * for a tools/call, a task's or a plain call's; get-owned-1.lua for tasks/result): their session gate costs no round
+ * trip of its own when this replica knows the session. A call that must write before its record (a plain call
+ * holding a stream slot, a handle tool) opens it first on its own (ensureOpened), and the dispatcher settles it
+ * before any answer (dispatch.ts).
  */
-function opensInItsScript(request: { method: string; params?: Record<string, unknown> | undefined }): boolean {
-  if (request.method === 'tasks/result') return true;
-  const task = request.params?.['task'];
-  return request.method === 'tools/call' && typeof task === 'object' && task !== null;
+function opensInItsScript(request: { method: string }): boolean {
+  return request.method === 'tasks/result' || request.method === 'tools/call';
 }
 
 /** Notifications get 202 whatever they say; notifications/cancelled stops the plain call it names. */

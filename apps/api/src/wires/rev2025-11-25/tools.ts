@@ -17,6 +17,7 @@ import {
   plainResultOf,
 } from '@mcp-tasks/protocol';
 import { awaitTask } from '../../calls/await-task.ts';
+import { ensureOpened } from '../../calls/admission.ts';
 import { runHandleTool, type HandleOutcome } from '../../calls/handles.ts';
 import { idempotencyKeyOf } from '../../calls/idempotency.ts';
 import { prepareCall, startCall, type PreparedCall } from '../../calls/start-call.ts';
@@ -66,8 +67,11 @@ export const callTool = wireMethod<RequestContext, CallRequest, CallOutcome, Han
     if (!prepared.asTask) {
       // Without SSE a plain call blocks its request until the tool ends: it holds a slot as a stream would
       // (stream-limit.ts), taken before anything is queued so that a refused call runs nothing.
+      // Taking the slot writes: the request is opened first (RequestOpening); with SSE the create script opens it.
       const run = () => runPlainCall(context, prepared);
-      return { reply: await (context.canStream ? run() : holdingSlot(context, run)) };
+      if (context.canStream) return { reply: await run() };
+      await ensureOpened(request.opening);
+      return { reply: await holdingSlot(context, run) };
     }
     const { record, tool } = await startCall(calls, prepared);
     // Not even built unless debug is on: the audit record says the same at info (T-AUDIT-1).
@@ -101,21 +105,31 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
   // the record is written on, so Redis reads it first; no round trip of its own).
   const since = context.canStream ? services.events.lastId(session.sessionId) : undefined;
   since?.catch(() => undefined); // awaited by answer(); a failed create must not leave it unhandled
-  const { record } = await startCall(callContextOf(context), prepared);
+  // Watched from its creation: its end wakes this request without a read first (TaskService.createWatched).
+  const { record, waiter } = await startCall(callContextOf(context), prepared, { watch: true });
   // Its request began as its record was made: a resumed answer stream finds the same deadline (streams.ts).
   const handAt = services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, record.createdAt);
   // Filed under its request id for notifications/cancelled, then awaited: as JSON when it ends within
   // RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests from `since` on (as tasks/result
   // does); without SSE, as JSON after the whole wait. Still running at its handle deadline, it is handed out (as
-  // JSON; a stream hands it out itself, streams.ts).
-  await services.plainCalls.file(record, context.requestId);
+  // JSON; a stream hands it out itself, streams.ts). The filing is sent at once and answered during the wait: the
+  // entry is in before the call is read, deleted, handed out or answered.
+  const filing = services.plainCalls.file(record, context.requestId);
+  filing.catch(() => undefined); // awaited by the wait; one that fails first must not leave it unhandled
+  const gone = 'The call expired before it finished';
   const outcome = await awaitTask(services, record.taskId, {
     // Made on first use (post.ts).
     get signal() {
       return context.signal;
     },
-    read: () => services.plainCalls.read(record.taskId, record.owner, 'The call expired before it finished'),
-    plainCall: { record, requestId: context.requestId, filed: true },
+    // The record as written, and the waiter opened before: the first wait needs no read.
+    ...(waiter ? { waiter, first: () => Promise.resolve(record) } : {}),
+    // Read and, once the call ended, deleted in one step (PlainCalls.take).
+    read: async () => {
+      await filing;
+      return services.plainCalls.take(record, context.requestId, gone);
+    },
+    plainCall: { record, requestId: context.requestId, filed: true, filing },
     stop: handAt !== undefined ? { handAt } : {},
     ...(since ? { stream: { afterMs: services.config.RESULT_STREAM_AFTER_MS, since: () => since } } : {}),
   });
