@@ -5,6 +5,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis, type Cluster } from 'ioredis';
 import { freePort } from '../../scripts/lib/ports.ts';
+import { sleep } from './mcp-client.ts';
+import { modernPost } from './modern-client.ts';
 import type { RedisClusterFixture } from './redis-cluster.ts';
 import { sharedRedisUrl, uniquePrefix } from './redis-server.ts';
 import { track } from './resources.ts';
@@ -208,6 +210,13 @@ export async function startSystemWith<A extends ServiceHandle & { url: string },
   });
   const first = apis[0];
   if (!first) throw new Error('a system needs at least one api');
+  try {
+    await listedByApis(apis, redis, prefix);
+  } catch (error) {
+    await Promise.all([...apis, ...workers].map((child) => child.stop()));
+    await releaseRedis();
+    throw error;
+  }
   return {
     redisUrl,
     prefix,
@@ -219,6 +228,7 @@ export async function startSystemWith<A extends ServiceHandle & { url: string },
     async addWorker(extraEnv = {}) {
       const worker = await starters.worker({ ...env, ...extraEnv });
       workers.push(worker);
+      await listedByApis(apis, redis, prefix);
       return worker;
     },
     async stop() {
@@ -226,6 +236,67 @@ export async function startSystemWith<A extends ServiceHandle & { url: string },
       await releaseRedis();
     },
   };
+}
+
+/** How long an api may take to list what the workers published before the start counts as failed. */
+const LISTED_WITHIN_MS = 30_000;
+
+/**
+ * Waits until every running api lists (or refuses: docs/catalog.md, "Bounds") each tool the workers published. A
+ * worker is ready once it has published its tools, and an api reads them a moment later (on the catalog's channel): a
+ * test that called a tool, or named one in a span or a listing, right after the start could meet an api that has not
+ * read it yet. A host lists tools before it calls them; the tests start where a host would. An api that will not
+ * answer an anonymous tools/list (its auth is on) is not asked: its tests list with their own credentials.
+ */
+async function listedByApis(
+  apis: readonly (ServiceHandle & { url: string })[],
+  redis: Redis | Cluster,
+  prefix: string,
+): Promise<void> {
+  const published = await redis.hkeys(`${prefix}:catalog:tools`);
+  if (published.length === 0) return;
+  const deadline = Date.now() + LISTED_WITHIN_MS;
+  await Promise.all(
+    apis.map(async (api) => {
+      let missing: string[] | undefined = published;
+      let failure: unknown;
+      // An api a test stopped or killed is not waited for.
+      while (api.alive()) {
+        try {
+          missing = await unlisted(api.url, published);
+          failure = undefined;
+        } catch (error) {
+          failure = error;
+        }
+        if (missing === undefined || missing.length === 0) return;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `${api.name} did not list ${missing.join(', ')} within ${LISTED_WITHIN_MS} ms of the start` +
+              (failure instanceof Error ? ` (last asked: ${failure.message})` : ''),
+          );
+        }
+        await sleep(25);
+      }
+    }),
+  );
+}
+
+/** The published tools the api neither lists nor refuses (beyond its refusal count); undefined: it will not say. */
+async function unlisted(apiUrl: string, published: readonly string[]): Promise<string[] | undefined> {
+  const listed = new Set<string>();
+  let cursor: unknown;
+  do {
+    const reply = await modernPost(apiUrl, 'tools/list', cursor === undefined ? {} : { cursor });
+    const result = reply.body.result;
+    if (reply.status === 401 || reply.status === 403) return undefined;
+    if (!result) throw new Error(`tools/list: HTTP ${reply.status} ${JSON.stringify(reply.body)}`);
+    for (const tool of (result['tools'] ?? []) as { name: string }[]) listed.add(tool.name);
+    cursor = result['nextCursor'];
+  } while (cursor !== undefined && cursor !== null);
+  const missing = published.filter((name) => !listed.has(name));
+  if (missing.length === 0) return missing;
+  const ready = (await (await fetch(new URL('/readyz', apiUrl))).json()) as { catalog?: { refused?: number } };
+  return missing.length <= (ready.catalog?.refused ?? 0) ? [] : missing;
 }
 
 /** REDIS_CLUSTER_NODES for a test cluster: its password travels in the first entry's URL. */
