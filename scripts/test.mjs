@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// `pnpm test`: type-check, then every unit and integration test. The test files run in MCPT_TEST_SHARDS mocha
+// `pnpm test`: type-check and every unit and integration test. The test files run in MCPT_TEST_SHARDS mocha
 // processes side by side (default 2: the integration tests mostly wait on processes, Redis and timers, so two
 // shards take about half the time on two cores), balanced by the durations in test/timings.json
-// (`node scripts/test.mjs --record-timings` rewrites it). Each shard has its own port range, its own redis-servers
+// (`node scripts/test.mjs --record-timings` rewrites it). The type-check runs beside the shards, not before them:
+// it is a minute of one core's work that the waiting shards leave free, and the tests do not need it (tsx runs them
+// untyped); its output is printed after theirs, and a failed type-check fails the run. Each shard has its own port range, its own redis-servers
 // and its own output, printed whole and in order; the last line sums them: "N passed, N failed, N skipped".
 // With REDIS_URL set the tests share that one Redis, so they run in one process. Files named on the command line
 // run in one process too. `--fast` skips the type-check (tsx runs the tests without one): `pnpm test:one <file>`
@@ -28,6 +30,18 @@ function step(title, command, args) {
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit' });
   done(title, started, result.status === 0);
   if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+/** A command run beside the shards, its output kept for when they have ended. */
+function background(command, args) {
+  const started = Date.now();
+  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk) => (output += chunk.toString()));
+  return new Promise((resolve) => {
+    child.on('close', (code, signal) => resolve({ started, output, ok: code === 0, code: code ?? signal }));
+  });
 }
 
 function done(title, started, ok) {
@@ -131,13 +145,15 @@ async function main() {
   const record = args.includes('--record-timings');
   const fast = args.includes('--fast');
   const extra = args.filter((arg) => arg !== '--record-timings' && arg !== '--fast');
-  if (!fast) step('type-check', bin('tsc'), ['-p', 'tsconfig.json']);
   const title = 'tests (unit + integration)';
   const shardCount = Number(process.env.MCPT_TEST_SHARDS ?? (process.env.REDIS_URL ? 1 : 2));
   if (extra.length > 0 || !(shardCount > 1)) {
+    if (!fast) step('type-check', bin('tsc'), ['-p', 'tsconfig.json']);
     step(title, bin('mocha'), extra.length > 0 ? extra : ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts']);
     return;
   }
+  const typeCheck = fast ? undefined : background(bin('tsc'), ['-p', 'tsconfig.json']);
+  if (typeCheck) console.log('\n== type-check: beside the tests, its output after theirs');
   const groups = balance(testFiles(), shardCount);
   console.log(`\n== ${title}: ${groups.length} shards side by side (MCPT_TEST_SHARDS)`);
   groups.forEach((group, i) =>
@@ -166,6 +182,14 @@ async function main() {
     for (let k = 0; k < 3; k++) totals[k] += Number(summary[k + 1]);
   });
   done(title, started, ok && totals[1] === 0);
+  if (typeCheck) {
+    const checked = await typeCheck;
+    console.log('\n== type-check');
+    process.stdout.write(checked.output);
+    done('type-check', checked.started, checked.ok);
+    if (!checked.ok) ok = false;
+  }
+  // Last, as CI reads it: the tests' counts (a failed type-check fails the run with them).
   console.log(`${totals[0]} passed, ${totals[1]} failed, ${totals[2]} skipped`);
   process.exit(ok && totals[1] === 0 ? 0 : 1);
 }
