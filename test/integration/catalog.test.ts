@@ -3,6 +3,7 @@
 import { expect } from 'chai';
 import { runCli } from '@mcp-tasks/cli';
 import { expectRpcError, eventually, McpTestClient, sleep } from '../support/mcp-client.ts';
+import { startSystem as startInProcess, type System as InProcessSystem } from '../support/in-process.ts';
 import { spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 import { modernResult } from '../support/modern-client.ts';
 import { SseConnection } from '../support/sse-client.ts';
@@ -166,15 +167,17 @@ describe('the tool catalog (workers publish, the api lists and routes)', functio
   });
 });
 
+// The catalog's behaviour from here on needs no process of its own (docs/tests.md, "The two tiers"): api and workers
+// run in the test's process; a worker refused at start-up stays a process, whose exit is the refusal.
 describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog entries at once (issue 31)', function () {
   this.timeout(90_000);
   const DELTA = './test/fixtures/catalog/delta.ts';
   const DELTA_CHANGED = './test/fixtures/catalog/delta-changed.ts';
-  let system: System;
+  let system: InProcessSystem;
 
   // The default grace period (60 s): a worker refused by its predecessor's entry would fail, not wait.
   before(async () => {
-    system = await startSystem({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200' } });
+    system = await startInProcess({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200' } });
   });
   after(async () => {
     await system?.stop();
@@ -262,10 +265,10 @@ describe('the edit-restart loop: a cleanly stopped worker withdraws its catalog 
 
 describe('an api whose catalog is empty (issue 31)', function () {
   this.timeout(90_000);
-  let system: System;
+  let system: InProcessSystem;
 
   before(async () => {
-    system = await startSystem({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200', CATALOG_EMPTY_WAIT_MS: '30000' } });
+    system = await startInProcess({ workers: 0, env: { CATALOG_HEARTBEAT_MS: '200', CATALOG_EMPTY_WAIT_MS: '30000' } });
   });
   after(async () => {
     await system?.stop();
