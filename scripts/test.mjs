@@ -11,7 +11,7 @@
 // is `node scripts/test.mjs --fast <file>`, one file in seconds (docs/tests.md).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -32,10 +32,18 @@ function step(title, command, args) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-/** A command run beside the shards, its output kept for when they have ended. */
+/**
+ * A command run beside the shards, its output kept for when they have ended. At the lowest priority: it takes the
+ * cores the shards leave idle, and never slows a test whose budget is counted in milliseconds.
+ */
 function background(command, args) {
   const started = Date.now();
   const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    setPriority(child.pid, 19);
+  } catch {
+    // Not allowed here (or no such process any more): it runs at the shards' priority.
+  }
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk.toString()));
   child.stderr.on('data', (chunk) => (output += chunk.toString()));
