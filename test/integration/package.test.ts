@@ -11,7 +11,7 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { DOWNLOADS_TAG } from '../../scripts/lib/downloads.ts';
@@ -58,6 +58,11 @@ export const tools = [
 describe(`the installable package, installed with npm in a project outside the repository ${DOWNLOADS_TAG}`, function () {
   this.timeout(240_000);
   let project: string;
+  /**
+   * The typed project's compile, started once the package is installed: a core's half minute of tsc that runs while
+   * the JavaScript tests below wait on their processes, rather than after them.
+   */
+  let typed: Promise<TypedProject> | undefined;
 
   before(async () => {
     const tarball = await packedTarball();
@@ -67,9 +72,13 @@ describe(`the installable package, installed with npm in a project outside the r
       cwd: project,
       timeout: 120_000,
     });
+    typed = typedProject(join(project, 'typed'));
+    // Its failure is the typed tests' to report, when they await it.
+    typed.catch(() => undefined);
   });
 
-  after(() => {
+  after(async () => {
+    await typed?.catch(() => undefined);
     if (project) rmSync(project, { recursive: true, force: true });
   });
 
@@ -212,36 +221,12 @@ describe(`the installable package, installed with npm in a project outside the r
   });
 
   describe('typed for TypeScript: strict, module nodenext, no skipLibCheck (issue 38)', () => {
-    /** The project's sources, by their path in it: what each is, for the failure messages. */
-    const origins = new Map<string, string>();
+    let origins: Map<string, string>;
     let diagnostics: Diagnostic[];
 
     before(async () => {
-      const typed = join(project, 'typed');
-      mkdirSync(typed);
-      writeFileSync(join(typed, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
-      // Every example project under examples/ (a TypeScript project of the package: its src/), its sources as they are.
-      // examples/webhook-receiver is a plain ES module with no src/ and no use of the package: webhooks.test.ts runs it.
-      for (const example of readdirSync(join(repoRoot, 'examples'))) {
-        const sources = join(repoRoot, 'examples', example, 'src');
-        if (!existsSync(sources)) continue;
-        cpSync(sources, join(typed, 'examples', example), { recursive: true });
-        for (const file of readdirSync(sources, { recursive: true, encoding: 'utf8' })) {
-          origins.set(join('examples', example, file), relative(repoRoot, join(sources, file)));
-        }
-      }
-      // The documentation's blocks that run with the package (the READMEs' and the docs pages' of test/support/readme-blocks.ts),
-      // each as the TypeScript module a user would copy it into.
-      for (const block of READMES.flatMap(blocksOf)) {
-        if (block.marker?.kind !== 'run' || !/from 'mcp-task-runner'/.test(block.text)) continue;
-        const page = PAGE_NAMES[block.file] ?? block.file.replace(/\W+/g, '-');
-        const name = `${page}-${(block.marker.arg ?? 'block.mjs').replace(/\.(m?)js$/, '.$1ts')}`;
-        writeFileSync(join(typed, name), block.text);
-        origins.set(name, `${where(block)} (the block's line 1 is the file's)`);
-      }
-      writeFileSync(join(typed, MISUSE_FILE), MISUSE);
-      origins.set(MISUSE_FILE, 'test/integration/package.test.ts (MISUSE)');
-      diagnostics = await compile(typed);
+      if (!typed) throw new Error('the package was not installed');
+      ({ origins, diagnostics } = await typed);
     });
 
     const misuses = () => diagnostics.filter((diagnostic) => diagnostic.file === MISUSE_FILE);
@@ -272,6 +257,44 @@ describe(`the installable package, installed with npm in a project outside the r
     });
   });
 });
+
+/** The typed project as compiled: its sources by their path in it (what each is, for the failure messages), and tsc's say. */
+interface TypedProject {
+  origins: Map<string, string>;
+  diagnostics: Diagnostic[];
+}
+
+/**
+ * Writes the typed project into `typed` (examples/, the documentation's blocks, the misuses) and compiles it: the
+ * checks the typed tests make.
+ */
+async function typedProject(typed: string): Promise<TypedProject> {
+  const origins = new Map<string, string>();
+  mkdirSync(typed);
+  writeFileSync(join(typed, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
+  // Every example project under examples/ (a TypeScript project of the package: its src/), its sources as they are.
+  // examples/webhook-receiver is a plain ES module with no src/ and no use of the package: webhooks.test.ts runs it.
+  for (const example of readdirSync(join(repoRoot, 'examples'))) {
+    const sources = join(repoRoot, 'examples', example, 'src');
+    if (!existsSync(sources)) continue;
+    cpSync(sources, join(typed, 'examples', example), { recursive: true });
+    for (const file of readdirSync(sources, { recursive: true, encoding: 'utf8' })) {
+      origins.set(join('examples', example, file), relative(repoRoot, join(sources, file)));
+    }
+  }
+  // The documentation's blocks that run with the package (the READMEs' and the docs pages' of test/support/readme-blocks.ts),
+  // each as the TypeScript module a user would copy it into.
+  for (const block of READMES.flatMap(blocksOf)) {
+    if (block.marker?.kind !== 'run' || !/from 'mcp-task-runner'/.test(block.text)) continue;
+    const page = PAGE_NAMES[block.file] ?? block.file.replace(/\W+/g, '-');
+    const name = `${page}-${(block.marker.arg ?? 'block.mjs').replace(/\.(m?)js$/, '.$1ts')}`;
+    writeFileSync(join(typed, name), block.text);
+    origins.set(name, `${where(block)} (the block's line 1 is the file's)`);
+  }
+  writeFileSync(join(typed, MISUSE_FILE), MISUSE);
+  origins.set(MISUSE_FILE, 'test/integration/package.test.ts (MISUSE)');
+  return { origins, diagnostics: await compile(typed) };
+}
 
 /** A user's TypeScript project as the issue describes it (issue 38); Node's types from the workspace. */
 const TSCONFIG = {
@@ -360,10 +383,15 @@ interface Diagnostic {
 /** One run of the workspace's tsc over the whole project (every file at once: the lib check is most of the time). */
 async function compile(dir: string): Promise<Diagnostic[]> {
   const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
-  const output = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], {
-    cwd: dir,
-    timeout: 120_000,
-  }).then(
+  const compiling = run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], { cwd: dir, timeout: 120_000 });
+  // It runs beside the JavaScript tests (their worker judges schemas within a budget of milliseconds): at the lowest
+  // priority it takes only the CPU they leave.
+  try {
+    if (compiling.child.pid !== undefined) setPriority(compiling.child.pid, 19);
+  } catch {
+    // Not allowed here: it runs at the tests' priority.
+  }
+  const output = await compiling.then(
     ({ stdout }) => stdout,
     (error: { code?: number; stdout?: string }) => {
       // 2: diagnostics were reported (the misuses); anything else is tsc itself failing.
