@@ -1,14 +1,15 @@
 #!/usr/bin/env node
-// `pnpm test`: type-check and every unit and integration test. The test files run in MCPT_TEST_SHARDS mocha
-// processes side by side (default 2: the integration tests mostly wait on processes, Redis and timers, so two
-// shards take about half the time on two cores), balanced by the durations in test/timings.json
-// (`node scripts/test.mjs --record-timings` rewrites it). The type-check runs beside the shards, not before them:
-// it is a minute of one core's work that the waiting shards leave free, and the tests do not need it (tsx runs them
-// untyped); its output is printed after theirs, and a failed type-check fails the run. Each shard has its own port range, its own redis-servers
-// and its own output, printed whole and in order; the last line sums them: "N passed, N failed, N skipped".
-// With REDIS_URL set the tests share that one Redis, so they run in one process. Files named on the command line
-// run in one process too. `--fast` skips the type-check (tsx runs the tests without one): `pnpm test:one <file>`
-// is `node scripts/test.mjs --fast <file>`, one file in seconds (docs/tests.md).
+// `pnpm test`: every check CI runs. The test files run in MCPT_TEST_SHARDS mocha processes side by side (default 2:
+// the integration tests mostly wait on processes, Redis and timers, so two shards take about half the time on two
+// cores), balanced by the durations in test/timings.json (`node scripts/test.mjs --record-timings` rewrites it).
+// Beside the shards, one after the other in a lane of the lowest priority, run the checks the tests do not need: the
+// type-check (tsx runs the tests untyped), the lint (`pnpm lint`) and the MCP conformance suite (`pnpm conformance`).
+// They are minutes of one core's work that the waiting shards leave free; their output is printed after the tests',
+// and a failed check fails the run. Each shard has its own port range, its own redis-servers and its own output,
+// printed whole and in order; the last line sums them: "N passed, N failed, N skipped".
+// With REDIS_URL set the tests share that one Redis, so they run in one process, after the checks.
+// Files named on the command line run in one process too, after the type-check only. `--fast` runs the tests alone:
+// `pnpm test:one <file>` is `node scripts/test.mjs --fast <file>`, one file in seconds (docs/tests.md).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
@@ -48,12 +49,34 @@ function background(command, args) {
   child.stdout.on('data', (chunk) => (output += chunk.toString()));
   child.stderr.on('data', (chunk) => (output += chunk.toString()));
   return new Promise((resolve) => {
-    child.on('close', (code, signal) => resolve({ started, output, ok: code === 0, code: code ?? signal }));
+    child.on('close', (code) => resolve({ output, ok: code === 0, seconds: (Date.now() - started) / 1000 }));
   });
 }
 
+/** The checks the tests do not need (their commands are also `pnpm lint` and `pnpm conformance`). */
+function checks(all) {
+  const typeCheck = { title: 'type-check', command: bin('tsc'), args: ['-p', 'tsconfig.json'] };
+  if (!all) return [typeCheck];
+  return [
+    typeCheck,
+    { title: 'lint', command: process.execPath, args: ['scripts/lint.mjs'] },
+    { title: 'conformance', command: process.execPath, args: ['--import', 'tsx', 'scripts/conformance.mjs'] },
+  ];
+}
+
+/** The checks one after the other, beside the tests: one core's worth at most, whatever the shards leave idle. */
+async function lane(list) {
+  const results = [];
+  for (const check of list) results.push({ title: check.title, ...(await background(check.command, check.args)) });
+  return results;
+}
+
 function done(title, started, ok) {
-  console.log(`== ${title}: ${ok ? 'ok' : 'FAILED'} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  report(title, ok, (Date.now() - started) / 1000);
+}
+
+function report(title, ok, seconds) {
+  console.log(`== ${title}: ${ok ? 'ok' : 'FAILED'} in ${seconds.toFixed(1)} s`);
 }
 
 function testFiles() {
@@ -155,13 +178,16 @@ async function main() {
   const extra = args.filter((arg) => arg !== '--record-timings' && arg !== '--fast');
   const title = 'tests (unit + integration)';
   const shardCount = Number(process.env.MCPT_TEST_SHARDS ?? (process.env.REDIS_URL ? 1 : 2));
+  const before = fast ? [] : checks(extra.length === 0);
   if (extra.length > 0 || !(shardCount > 1)) {
-    if (!fast) step('type-check', bin('tsc'), ['-p', 'tsconfig.json']);
+    for (const check of before) step(check.title, check.command, check.args);
     step(title, bin('mocha'), extra.length > 0 ? extra : ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts']);
     return;
   }
-  const typeCheck = fast ? undefined : background(bin('tsc'), ['-p', 'tsconfig.json']);
-  if (typeCheck) console.log('\n== type-check: beside the tests, its output after theirs');
+  const beside = lane(before);
+  if (before.length > 0) {
+    console.log(`\n== ${before.map((check) => check.title).join(', ')}: beside the tests, their output after theirs`);
+  }
   const groups = balance(testFiles(), shardCount);
   console.log(`\n== ${title}: ${groups.length} shards side by side (MCPT_TEST_SHARDS)`);
   groups.forEach((group, i) =>
@@ -190,14 +216,13 @@ async function main() {
     for (let k = 0; k < 3; k++) totals[k] += Number(summary[k + 1]);
   });
   done(title, started, ok && totals[1] === 0);
-  if (typeCheck) {
-    const checked = await typeCheck;
-    console.log('\n== type-check');
+  for (const checked of await beside) {
+    console.log(`\n== ${checked.title}`);
     process.stdout.write(checked.output);
-    done('type-check', checked.started, checked.ok);
+    report(checked.title, checked.ok, checked.seconds);
     if (!checked.ok) ok = false;
   }
-  // Last, as CI reads it: the tests' counts (a failed type-check fails the run with them).
+  // Last, as CI reads it: the tests' counts (a failed check fails the run with them).
   console.log(`${totals[0]} passed, ${totals[1]} failed, ${totals[2]} skipped`);
   process.exit(ok && totals[1] === 0 ? 0 : 1);
 }
