@@ -3,7 +3,8 @@
 // the integration tests mostly wait on processes, Redis and timers, so two shards take about half the time on two
 // cores), balanced by the durations in test/timings.json (`node scripts/test.mjs --record-timings` rewrites it).
 // Beside the shards, one after the other in a lane of the lowest priority, run the checks the tests do not need: the
-// type-check (tsx runs the tests untyped), the lint (`pnpm lint`) and the MCP conformance suite (`pnpm conformance`).
+// type-check (tsx runs the tests untyped), the lint (`pnpm lint`) and the MCP conformance suite (`pnpm conformance`),
+// after the tarball the package tests install (built ahead, so that they find it built).
 // They are minutes of one core's work that the waiting shards leave free; their output is printed after the tests',
 // and a failed check fails the run. Each shard has its own port range, its own redis-servers and its own output,
 // printed whole and in order; the last line sums them: "N passed, N failed, N skipped".
@@ -53,11 +54,21 @@ function background(command, args) {
   });
 }
 
-/** The checks the tests do not need (their commands are also `pnpm lint` and `pnpm conformance`). */
+/**
+ * The checks the tests do not need (their commands are also `pnpm lint` and `pnpm conformance`), after the pack the
+ * package's tests install: built ahead in the lane, it is in the cache when they get to it (packed-runner.ts, whose
+ * lock makes a test that comes first wait for it).
+ */
 function checks(all) {
   const typeCheck = { title: 'type-check', command: bin('tsc'), args: ['-p', 'tsconfig.json'] };
   if (!all) return [typeCheck];
+  const pack = "const { packedTarball } = await import('./test/support/packed-runner.ts'); await packedTarball();";
   return [
+    {
+      title: 'pack (the tarball the package tests install)',
+      command: process.execPath,
+      args: ['--import', 'tsx', '--input-type=module', '--eval', pack],
+    },
     typeCheck,
     { title: 'lint', command: process.execPath, args: ['scripts/lint.mjs'] },
     { title: 'conformance', command: process.execPath, args: ['--import', 'tsx', 'scripts/conformance.mjs'] },
