@@ -335,8 +335,8 @@ export class TaskService {
     } catch (error) {
       if (!(error instanceof LocalError)) {
         // The step failed, or its answer was lost: a script that fails keeps what it wrote before, so the record
-        // may be there without its job. Removed; a job left without its record is skipped by the worker (or, for an
-        // external queue, its outcome by the listeners) that takes it.
+        // may be there without its job. Removed; a job left without its record is skipped by the worker that takes
+        // it (an external consumer's runs, and its outcome finds no task to settle).
         await this.store.delete(record).catch(() => undefined);
       }
       if (!(error instanceof OwnerTaskLimitError)) throw error;
