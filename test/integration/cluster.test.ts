@@ -69,13 +69,19 @@ describe('Redis Cluster (3 masters + replicas; 2 api replicas, 2 workers)', func
     expect(system.prefix).to.match(/^\{test-[0-9a-f]+\}$/);
     const created = await client.createTask('wait', { seconds: 0 });
     await client.call('tasks/result', { taskId: created['taskId'] });
+    // An external consumer's task (job contract v1, no consumer here): the create script writes its job in
+    // ext-shout with the record, so that queue's keys are in the prefix's slot too (else CROSSSLOT).
+    const external = String((await client.createTask('shout', { text: 'slot' }))['taskId']);
     const redis = system.redis as Cluster;
+    expect(await redis.lrange(`${system.prefix}:ext-shout:wait`, 0, -1)).to.include(external);
     const keys: string[] = [];
     for (const node of redis.nodes('master')) keys.push(...(await node.keys(`${system.prefix}:*`)));
     expect(keys).to.include(`${system.prefix}:task:${String(created['taskId'])}`);
     expect(keys.some((key) => key.startsWith(`${system.prefix}:tool-wait:`))).to.equal(true, 'BullMQ keys');
+    expect(keys).to.include(`${system.prefix}:ext-shout:${external}`);
     const slots = new Set(await Promise.all(keys.map((key) => redis.call('CLUSTER', 'KEYSLOT', key))));
     expect([...slots]).to.deep.equal([await redis.call('CLUSTER', 'KEYSLOT', system.prefix)]);
+    await client.call('tasks/cancel', { taskId: external });
   });
 
   it('T-CREATE-1, T-GET-1, T-RES-2: create on one replica, get and result on the other', async () => {

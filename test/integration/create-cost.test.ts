@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { closeRedis, createEngine, createRedis, type Engine, TaskKeys, TaskStore } from '@mcp-tasks/engine';
-import { TaskKind, toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
+import { externalQueueName, TaskKind, toolQueueName, type TaskRecord } from '@mcp-tasks/protocol';
 import { startRedisServer, type RedisServer, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 import { commandsDuring } from '../support/command-stats.ts';
@@ -96,6 +96,42 @@ describe('creating a task: one script of ours, which adds the job too (own redis
       .and.at.most(latest + 60_000);
     expect(fairExpiry).to.equal(first.createdAt + 60_000 + 60_000);
     expect(Number(await inspect.hget(fairKey, '\0x'))).to.equal(fairExpiry);
+  });
+
+  it('invariant 2: an external consumer’s task is one script too: its job goes onto ext-<tool>’s wait list in the create step, with no BullMQ add after it', async () => {
+    const createExternal = () =>
+      engine.tasks.create({
+        kind: 'task',
+        owner: 'dave',
+        sessionId: 'session-of-dave',
+        tool: 'shout',
+        queue: externalQueueName('shout'),
+        arguments: { text: 'hi' },
+        retrySafe: true,
+        requestedTtl: 60_000,
+      });
+    const queue = engine.externalQueues.get(externalQueueName('shout'));
+    // The queue's meta, which BullMQ's Queue writes once it is ready, is not counted.
+    await queue.getVersion();
+    let created: TaskRecord | undefined;
+    const calls = await commandsOf(async () => (created = await createExternal()));
+    // One script: before, BullMQ's addStandardJob ran as a second EVALSHA after it, and between the two the record
+    // stood without its job (the reconciler failed such a task as lost).
+    expect(calls['evalsha'], JSON.stringify(calls)).to.equal(1);
+    expect(calls['eval'] ?? 0).to.equal(0);
+    // The job as BullMQ's standard add writes it, without its id counter (INCR) and duplicate check (EXISTS), with
+    // one read of the queue's meta: HMGET, HSET, two XADD, LPUSH onto the wait list, ZADD of the marker.
+    expect(calls['lpush'], JSON.stringify(calls)).to.equal(1);
+    expect(calls['incr'] ?? 0, JSON.stringify(calls)).to.equal(0);
+    expect(calls['exists'] ?? 0).to.equal(0);
+    expect(calls['xadd'], JSON.stringify(calls)).to.equal(2);
+    expect(await queue.getJobState((created as TaskRecord).taskId)).to.equal('waiting');
+    // 11 for the record (dave's first: his index gets its first expiry with a second PEXPIREAT), 6 for the job, one
+    // EVALSHA (was 22, in two scripts and two round trips: 12 + BullMQ's addStandardJob, 10).
+    expect(
+      Object.values(calls).reduce((sum, n) => sum + n, 0),
+      JSON.stringify(calls),
+    ).to.equal(18);
   });
 
   it('T-RES-2: a call created watched (a plain call) names its replica among the waiters in its create step, and its end wakes the waiter with no read before', async () => {

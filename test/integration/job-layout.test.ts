@@ -1,31 +1,48 @@
-// create-task-6.lua writes the job of a task in one of our tool queues itself (issue 16), as BullMQ's `queue.add`
-// would write it. These tests tie that to the installed BullMQ: the version the script was checked against, the
-// job hash, prioritized score, marker and events written by each side for the same options, and a real BullMQ
-// Worker and Queue reading and running a job the script added. Shared redis-server, a prefix of this file's own.
+// create-task-6.lua writes the job of a task itself (issue 16), as BullMQ's `queue.add` would write it: a prioritized
+// job in one of our tool queues, a standard one (the wait list) in an external consumer's queue `ext-<tool>` or a tool
+// queue without a fair order. These tests tie that to the installed BullMQ: the version the script was checked
+// against, the job hash, prioritized score, wait list, marker and events written by each side for the same options, a
+// real BullMQ Worker and Queue reading and running a job the script added, and the reconciler, which never finds a
+// task without its job. Shared redis-server, a prefix of this file's own.
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
-import { type Job, type Queue, Worker } from 'bullmq';
+import { type Job, type JobsOptions, type Queue, Worker } from 'bullmq';
 import {
   BULLMQ_JOB_LAYOUT_VERSION,
   closeRedis,
   createEngine,
   createRedis,
   type Engine,
+  Maintenance,
   TaskKeys,
   TaskService,
   type ToolJobData,
   toolJobOptions,
 } from '@mcp-tasks/engine';
-import { ConfigError } from '@mcp-tasks/runtime';
-import { toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
+import { ConfigError, createLogger } from '@mcp-tasks/runtime';
+import { externalQueueName, toolQueueName, type Scheduling, type TaskRecord } from '@mcp-tasks/protocol';
 import { sharedRedisUrl, uniquePrefix } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
 
 const TOOL = 'layout';
+/** A tool served by an external consumer (docs/job-contract.md): its jobs go to `ext-layout-ext`, without priority. */
+const EXT_TOOL = 'layout-ext';
 const SCHEDULING: Scheduling = { retry: { attempts: 4, backoff: { type: 'fixed', delayMs: 10 }, maxDelayMs: 60_000 } };
 const TWO_32 = 2 ** 32;
+
+/** The options of an external consumer's job, as job contract v1 states them (docs/job-contract.md). */
+const contractOptions = (jobId: string, retrySafe = true): JobsOptions & { jobId: string } => {
+  const kept = { age: 86_400, count: 10_000 };
+  return {
+    jobId,
+    attempts: retrySafe ? 3 : 1,
+    backoff: { type: 'exponential', delay: 1000 },
+    removeOnComplete: kept,
+    removeOnFail: kept,
+  };
+};
 
 describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shared redis-server)', function () {
   this.timeout(30_000);
@@ -34,6 +51,7 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
   let inspect: Redis;
   let engine: Engine;
   let queue: Queue;
+  let extQueue: Queue;
   let prefix: string;
   const releases: (() => Promise<void>)[] = [];
 
@@ -47,11 +65,13 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
     engine = createEngine({ redis }, { REDIS_PREFIX: prefix, SESSION_IDLE_TTL_MS: 60_000 });
     releases.push(() => engine.close());
     queue = engine.externalQueues.get(toolQueueName(TOOL));
+    extQueue = engine.externalQueues.get(externalQueueName(EXT_TOOL));
     // The meta BullMQ's Queue writes once it is ready (its version, opts.maxLenEvents) is there before the adds.
-    await queue.getVersion();
+    await Promise.all([queue.getVersion(), extQueue.getVersion()]);
   });
   after(async () => {
     await queue?.obliterate({ force: true });
+    await extQueue?.obliterate({ force: true });
     await inspect?.del(engine.keys.fairQueue(TOOL));
     for (const release of releases.reverse()) await release();
   });
@@ -68,6 +88,26 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
       requestedTtl: 60_000,
       scheduling: SCHEDULING,
     });
+
+  /** A task of the external consumer's tool: its job is a standard one in `ext-layout-ext`. */
+  const createExternal = (args: Record<string, unknown> = {}, retrySafe = true): Promise<TaskRecord> =>
+    engine.tasks.create({
+      kind: 'task',
+      owner: 'alice',
+      sessionId: 'session-alice',
+      tool: EXT_TOOL,
+      queue: externalQueueName(EXT_TOOL),
+      arguments: { n: ++sequence, ...args },
+      retrySafe,
+      requestedTtl: 60_000,
+    });
+
+  /** The same external job added by BullMQ itself: same name, data (but for its id) and the contract's options. */
+  async function referenceExternal(ours: TaskRecord, referenceId: string, retrySafe = true): Promise<void> {
+    const hash = await inspect.hgetall(extQueue.toKey(ours.taskId));
+    const data = { ...(JSON.parse(hash['data'] ?? '') as Record<string, unknown>), taskId: referenceId };
+    await extQueue.add(EXT_TOOL, data, contractOptions(referenceId, retrySafe));
+  }
 
   /** What TaskService gives the job as data: the same for the reference job added with queue.add. */
   const dataOf = (record: TaskRecord, args: unknown) => ({
@@ -206,11 +246,20 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
     return state;
   }
 
-  it('invariant 2: on two fresh queues, the script changes every key of its queue as queue.add changes the other’s, but BullMQ’s id counter', async () => {
+  /**
+   * On two fresh queues of the same kind, a task's job written by the script in one and the same job added by BullMQ's
+   * queue.add in the other: every key of each queue, as one comparable value (what queueState gives), for ours and
+   * theirs.
+   */
+  async function freshQueues(
+    kind: 'prioritized' | 'standard',
+  ): Promise<{ ourState: Record<string, unknown>; theirState: Record<string, unknown> }> {
     const suffix = randomUUID().slice(0, 8);
-    const ourTool = `fresh-a-${suffix}`;
-    const mine = engine.externalQueues.get(toolQueueName(ourTool));
-    const theirs = engine.externalQueues.get(toolQueueName(`fresh-b-${suffix}`));
+    const ourTool = `fresh-${kind}-a-${suffix}`;
+    // A prioritized job is one of our tool queues' (in the engine's fair order); a standard one an external consumer's.
+    const queueOf = kind === 'prioritized' ? toolQueueName : externalQueueName;
+    const mine = engine.externalQueues.get(queueOf(ourTool));
+    const theirs = engine.externalQueues.get(queueOf(`fresh-${kind}-b-${suffix}`));
     try {
       await Promise.all([mine.getVersion(), theirs.getVersion()]);
       expect(await queueState(mine), 'both queues start alike').to.deep.equal(await queueState(theirs));
@@ -219,6 +268,7 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
         owner: 'fresh',
         sessionId: 'fresh',
         tool: ourTool,
+        ...(kind === 'standard' ? { queue: queueOf(ourTool) } : {}),
         arguments: { text: 'x' },
         retrySafe: true,
         requestedTtl: 60_000,
@@ -229,10 +279,9 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
       await theirs.add(
         job['name'] as string,
         { ...(JSON.parse(job['data'] ?? '') as ToolJobData), taskId: referenceId },
-        {
-          ...toolJobOptions(referenceId, true, SCHEDULING),
-          priority: Number(job['priority']),
-        },
+        kind === 'prioritized'
+          ? { ...toolJobOptions(referenceId, true, SCHEDULING), priority: Number(job['priority']) }
+          : contractOptions(referenceId),
       );
       const ourState = await queueState(mine, ours.taskId);
       const theirState = await queueState(theirs, referenceId);
@@ -248,59 +297,143 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
       expect(theirState['id']).to.equal('1');
       expect(ourState).to.not.have.property('id');
       delete theirState['id'];
-      expect(ourState).to.deep.equal(theirState);
-      // What was compared: the job hash, the prioritized set, the priority counter, the marker, the events.
-      expect(Object.keys(ourState).sort()).to.include.members([
-        '<id>',
-        'events',
-        'marker',
-        'meta',
-        'pc',
-        'prioritized',
-      ]);
-      expect(ourState).to.not.have.any.keys('wait', 'paused', 'delayed', 'active');
+      return { ourState, theirState };
     } finally {
       await mine.obliterate({ force: true });
       await theirs.obliterate({ force: true });
       await inspect.del(engine.keys.fairQueue(ourTool));
     }
+  }
+
+  it('invariant 2: on two fresh queues, the script changes every key of its queue as queue.add changes the other’s, but BullMQ’s id counter', async () => {
+    const { ourState, theirState } = await freshQueues('prioritized');
+    expect(ourState).to.deep.equal(theirState);
+    // What was compared: the job hash, the prioritized set, the priority counter, the marker, the events.
+    expect(Object.keys(ourState).sort()).to.include.members(['<id>', 'events', 'marker', 'meta', 'pc', 'prioritized']);
+    expect(ourState).to.not.have.any.keys('wait', 'paused', 'delayed', 'active');
   });
 
-  it('invariant 2: a paused queue, or one at its global concurrency, gets no marker, as from queue.add', async () => {
-    const marker = queue.keys['marker'] as string;
-    const active = queue.keys['active'] as string;
-    /** Whether an add left the marker that wakes workers (pause() and resume() may write one themselves). */
-    const markedBy = async (add: () => Promise<unknown>) => {
-      await inspect.del(marker);
-      await add();
-      return inspect.zcard(marker);
-    };
-    const markers = async () => {
-      const mine = await markedBy(() => create());
-      // The model of the reference job (its data and priority), added before the marker is cleared.
-      const model = await create();
-      const theirs = await markedBy(() => reference(model, randomUUID()));
-      return { mine, theirs };
-    };
-    await queue.pause();
-    try {
-      expect(await markers()).to.deep.equal({ mine: 0, theirs: 0 });
-    } finally {
-      await queue.resume();
+  it('invariant 2: an external consumer’s job (standard, no priority): on two fresh ext- queues, the script changes every key as queue.add does, but BullMQ’s id counter', async () => {
+    const { ourState, theirState } = await freshQueues('standard');
+    expect(ourState).to.deep.equal(theirState);
+    // What was compared: the job hash, the wait list, the marker, the events (and the meta's opts.maxLenEvents).
+    expect(Object.keys(ourState).sort()).to.include.members(['<id>', 'events', 'marker', 'meta', 'wait']);
+    expect(ourState['wait']).to.deep.equal(['<id>']);
+    expect(ourState).to.not.have.any.keys('pc', 'prioritized', 'paused', 'delayed', 'active');
+  });
+
+  it('invariant 2: an external consumer’s job hash has the fields, data and options (job contract v1) queue.add writes, priority 0', async () => {
+    for (const retrySafe of [true, false]) {
+      const ours = await createExternal({ text: 'a/b "quoted" é' }, retrySafe);
+      const referenceId = randomUUID();
+      await referenceExternal(ours, referenceId, retrySafe);
+      const mine = await inspect.hgetall(extQueue.toKey(ours.taskId));
+      const theirs = await inspect.hgetall(extQueue.toKey(referenceId));
+      expect(Object.keys(mine).sort()).to.deep.equal(Object.keys(theirs).sort());
+      expect(Object.keys(mine).sort()).to.deep.equal(['data', 'delay', 'name', 'opts', 'priority', 'timestamp']);
+      expect([mine['name'], mine['delay'], mine['priority']]).to.deep.equal([EXT_TOOL, '0', '0']);
+      expect([theirs['name'], theirs['delay'], theirs['priority']]).to.deep.equal([EXT_TOOL, '0', '0']);
+      expect(mine['timestamp']).to.equal(String(ours.createdAt));
+      // The contract's data: the task id, the tool and its arguments (no owner: it is ours alone).
+      const data = JSON.parse(mine['data'] ?? '') as Record<string, unknown>;
+      expect(data).to.deep.equal({
+        taskId: ours.taskId,
+        tool: EXT_TOOL,
+        arguments: { n: sequence, text: 'a/b "quoted" é' },
+      });
+      expect({ ...data, taskId: referenceId }).to.deep.equal(JSON.parse(theirs['data'] ?? ''));
+      const opts = JSON.parse(mine['opts'] ?? '') as Record<string, unknown>;
+      expect({ ...opts, jobId: referenceId }).to.deep.equal(JSON.parse(theirs['opts'] ?? ''));
+      expect(opts).to.deep.equal(contractOptions(ours.taskId, retrySafe));
+      // Read back by BullMQ alike, waiting in the queue's wait list as the contract says.
+      const view = (job: Job | undefined, id: string) =>
+        job && {
+          name: job.name,
+          data: { ...(job.data as object), taskId: id },
+          opts: { ...job.opts, jobId: id },
+          priority: job.priority,
+          delay: job.delay,
+          attemptsMade: job.attemptsMade,
+        };
+      expect(view(await extQueue.getJob(ours.taskId), '<id>')).to.deep.equal(
+        view(await extQueue.getJob(referenceId), '<id>'),
+      );
+      expect(await (await extQueue.getJob(ours.taskId))?.getState()).to.equal('waiting');
     }
-    expect(await markers()).to.deep.equal({ mine: 1, theirs: 1 });
-    await queue.setGlobalConcurrency(1);
-    try {
-      await inspect.rpush(active, 'held-by-this-test');
+  });
+
+  it('invariant 2: external jobs join the wait list in arrival order, interleaved with queue.add’s (LPUSH, taken from the other end)', async () => {
+    const wait = extQueue.keys['wait'] as string;
+    await inspect.del(wait);
+    const first = await createExternal();
+    const referenceId = randomUUID();
+    await referenceExternal(first, referenceId);
+    const third = await createExternal();
+    expect(await inspect.lrange(wait, 0, -1)).to.deep.equal([third.taskId, referenceId, first.taskId]);
+  });
+
+  it('invariant 2: a paused queue, or one at its global concurrency, gets no marker, as from queue.add: prioritized and standard (external) jobs alike', async () => {
+    const kinds = [
+      { of: queue, ours: () => create(), theirs: (model: TaskRecord) => reference(model, randomUUID()) },
+      {
+        of: extQueue,
+        ours: () => createExternal(),
+        theirs: (model: TaskRecord) => referenceExternal(model, randomUUID()),
+      },
+    ];
+    for (const { of, ours, theirs } of kinds) {
+      const marker = of.keys['marker'] as string;
+      const active = of.keys['active'] as string;
+      /** Whether an add left the marker that wakes workers (pause() and resume() may write one themselves). */
+      const markedBy = async (add: () => Promise<unknown>) => {
+        await inspect.del(marker);
+        await add();
+        return inspect.zcard(marker);
+      };
+      const markers = async () => {
+        const mine = await markedBy(ours);
+        // The model of the reference job (its data and priority), added before the marker is cleared.
+        const model = await ours();
+        return { mine, theirs: await markedBy(() => theirs(model)) };
+      };
+      await of.pause();
       try {
-        expect(await markers()).to.deep.equal({ mine: 0, theirs: 0 });
+        expect(await markers(), of.name).to.deep.equal({ mine: 0, theirs: 0 });
       } finally {
-        await inspect.lrem(active, 0, 'held-by-this-test');
+        await of.resume();
       }
-      // Below the concurrency: marked again.
-      expect(await markers()).to.deep.equal({ mine: 1, theirs: 1 });
+      expect(await markers(), of.name).to.deep.equal({ mine: 1, theirs: 1 });
+      await of.setGlobalConcurrency(1);
+      try {
+        await inspect.rpush(active, 'held-by-this-test');
+        try {
+          expect(await markers(), of.name).to.deep.equal({ mine: 0, theirs: 0 });
+        } finally {
+          await inspect.lrem(active, 0, 'held-by-this-test');
+        }
+        // Below the concurrency: marked again.
+        expect(await markers(), of.name).to.deep.equal({ mine: 1, theirs: 1 });
+      } finally {
+        await of.removeGlobalConcurrency();
+      }
+    }
+  });
+
+  it('invariant 2: a paused queue’s standard jobs go onto its wait list, as from queue.add (BullMQ keeps them there while paused)', async () => {
+    const wait = extQueue.keys['wait'] as string;
+    const paused = extQueue.keys['paused'] as string;
+    await extQueue.pause();
+    try {
+      const ours = await createExternal();
+      const referenceId = randomUUID();
+      await referenceExternal(ours, referenceId);
+      expect((await inspect.lrange(wait, 0, 1)).sort()).to.deep.equal([ours.taskId, referenceId].sort());
+      expect(await inspect.exists(paused)).to.equal(0);
+      expect(await (await extQueue.getJob(ours.taskId))?.getState()).to.equal(
+        await (await extQueue.getJob(referenceId))?.getState(),
+      );
     } finally {
-      await queue.removeGlobalConcurrency();
+      await extQueue.resume();
     }
   });
 
@@ -411,7 +544,7 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
     });
   });
 
-  it('invariant 2: without a fair order, the job is added by queue.add after the record, in arrival order', async () => {
+  it('invariant 2: without a fair order, the script adds the job as a standard one, in arrival order', async () => {
     // A TaskService the engine did not compose: no FairQueue (the engine always gives its services one).
     const plain = new TaskService(engine.store, redis, engine.subscriber, engine.tasks.timing).useExternalQueues(
       engine.externalQueues,
@@ -426,9 +559,66 @@ describe('the job create-task-6.lua adds, against BullMQ’s own queue.add (shar
     });
     const job = await queue.getJob(record.taskId);
     expect(job?.priority).to.equal(0);
+    expect(job?.timestamp).to.equal(record.createdAt);
     expect(await job?.getState()).to.equal('waiting');
     expect(await engine.store.get(record.taskId)).to.deep.include({ taskId: record.taskId, status: 'working' });
     await job?.remove();
+  });
+
+  it('invariant 2: the reconciler, run the moment a create step returns, finds the job there: an external consumer’s task (and one without a fair order) is never failed as lost', async () => {
+    // An engine of its own prefix: the reconciler sees only the tasks of this test.
+    const own = createEngine({ redis }, { REDIS_PREFIX: `{${uniquePrefix()}}`, SESSION_IDLE_TTL_MS: 60_000 });
+    const maintenance = new Maintenance(
+      redis,
+      own.store,
+      own.queue,
+      createLogger({ service: 'test', level: 'error' }),
+      {
+        intervalMs: 60_000,
+        reconcileAfterMs: 0,
+        batchSize: 100,
+        externalQueues: own.externalQueues,
+      },
+    );
+    // A reconciliation pass between the create script and whatever the create does next: before the job was written
+    // in the same step, an external task's record stood there without its job and was failed as "lost".
+    const settled: number[] = [];
+    const createStep = own.store.create.bind(own.store);
+    own.store.create = async (task) => {
+      const created = await createStep(task);
+      settled.push(await maintenance.reconcileStale(Date.now() + 1));
+      return created;
+    };
+    const plain = new TaskService(own.store, redis, own.subscriber, own.tasks.timing).useExternalQueues(
+      own.externalQueues,
+    );
+    const input = { kind: 'task' as const, owner: 'racer', sessionId: 'racer', arguments: {}, retrySafe: true };
+    try {
+      const external = await own.tasks.create({ ...input, tool: EXT_TOOL, queue: externalQueueName(EXT_TOOL) });
+      const unfair = await plain.create({ ...input, tool: TOOL });
+      const fair = await own.tasks.create({ ...input, tool: TOOL });
+      expect(settled).to.deep.equal([0, 0, 0]);
+      for (const task of [external, unfair, fair]) {
+        expect((await own.store.get(task.taskId))?.status, task.tool).to.equal('working');
+      }
+      const queued = async (of: Queue, taskId: string) => (await of.getJob(taskId))?.getState();
+      expect(await queued(own.externalQueues.get(externalQueueName(EXT_TOOL)), external.taskId)).to.equal('waiting');
+      expect(await queued(own.externalQueues.get(toolQueueName(TOOL)), unfair.taskId)).to.equal('waiting');
+      expect(await queued(own.externalQueues.get(toolQueueName(TOOL)), fair.taskId)).to.equal('prioritized');
+      // The same pass once the job is gone fails the task: the check above did look.
+      await (await own.externalQueues.get(externalQueueName(EXT_TOOL)).getJob(external.taskId))?.remove();
+      expect(await maintenance.reconcileStale(Date.now() + 1)).to.equal(1);
+      expect(await own.store.get(external.taskId)).to.deep.include({
+        status: 'failed',
+        statusMessage: 'The task was lost: its job no longer exists in the queue.',
+      });
+    } finally {
+      for (const name of [externalQueueName(EXT_TOOL), toolQueueName(TOOL)]) {
+        await own.externalQueues.get(name).obliterate({ force: true });
+      }
+      await inspect.del(own.keys.fairQueue(TOOL));
+      await own.close();
+    }
   });
 
   it('T-RSRC-1, invariant 2: a create refused by the owner cap writes no job either', async () => {

@@ -28,6 +28,7 @@ const KEY_FIRST = new Set([
   'LINDEX',
   'LLEN',
   'LPOP',
+  'LPUSH',
   'LRANGE',
   'LREM',
   'LSET',

@@ -27,7 +27,7 @@ export interface CreateTaskCall {
   fair?: FairOrderCall;
   /** Opens the request in the same step (a session whose fields the caller holds): see RequestOpening. */
   open?: OpeningCall;
-  /** The task's BullMQ job, added in the same step with the priority of `fair` (required with it). */
+  /** The task's BullMQ job, added in the same step; a prioritized one with the priority of `fair` (required with it). */
   job?: ScriptedJob;
   /** A 2026-07-28 request's context (sessions.ts), stored in the same step: only for an admitted task. */
   context?: { keys: { hash: string }; fields: Record<string, string> };
@@ -96,24 +96,44 @@ export type ParentRefusal = 'missing' | 'ended' | 'stale' | 'full' | 'children';
 export type ResumeRefusal = 'missing' | 'not-failed' | 'resumed';
 
 /**
- * A job of one of our tool queues as create-task-6.lua adds it: what BullMQ's `queue.add` would write for the same
- * name, data and options, but for the priority, which the script computes (the fair order) and adds itself.
+ * A task's BullMQ job as create-task-6.lua adds it, in the step that writes its record: what BullMQ's `queue.add`
+ * would write for the same name, data and options. A `prioritized` job (one of our tool queues in a fair order) takes
+ * the priority the script computes, which it adds itself; a `standard` one (an external consumer's queue, or a tool
+ * queue without a fair order) goes onto the queue's wait list, as `queue.add` adds a job without a priority.
  */
-export interface ScriptedJob {
-  keys: {
-    /** The job hash (BullMQ: `<prefix>:<queue>:<jobId>`). */
-    job: string;
-    marker: string;
-    meta: string;
-    active: string;
-    events: string;
-    /** The priority counter: the second part of a prioritized job's score. */
-    priorityCounter: string;
-  };
+export type ScriptedJob = ScriptedJobFields &
+  (
+    | {
+        kind: 'prioritized';
+        keys: ScriptedJobKeys & {
+          /** The priority counter: the second part of a prioritized job's score. */
+          priorityCounter: string;
+        };
+      }
+    | {
+        kind: 'standard';
+        keys: ScriptedJobKeys & {
+          /** The wait list (LPUSH: BullMQ's FIFO). */
+          wait: string;
+        };
+      }
+  );
+
+/** The keys every BullMQ add writes or reads (a type, not an interface: named by ScriptKeys like any record). */
+export type ScriptedJobKeys = {
+  /** The job hash (BullMQ: `<prefix>:<queue>:<jobId>`). */
+  job: string;
+  marker: string;
+  meta: string;
+  active: string;
+  events: string;
+};
+
+export interface ScriptedJobFields {
   name: string;
   /** JSON of the job data, as BullMQ stores it. */
   data: string;
-  /** JSON of the stored (encoded) options without `priority`: the script adds it. */
+  /** JSON of the stored (encoded) options; a prioritized job's without `priority`: the script adds it. */
   opts: string;
   /** The job's timestamp, epoch ms. */
   timestamp: number;

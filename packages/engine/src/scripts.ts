@@ -166,13 +166,13 @@ export class RedisScripts {
 
   /**
    * create-task-6.lua: the record and its index entries, after the owner's cap admits it, and with `fair` the
-   * job's priority (0 without), and with `job` the job itself (with that priority), and with `context` the request
-   * context. With `open`, the request is opened first: `opened` is not 0 when that refused it (then nothing was
+   * job's priority (0 without), and with `job` the job itself (a prioritized one with that priority, a standard one
+   * on its queue's wait list), and with `context` the request context. With `open`, the request is opened first: `opened` is not 0 when that refused it (then nothing was
    * written).
    */
   async createTask(call: CreateTaskCall): Promise<CreateTaskReply> {
     const { fair, open, job, context, idempotency, parent, resume } = call;
-    if (job && !fair) throw new Error('createTask: a job is added only with its fair priority');
+    if (job?.kind === 'prioritized' && !fair) throw new Error('createTask: a prioritized job needs its fair priority');
     const keys = new ScriptKeys([
       call.keys.record,
       call.keys.live,
@@ -197,7 +197,8 @@ export class RedisScripts {
         maxPriority: fair.maxPriority,
       },
       job: job && {
-        keys: keys.named(job.keys),
+        kind: job.kind,
+        keys: keys.named<string>(job.keys),
         name: job.name,
         data: job.data,
         opts: job.opts,

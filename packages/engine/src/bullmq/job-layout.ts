@@ -1,5 +1,5 @@
-// What the engine knows of BullMQ's own layout, at one version (docs/bullmq-upgrade.md): the version guard, the job
-// create-task-6.lua adds itself (lua/include/bullmq-job.lua) as `queue.add` would, and the keys and fields of a job
+// What the engine knows of BullMQ's own layout, at one version (docs/bullmq-upgrade.md): the version guard, the jobs
+// create-task-6.lua adds itself (lua/include/bullmq-job.lua) as `queue.add` would (prioritized and standard), and the keys and fields of a job
 // held by a worker that the release of a gone worker's jobs reads (lost-jobs.ts, release-lost-3.lua).
 import { type JobsOptions, type Queue } from 'bullmq';
 import { createRequire } from 'node:module';
@@ -7,10 +7,11 @@ import { ConfigError } from '@mcp-tasks/runtime';
 import type { ScriptedJob } from '../scripts.ts';
 
 /**
- * The BullMQ version whose job layout lua/include/bullmq-job.lua writes for create-task-6.lua (job hash fields, prioritized score, marker, events),
- * checked key by key against `queue.add` by test/integration/job-layout.test.ts. A test fails as soon as another
- * version is installed, and the engine refuses to start with it (checkJobLayoutVersion): review the layout (BullMQ's
- * addPrioritizedJob and its includes) before changing this.
+ * The BullMQ version whose job layout lua/include/bullmq-job.lua writes for create-task-6.lua (job hash fields,
+ * prioritized score, wait list, marker, events), checked key by key against `queue.add` by
+ * test/integration/job-layout.test.ts. A test fails as soon as another version is installed, and the engine refuses
+ * to start with it (checkJobLayoutVersion): review the layout (BullMQ's addPrioritizedJob and addStandardJob and
+ * their includes) before changing this.
  */
 export const BULLMQ_JOB_LAYOUT_VERSION = '6.7.0';
 
@@ -30,8 +31,9 @@ export function installedBullmqVersion(): string {
 export class BullmqVersionError extends ConfigError {
   constructor(readonly installed: string) {
     super(
-      `BullMQ ${installed} is installed, but this runner writes the jobs of its tool queues in the layout of BullMQ ` +
-        `${BULLMQ_JOB_LAYOUT_VERSION} (create-task-6.lua), which another version may read wrongly or not at all. ` +
+      `BullMQ ${installed} is installed, but this runner writes the jobs of its queues (its tools' and external ` +
+        `consumers') in the layout of BullMQ ${BULLMQ_JOB_LAYOUT_VERSION} (create-task-6.lua), which another ` +
+        `version may read wrongly or not at all. ` +
         `Install bullmq@${BULLMQ_JOB_LAYOUT_VERSION} (the version the runner's package.json pins; check overrides ` +
         `and resolutions that replace it), or upgrade mcp-task-runner to a version whose job layout test was ` +
         `checked against BullMQ ${installed}.`,
@@ -54,13 +56,15 @@ const SCRIPTABLE_OPTIONS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The job `queue.add(name, data, opts)` would add with `opts.priority` set, for create-task-6.lua to add in the step
- * that writes its task: the queue's default options merged as `Queue.addJob` does, `attempts` defaulted to 0 and a
- * numeric backoff normalized as `Job`'s constructor does. Options BullMQ would store under another name or add with
- * another script (delay, lifo, parent, deduplication, telemetry, ...) are refused: such a job goes through
- * `queue.add`.
+ * The job `queue.add(name, data, opts)` would add, for create-task-6.lua to add in the step that writes its task:
+ * `prioritized`, as with `opts.priority` set (the script computes the priority and appends it), or `standard`, as
+ * without a priority (onto the wait list, in arrival order). The queue's default options are merged as
+ * `Queue.addJob` does, `attempts` defaulted to 0 and a numeric backoff normalized as `Job`'s constructor does.
+ * Options BullMQ would store under another name or add with another script (delay, lifo, parent, deduplication,
+ * telemetry, ...) are refused: none of our jobs has them.
  */
 export function scriptedJob(
+  kind: ScriptedJob['kind'],
   queue: Queue,
   name: string,
   data: unknown,
@@ -71,13 +75,13 @@ export function scriptedJob(
   if (opts.jobId.includes(':') || `${parseInt(opts.jobId, 10)}` === opts.jobId) {
     throw new Error(`Job id '${opts.jobId}' must not contain ':' nor be an integer`);
   }
-  // Always an object with jobId and attempts: the script appends the priority to it as one more member.
+  // Always an object with jobId and attempts: the script appends a prioritized job's priority to it as one more member.
   const merged: Record<string, unknown> = { attempts: 0, ...queue.defaultJobOptions, ...opts, jobId: opts.jobId };
   const stored: Record<string, unknown> = {};
   for (const [option, value] of Object.entries(merged)) {
     if (value === undefined) continue;
     if (!SCRIPTABLE_OPTIONS.has(option)) {
-      throw new Error(`Job option '${option}' cannot be written by create-task-6.lua: add such a job with queue.add`);
+      throw new Error(`Job option '${option}' cannot be written by create-task-6.lua`);
     }
     stored[option] = option === 'backoff' && typeof value === 'number' ? { type: 'fixed', delay: value } : value;
   }
@@ -87,20 +91,17 @@ export function scriptedJob(
     if (found === undefined) throw new Error(`BullMQ queue '${queue.name}' has no '${type}' key`);
     return found;
   };
-  return {
-    keys: {
-      job: queue.toKey(opts.jobId),
-      marker: key('marker'),
-      meta: key('meta'),
-      active: key('active'),
-      events: key('events'),
-      priorityCounter: key('pc'),
-    },
-    name,
-    data: JSON.stringify(data ?? {}),
-    opts: JSON.stringify(stored),
-    timestamp,
+  const common = {
+    job: queue.toKey(opts.jobId),
+    marker: key('marker'),
+    meta: key('meta'),
+    active: key('active'),
+    events: key('events'),
   };
+  const fields = { name, data: JSON.stringify(data ?? {}), opts: JSON.stringify(stored), timestamp };
+  return kind === 'prioritized'
+    ? { kind, keys: { ...common, priorityCounter: key('pc') }, ...fields }
+    : { kind, keys: { ...common, wait: key('wait') }, ...fields };
 }
 
 /**

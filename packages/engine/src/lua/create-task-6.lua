@@ -1,18 +1,21 @@
 --[[
   Creates a task record with its index entries in one step, after admitting it under the owner's cap on unfinished
   tasks (T-RSRC-1) when there is one. A refused task leaves no trace; an admitted one is written whole, so a
-  reader never sees half a task (invariant 2). With the tool's fair order (docs/scheduling.md, "Fairness"), the same
-  step gives the task's job its priority and, for a job of one of our tool queues, adds the job itself: creating a
-  task is one round trip, and there is no record without its job nor a job without its record. With the opening of
+  reader never sees half a task (invariant 2). The same step adds the task's job: creating a task is one round trip,
+  and there is no record without its job nor a job without its record (the reconciler never sees a live task whose
+  job is not there yet). With the tool's fair order (docs/scheduling.md, "Fairness"), the job of one of our tool
+  queues is given its priority; the job of an external consumer's queue (docs/job-contract.md, `ext-<tool>`), or of
+  a tool queue without a fair order, goes onto the queue's wait list without one. With the opening of
   the request (of a session the api replica knows), the step opens it first as touch-session-6.lua does
   (include/open-request.lua): the request costs one round trip, and one that its session's end or a rate limit
   refuses creates nothing. With the context of a 2026-07-28 request (sessions.ts), the same step stores it beside the
   record, expiring with it: a call refused here (or before) leaves no context behind.
 
-  The job is written as BullMQ's `queue.add` writes a prioritized job (include/bullmq-job.lua, which follows
-  BullMQ's addPrioritizedJob at the version of bullmq/job-layout.ts BULLMQ_JOB_LAYOUT_VERSION;
-  test/integration/job-layout.test.ts compares the two): the job hash, its events, the prioritized entry and the
-  marker. The fair order reads BullMQ's prioritized score too (priority * 2^32 + the priority counter).
+  The job is written as BullMQ's `queue.add` writes a prioritized or a standard job (include/bullmq-job.lua, which
+  follows BullMQ's addPrioritizedJob and addStandardJob at the version of bullmq/job-layout.ts
+  BULLMQ_JOB_LAYOUT_VERSION; test/integration/job-layout.test.ts compares them): the job hash, its events, the
+  prioritized entry or the wait list's, and the marker. The fair order reads BullMQ's prioritized score too
+  (priority * 2^32 + the priority counter).
 
   With an idempotency key (a tools/call that carries one, docs/durable-execution.md), the same step first looks the
   key up among the principal's: a live task filed under it is answered instead ({"same-call", its id}, or
@@ -57,12 +60,16 @@
                    principal    the principal whose job it is
                    step         its priority step (a whole number >= 1)
                    maxPriority  the largest priority BullMQ accepts
-    job          absent, or the task's job, added in this step (only with `fair`, which gives its priority):
+    job          absent, or the task's job, added in this step:
+                   kind         "prioritized" (only with `fair`, which gives its priority) or "standard" (the wait
+                                list, no priority)
                    keys         the KEYS indexes of BullMQ's keys: {job = the job hash, marker, meta, active, events
-                                = the events stream, priorityCounter}
+                                = the events stream, and priorityCounter for a prioritized job, wait = the wait list
+                                for a standard one}
                    name         the job's name
                    data         JSON of its data
-                   opts         JSON of its stored options without the priority (this script appends it)
+                   opts         JSON of its stored options (a prioritized job's without the priority: this script
+                                appends it)
                    timestamp    epoch ms
     open         absent, or the opening of the request (include/open-request.lua)
     context      absent, or the request context to store with an admitted task (a 2026-07-28 request's):
@@ -226,8 +233,12 @@ if fair then
 end
 
 if job then
-  bullmqAddPrioritizedJob(job.keys, fair.keys.prioritized, taskId, job.name, job.data, job.opts, job.timestamp,
-    priority, maxEvents, pausedOrMaxed)
+  if job.kind == 'prioritized' then
+    bullmqAddPrioritizedJob(job.keys, fair.keys.prioritized, taskId, job.name, job.data, job.opts, job.timestamp,
+      priority, maxEvents, pausedOrMaxed)
+  else
+    bullmqAddStandardJob(job.keys, taskId, job.name, job.data, job.opts, job.timestamp, maxEvents, pausedOrMaxed)
+  end
 end
 if idempotency then
   fileIdempotentTask(idempotency.keys.entries, idempotency.keys.order, idempotency.key, taskId, idempotency.digest,

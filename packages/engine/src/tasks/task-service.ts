@@ -175,10 +175,10 @@ export class TaskService {
   }
 
   /**
-   * Writes the record and its job; answers only when both are in Redis (invariant 2). A job of one of our tool
-   * queues in a fair order is added by the script that writes the record, in the same atomic step. Any other job
-   * (an external consumer's queue, or no fair order) is added with `queue.add` after the record: if that fails,
-   * the record is removed again and the caller gets an internal error, so no task is left without work.
+   * Writes the record and its job in one atomic step (the create script): answers only when both are in Redis, and
+   * no reader (the reconciler included) ever sees one without the other (invariant 2). That holds for every queue:
+   * one of our tool queues (prioritized in the tool's fair order) and an external consumer's (docs/job-contract.md)
+   * alike. A step that fails after writing the record (a script keeps what it wrote) has the record removed again.
    */
   async create(input: CreateTaskInput, opening?: RequestOpening): Promise<CreatedTask> {
     const created = await this.#create(input, opening);
@@ -293,17 +293,21 @@ export class TaskService {
     const fair = input.queue === undefined ? this.#fairQueue?.orderFor(input.tool, queue, record.owner) : undefined;
     const data: ToolJobData = { taskId: record.taskId, tool: input.tool, arguments: input.arguments };
     if (input.trace) data.trace = input.trace;
-    // A job of our own tool queues: with a fair order (always in a runner), given its priority and added by the script
-    // that writes its record (one round trip, one atomic step); without, by queue.add after it (arrival order,
-    // BullMQ's plain wait list).
-    const toolJob =
+    // The job is added by the script that writes its record, in one atomic step (invariant 2): the reconciler never
+    // sees the live task without its job. A job of our own tool queues in a fair order (always in a runner) is given
+    // its priority there; an external consumer's job (docs/job-contract.md), or one without a fair order, goes onto
+    // its queue's wait list in arrival order, as `queue.add` would add it.
+    const job =
       input.queue === undefined
-        ? {
-            data: { ...data, owner: record.owner },
-            opts: toolJobOptions(record.taskId, input.retrySafe, input.scheduling),
-          }
-        : undefined;
-    const job = fair && toolJob ? scriptedJob(queue, input.tool, toolJob.data, toolJob.opts, now) : undefined;
+        ? scriptedJob(
+            fair ? 'prioritized' : 'standard',
+            queue,
+            input.tool,
+            { ...data, owner: record.owner },
+            toolJobOptions(record.taskId, input.retrySafe, input.scheduling),
+            now,
+          )
+        : scriptedJob('standard', queue, input.tool, data, externalJobOptions(record.taskId, input.retrySafe), now);
     // withOpening throws for a refused opening: what it answers was opened.
     let created: Extract<Created, { opened: 0 }>;
     try {
@@ -319,7 +323,7 @@ export class TaskService {
               ? { maxLiveTasksPerOwner: this.limits.maxLiveTasksPerOwner }
               : {}),
             ...(fair ? { fair } : {}),
-            ...(job ? { job } : {}),
+            job,
             ...(open ? { open } : {}),
             ...(input.requestContext ? { requestContext: input.requestContext } : {}),
             ...(input.waiter !== undefined ? { waiter: input.waiter } : {}),
@@ -329,10 +333,10 @@ export class TaskService {
         (error) => error instanceof LocalError,
       )) as Extract<Created, { opened: 0 }>;
     } catch (error) {
-      if (job && !(error instanceof LocalError)) {
+      if (!(error instanceof LocalError)) {
         // The step failed, or its answer was lost: a script that fails keeps what it wrote before, so the record
-        // may be there without its job. Removed, as when queue.add fails below; a job left without its record is
-        // skipped by the worker that takes it.
+        // may be there without its job. Removed; a job left without its record is skipped by the worker that takes
+        // it (an external consumer's runs, and its outcome finds no task to settle).
         await this.store.delete(record).catch(() => undefined);
       }
       if (!(error instanceof OwnerTaskLimitError)) throw error;
@@ -346,14 +350,6 @@ export class TaskService {
     }
     // Nothing was written: the task named is answered. Or the job was added with the record.
     if (created.existing) return { existing: created.existing };
-    if (job) return { record };
-    try {
-      if (toolJob) await queue.add(input.tool, toolJob.data, toolJob.opts);
-      else await queue.add(input.tool, data, externalJobOptions(record.taskId, input.retrySafe));
-    } catch (error) {
-      await this.store.delete(record).catch(() => undefined);
-      throw new UnavailableError(`Could not queue the task: ${(error as Error).message}`);
-    }
     return { record };
   }
 
