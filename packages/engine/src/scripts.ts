@@ -167,11 +167,11 @@ export class RedisScripts {
   /**
    * create-task-6.lua: the record and its index entries, after the owner's cap admits it, and with `fair` the
    * job's priority (0 without), and with `job` the job itself (with that priority), and with `context` the request
-   * context. With `open`, the request is opened first: `opened` is not 0 when that refused it (then nothing was
-   * written).
+   * context, and with `filed` a plain call's entry by request id. With `open`, the request is opened first: `opened`
+   * is not 0 when that refused it (then nothing was written).
    */
   async createTask(call: CreateTaskCall): Promise<CreateTaskReply> {
-    const { fair, open, job, context, idempotency, parent, resume } = call;
+    const { fair, open, job, context, idempotency, parent, resume, filed } = call;
     if (job && !fair) throw new Error('createTask: a job is added only with its fair priority');
     const keys = new ScriptKeys([
       call.keys.record,
@@ -222,6 +222,7 @@ export class RedisScripts {
         maxChildren: parent.maxChildren,
       },
       resume: resume && { keys: keys.named(resume.keys), taskId: resume.taskId, drop: resume.drop },
+      filed: filed && { key: keys.add(filed.keys.calls), field: filed.field },
     })) as [Reply, number | string, (number | string)?];
     switch (verdict) {
       case Reply.NOT_OPENED: {
