@@ -45,6 +45,7 @@ const KEY_FIRST = new Set([
   'SMEMBERS',
   'SREM',
   'XADD',
+  'XREVRANGE',
   'ZADD',
   'ZCARD',
   'ZPOPMIN',

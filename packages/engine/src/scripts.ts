@@ -369,22 +369,29 @@ export class RedisScripts {
   /**
    * get-owned-1.lua: the record's fields when `owner` owns it; an unfinished task records `watcher` (a replica's
    * id) as one of its waiters in the same step. With `open`, the request is opened first: `opened` is not 0 when
-   * that refused it (then nothing was read).
+   * that refused it (then nothing was read). With `since`, an unfinished task of that session answers where the
+   * session's event stream stands (`since`), read in the same step.
    */
   async getOwned(call: {
     keys: { record: string };
     owner: string;
     watcher?: string;
     open?: OpeningCall;
-  }): Promise<{ opened: Opened; fields: Record<string, string> | undefined }> {
-    const { open } = call;
+    since?: { keys: { events: string }; session: string };
+  }): Promise<{ opened: Opened; fields: Record<string, string> | undefined; since?: string }> {
+    const { open, since } = call;
     const keys = new ScriptKeys([call.keys.record]);
-    const [opened, ...flat] = (await this.#run('getOwned', keys, {
+    const [opened, position, ...flat] = (await this.#run('getOwned', keys, {
       owner: call.owner,
       watcher: call.watcher,
       open: open && openingArgs(open, keys.add),
-    })) as [number, ...string[]];
-    return { opened: openedOf(opened), fields: flat.length === 0 ? undefined : hashOf(flat) };
+      since: since && { key: keys.add(since.keys.events), session: since.session },
+    })) as [number, string?, ...string[]];
+    return {
+      opened: openedOf(opened),
+      fields: flat.length === 0 ? undefined : hashOf(flat),
+      ...(position ? { since: position } : {}),
+    };
   }
 
   /** mark-external-1.lua: records where a live task's work runs. */

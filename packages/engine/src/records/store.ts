@@ -455,20 +455,28 @@ export class TaskStore {
     return record;
   }
 
-  /** getOwned that also opens the request in its step (RequestOpening): no record is read when that refuses it. */
+  /**
+   * getOwned that also opens the request in its step (RequestOpening): no record is read when that refuses it. With
+   * `sinceOf` (a session id), an unfinished task of that session answers where the session's event stream stands
+   * (`since`, the id an answer stream starts after), read in the same step.
+   */
   async getOwnedOpening(
     taskId: string,
     owner: string,
     watcher?: string,
     open?: OpeningCall,
-  ): Promise<{ opened: Opened; record: TaskRecord | undefined }> {
-    const { opened, fields } = await this.#scripts.getOwned({
+    sinceOf?: string,
+  ): Promise<{ opened: Opened; record: TaskRecord | undefined; since?: string }> {
+    const { opened, fields, since } = await this.#scripts.getOwned({
       keys: { record: this.#tasks.record(taskId) },
       owner,
       ...(watcher !== undefined ? { watcher } : {}),
       ...(open ? { open } : {}),
+      ...(sinceOf !== undefined
+        ? { since: { keys: { events: this.keys.sessionEvents(sinceOf) }, session: sinceOf } }
+        : {}),
     });
-    return { opened, record: decodeRecord(fields) };
+    return { opened, record: decodeRecord(fields), ...(since !== undefined ? { since } : {}) };
   }
 
   async details(taskId: string): Promise<TaskDetails | undefined> {

@@ -397,12 +397,24 @@ export class TaskService {
     owner: string,
     options: { watch?: boolean; opening?: RequestOpening } = {},
   ): Promise<TaskRecord> {
+    return (await this.getOwnedSince(taskId, owner, options)).record;
+  }
+
+  /**
+   * getOwned that, with `sinceOf` (a session id), also answers where that session's event stream stands for an
+   * unfinished task of the session (`since`: where an answer stream of the task starts), read in the same step.
+   */
+  async getOwnedSince(
+    taskId: string,
+    owner: string,
+    options: { watch?: boolean; opening?: RequestOpening; sinceOf?: string },
+  ): Promise<{ record: TaskRecord; since?: string }> {
     const watcher = options.watch ? this.watcherId : undefined;
     // The request is opened in the same step when its session allows it (RequestOpening).
-    const { record } = await withOpening(options.opening, (open) =>
-      this.store.getOwnedOpening(taskId, owner, watcher, open),
+    const { record, since } = await withOpening(options.opening, (open) =>
+      this.store.getOwnedOpening(taskId, owner, watcher, open, options.sinceOf),
     );
-    return taskOrNotFound(record);
+    return { record: taskOrNotFound(record), ...(since !== undefined ? { since } : {}) };
   }
 
   /**
