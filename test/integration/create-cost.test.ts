@@ -218,6 +218,38 @@ describe('creating a task: one script of ours, which adds the job too (own redis
     expect((await engine.store.takeEnded({ ...created, owner: 'mallory' }, 'no-watcher')).record).to.equal(undefined);
   });
 
+  it('T-RSRC-1: a plain call is filed under its request id by its create step (no MULTI), never shortening the entries’ expiry, and a refused call files nothing', async () => {
+    const calls = engine.keys.sessionCalls('session-of-frank');
+    const plainCall = (filed: string, requestedTtl: number) =>
+      engine.tasks.create({
+        kind: TaskKind.PlainToolCall,
+        owner: 'frank',
+        sessionId: 'session-of-frank',
+        tool: 'wait',
+        arguments: { seconds: 0 },
+        retrySafe: true,
+        requestedTtl,
+        filed,
+      });
+    let first: TaskRecord | undefined;
+    const cost = await commandsOf(async () => (first = await plainCall('1', 60_000)));
+    expect(cost, JSON.stringify(cost)).to.include({ evalsha: 1 });
+    expect(cost['multi'] ?? 0, JSON.stringify(cost)).to.equal(0);
+    expect(await inspect.hget(calls, '1')).to.equal(first?.taskId);
+    // A shorter call's entry does not cut the longer one's short.
+    const second = await plainCall('"1"', 30_000);
+    expect(await inspect.hget(calls, '"1"')).to.equal(second.taskId);
+    expect(await inspect.pttl(calls)).to.be.above(45_000);
+    // At the owner's cap (MAX_TASKS_PER_OWNER): refused, and filed nowhere.
+    await plainCall('3', 60_000);
+    const refused = await plainCall('4', 60_000).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).to.be.an('error');
+    expect(await inspect.hexists(calls, '4')).to.equal(0);
+  });
+
   it('T-RSRC-1: a 2026-07-28 request context is stored by the create step itself (no round trip more), only for an admitted task, and expires with it', async () => {
     const owner = `frank-${randomUUID().slice(0, 8)}`;
     const contextOf = () => {

@@ -1,7 +1,8 @@
 // A request of a session its api replica knows is opened (session check, idle timer, rate-limit count) by the
 // method's own script when the method starts with one: a task-augmented tools/call (create-task-6.lua) and
-// tasks/result (get-owned-1.lua) cost one script call of ours each (issue 16), and every refusal of the session
-// gate still comes back: 404 for a session that is gone, -32029 over a rate limit, with nothing created or read.
+// tasks/result, tasks/get and tasks/cancel (get-owned-1.lua) cost one script call of ours each for their read (issues
+// 16 and 41), and every refusal of the session gate still comes back: 404 for a session that is gone, -32029 over a
+// rate limit, with nothing created, read or cancelled.
 // Own redis-server (INFO commandstats counts only this file's work); no worker: a tool is published by the test.
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
@@ -12,9 +13,11 @@ import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/in-process.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { track } from '../support/resources.ts';
-import { commandsDuring } from '../support/command-stats.ts';
+import { commandsDuring, monitoredDuring, type SeenCommand } from '../support/command-stats.ts';
 
 const TOOL = 'noop';
+/** RATE_LIMIT_PER_ADDRESS: every client of this file shares the address, and the last test spends it. */
+const PER_ADDRESS = 80;
 
 describe('opening a request in the method’s own script (own redis-server, no worker)', function () {
   this.timeout(60_000);
@@ -32,7 +35,7 @@ describe('opening a request in the method’s own script (own redis-server, no w
       env: {
         RATE_LIMIT_WINDOW_MS: '60000',
         RATE_LIMIT_FAILED_LOOKUPS: '3',
-        RATE_LIMIT_PER_ADDRESS: '40',
+        RATE_LIMIT_PER_ADDRESS: String(PER_ADDRESS),
         // No periodic re-check of a waiting request within a test: each read a test counts is a wake-up's.
         RESULT_RECHECK_MS: '600000',
       },
@@ -182,8 +185,8 @@ describe('opening a request in the method’s own script (own redis-server, no w
     // the test's transition, and the woken request's take-ended-13.lua; no get-owned-1.lua before the wait (the
     // create named the replica among the record's waiters), no read and then a delete after it.
     expect(scripts(calls), JSON.stringify(calls)).to.equal(5);
-    // The only MULTI is the call's entry by request id; the record and the entry went in the script.
-    expect(calls['multi'], JSON.stringify(calls)).to.equal(1);
+    // The call's entry by request id went in with the record, in the create step: no MULTI of its own (issue 41).
+    expect(calls['multi'] ?? 0, JSON.stringify(calls)).to.equal(0);
     expect(await inspect.exists(new TaskKeys(engine.keys).record(String(taskId)))).to.equal(0);
     expect(await inspect.hlen(filed)).to.equal(0);
   });
@@ -207,6 +210,113 @@ describe('opening a request in the method’s own script (own redis-server, no w
     expect(await inspect.exists(engine.keys.sessionCalls(String(client.sessionId)))).to.equal(0);
   });
 
+  /** What a request sent and waited for (its round trips: each command not run by a script), and what scripts ran. */
+  const split = (seen: SeenCommand[]) => ({
+    sent: seen.filter((command) => command.source !== 'lua').map((command) => command.name),
+    scripted: seen.filter((command) => command.source === 'lua').map((command) => command.name),
+  });
+  const statusOf = async (taskId: string) => (await engine.store.get(taskId))?.status;
+
+  it('T-SEC-3, T-GET-1: tasks/get of a known session is one round trip: its read opens the request (session timer, rate count)', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask(TOOL, {}))['taskId']);
+    const session = engine.keys.session(String(client.sessionId));
+    await inspect.pexpire(session, 1000);
+    let reply: Awaited<ReturnType<McpTestClient['rpc']>> | undefined;
+    const seen = split(await monitoredDuring(inspect, async () => (reply = await client.rpc('tasks/get', { taskId }))));
+    expect(reply?.result?.['taskId'], JSON.stringify(reply)).to.equal(taskId);
+    // One script, no touch-session-6.lua before it: the session's timer and the rate buckets are in its step. (The
+    // replica's own background reads, the catalog's, may fall in the window too: only scripts are counted.)
+    expect(seen.sent.filter((name) => name === 'evalsha').length, JSON.stringify(seen)).to.equal(1);
+    expect(seen.scripted, JSON.stringify(seen)).to.include.members(['pexpire', 'incr', 'hgetall']);
+    // The session's idle timer was restarted (SESSION_IDLE_TTL_MS), by that one step.
+    expect(await inspect.pttl(session)).to.be.above(10_000);
+  });
+
+  it('T-SEC-3, T-CANCEL-2: tasks/cancel of a known session opens its request in its first read, with no round trip of the gate', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask(TOOL, {}))['taskId']);
+    let reply: Awaited<ReturnType<McpTestClient['rpc']>> | undefined;
+    const seen = await monitoredDuring(inspect, async () => (reply = await client.rpc('tasks/cancel', { taskId })));
+    expect(reply?.result?.['status'], JSON.stringify(reply)).to.equal('cancelled');
+    // The first command of the request is the read that opens it: the session's PEXPIRE and the rate count, then the
+    // owner's HGET (the gate's own script, which reads no record, would come first otherwise).
+    const first = seen.findIndex((command) => command.source !== 'lua');
+    const firstScript = seen.slice(first + 1).findIndex((command) => command.source !== 'lua');
+    const ran = seen.slice(first + 1, firstScript < 0 ? undefined : first + 1 + firstScript).map((c) => c.name);
+    expect(seen[first]?.name, JSON.stringify(seen)).to.equal('evalsha');
+    expect(ran, JSON.stringify(seen)).to.include.members(['pexpire', 'incr', 'hget', 'hgetall']);
+    expect(await statusOf(taskId)).to.equal('cancelled');
+  });
+
+  it('T-SEC-3, T-SEC-1: a session gone since the replica last saw it gets 404 from tasks/get and tasks/cancel, which read and cancel nothing', async () => {
+    for (const method of ['tasks/get', 'tasks/cancel']) {
+      const client = await McpTestClient.connect(system.apiUrl);
+      const taskId = String((await client.createTask(TOOL, {}))['taskId']);
+      await inspect.del(engine.keys.session(String(client.sessionId)));
+      let status = 0;
+      const seen = split(
+        await monitoredDuring(inspect, async () => {
+          status = (await client.post({ jsonrpc: '2.0', id: 1, method, params: { taskId } })).status;
+        }),
+      );
+      expect(status, method).to.equal(404);
+      // The request's one script found the session gone (its PEXPIRE) and stopped: no record was read.
+      expect(seen.sent.filter((name) => name === 'evalsha').length, JSON.stringify(seen)).to.equal(1);
+      expect(seen.scripted, JSON.stringify(seen)).to.deep.equal(['pexpire']);
+      expect(seen.sent, JSON.stringify(seen)).to.not.include.members(['hget']);
+      expect(seen.sent, JSON.stringify(seen)).to.not.include.members(['hgetall']);
+      expect(await statusOf(taskId), method).to.equal('working');
+      // Nothing was counted for the gone session.
+      expect(await inspect.exists(engine.keys.session(String(client.sessionId)))).to.equal(0);
+    }
+  });
+
+  it('T-SEC-3, T-CANCEL-2: a tasks/cancel refused by a rate limit (-32029) as its read opens it cancels nothing', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask(TOOL, {}))['taskId']);
+    // This session's failed-lookup budget (RATE_LIMIT_FAILED_LOOKUPS 3 a window) spent on unknown ids.
+    const codes: number[] = [];
+    for (let i = 0; i < 8 && !codes.includes(-32029); i++) {
+      codes.push((await client.rpc('tasks/get', { taskId: randomUUID() })).error?.code ?? 0);
+    }
+    expect(codes.at(-1)).to.equal(-32029);
+    let reply: Awaited<ReturnType<McpTestClient['rpc']>> | undefined;
+    const seen = await monitoredDuring(inspect, async () => (reply = await client.rpc('tasks/cancel', { taskId })));
+    expect(reply?.error?.code, JSON.stringify(reply)).to.equal(-32029);
+    // One script: the opening refused the request before its read (no HGET of the owner, no transition).
+    expect(split(seen).sent.filter((name) => name === 'evalsha').length, JSON.stringify(seen)).to.equal(1);
+    expect(
+      seen.map((command) => command.name),
+      JSON.stringify(seen),
+    ).to.not.include.members(['hget']);
+    expect(await statusOf(taskId)).to.equal('working');
+  });
+
+  it('T-RES-2, T-INPUT-3: tasks/result of an unfinished task reads where its session’s events stand in its one script', async () => {
+    const client = await McpTestClient.connect(system.apiUrl);
+    const taskId = String((await client.createTask(TOOL, {}))['taskId']);
+    const sessionId = String(client.sessionId);
+    // SSE accepted: the answer may turn into a stream of the session's events, which starts where they stand.
+    let answer: Promise<unknown> | undefined;
+    const seen = await monitoredDuring(inspect, async () => {
+      answer = client.rpc('tasks/result', { taskId });
+      await eventually(
+        async () => (await inspect.zcard(engine.keys.answerStreamLeases(sessionId))) || undefined,
+        30_000,
+      );
+    });
+    // The stream's position was read by get-owned-1.lua, in the step that read the task: no XREVRANGE of its own.
+    const positions = seen.filter((command) => command.name === 'xrevrange');
+    expect(positions.length, JSON.stringify(seen)).to.be.at.least(1);
+    expect(
+      positions.every((command) => command.source === 'lua'),
+      JSON.stringify(seen),
+    ).to.equal(true);
+    await engine.store.settle((await engine.store.get(taskId))!, cancelledSettlement());
+    await answer;
+  });
+
   it('T-SEC-3: tasks/result of unknown ids is throttled by the failed-lookup budget (RATE_LIMIT_FAILED_LOOKUPS)', async () => {
     const client = await McpTestClient.connect(system.apiUrl);
     const codes: number[] = [];
@@ -225,7 +335,7 @@ describe('opening a request in the method’s own script (own redis-server, no w
     let admitted = 0;
     const before = await tasksCreated();
     const jobs = await jobsQueued();
-    for (let i = 0; i < 2 * 40 + 5 && !refused; i++) {
+    for (let i = 0; i < 2 * PER_ADDRESS + 5 && !refused; i++) {
       const reply = await client.rpc('tools/call', { name: TOOL, arguments: {}, task: {} });
       if (reply.error) refused = reply.error;
       else admitted++;

@@ -46,6 +46,7 @@ const KEY_FIRST = new Set([
   'SMEMBERS',
   'SREM',
   'XADD',
+  'XREVRANGE',
   'ZADD',
   'ZCARD',
   'ZPOPMIN',

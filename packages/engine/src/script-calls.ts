@@ -37,6 +37,11 @@ export interface CreateTaskCall {
   parent?: ParentCall;
   /** The failed task this one continues (`mcpt retry --resume`): its durable state is carried (include/resume.lua). */
   resume?: ResumeCall;
+  /**
+   * A plain call's entry by request id in its session's calls hash (what notifications/cancelled names it by),
+   * written in the same step: `field` is the request id as JSON.
+   */
+  filed?: { keys: { calls: string }; field: string };
   fields: Record<string, string>;
 }
 

@@ -167,11 +167,12 @@ export class RedisScripts {
   /**
    * create-task-6.lua: the record and its index entries, after the owner's cap admits it, and with `fair` the
    * job's priority (0 without), and with `job` the job itself (a prioritized one with that priority, a standard one
-   * on its queue's wait list), and with `context` the request context. With `open`, the request is opened first: `opened` is not 0 when that refused it (then nothing was
+   * on its queue's wait list), and with `context` the request context, and with `filed` a plain call's entry by
+   * request id. With `open`, the request is opened first: `opened` is not 0 when that refused it (then nothing was
    * written).
    */
   async createTask(call: CreateTaskCall): Promise<CreateTaskReply> {
-    const { fair, open, job, context, idempotency, parent, resume } = call;
+    const { fair, open, job, context, idempotency, parent, resume, filed } = call;
     if (job?.kind === 'prioritized' && !fair) throw new Error('createTask: a prioritized job needs its fair priority');
     const keys = new ScriptKeys([
       call.keys.record,
@@ -223,6 +224,7 @@ export class RedisScripts {
         maxChildren: parent.maxChildren,
       },
       resume: resume && { keys: keys.named(resume.keys), taskId: resume.taskId, drop: resume.drop },
+      filed: filed && { key: keys.add(filed.keys.calls), field: filed.field },
     })) as [Reply, number | string, (number | string)?];
     switch (verdict) {
       case Reply.NOT_OPENED: {
@@ -369,22 +371,29 @@ export class RedisScripts {
   /**
    * get-owned-1.lua: the record's fields when `owner` owns it; an unfinished task records `watcher` (a replica's
    * id) as one of its waiters in the same step. With `open`, the request is opened first: `opened` is not 0 when
-   * that refused it (then nothing was read).
+   * that refused it (then nothing was read). With `since`, an unfinished task of that session answers where the
+   * session's event stream stands (`since`), read in the same step.
    */
   async getOwned(call: {
     keys: { record: string };
     owner: string;
     watcher?: string;
     open?: OpeningCall;
-  }): Promise<{ opened: Opened; fields: Record<string, string> | undefined }> {
-    const { open } = call;
+    since?: { keys: { events: string }; session: string };
+  }): Promise<{ opened: Opened; fields: Record<string, string> | undefined; since?: string }> {
+    const { open, since } = call;
     const keys = new ScriptKeys([call.keys.record]);
-    const [opened, ...flat] = (await this.#run('getOwned', keys, {
+    const [opened, position, ...flat] = (await this.#run('getOwned', keys, {
       owner: call.owner,
       watcher: call.watcher,
       open: open && openingArgs(open, keys.add),
-    })) as [number, ...string[]];
-    return { opened: openedOf(opened), fields: flat.length === 0 ? undefined : hashOf(flat) };
+      since: since && { key: keys.add(since.keys.events), session: since.session },
+    })) as [number, string?, ...string[]];
+    return {
+      opened: openedOf(opened),
+      fields: flat.length === 0 ? undefined : hashOf(flat),
+      ...(position ? { since: position } : {}),
+    };
   }
 
   /** mark-external-1.lua: records where a live task's work runs. */

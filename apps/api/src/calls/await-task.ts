@@ -24,14 +24,12 @@ export interface AwaitHow {
   /**
    * A plain call (TaskKind.PlainToolCall) this request answers, as written: deleted once it ended (its answer is
    * the request's), stopped and deleted when the client goes away. `filed`: filed under `requestId` in its session
-   * (PlainCalls.file), an entry forgotten when it is handed out.
+   * (by the step that created it: startCall's `filed`), an entry forgotten when it is handed out.
    */
   plainCall?: {
     record: TaskRecord;
     requestId: JsonRpcId;
     filed: boolean;
-    /** The filing, when it is under way: awaited before the call is deleted, handed out or abandoned. */
-    filing?: Promise<void>;
   };
   /** Stops besides the task's end (terminal). */
   stop?: {
@@ -93,12 +91,9 @@ export async function awaitTask(services: ApiServices, taskId: string, how: Awai
     ));
   const ended = async (record: TaskRecord): Promise<AwaitOutcome> => {
     if (progress) await progress.forward(progress.sessionId, cursor);
-    if (plainCall) {
-      // Filed before it is forgotten: the entry of a call that ended cannot outlive it. (A call its read took is
-      // deleted already: PlainCalls.take.)
-      await plainCall.filing;
-      await services.plainCalls.delete(record, plainCall.requestId);
-    }
+    // Deleted with its entry (filed as it was created): neither outlives the answer. (A call its read took is deleted
+    // already: PlainCalls.take.)
+    if (plainCall) await services.plainCalls.delete(record, plainCall.requestId);
     return { ended: record };
   };
   try {
@@ -155,7 +150,6 @@ export async function awaitTask(services: ApiServices, taskId: string, how: Awai
       if (stopped === 'handed-over') return { handedOver: live };
       if (stopped === 'needs-client') return { needsClient: live, inputs };
       if (plainCall && handAt !== undefined && Date.now() >= handAt) {
-        await plainCall.filing;
         const handed = await services.plainCalls.handOut(live, plainCall.filed ? plainCall.requestId : undefined);
         if (handed) return { handedOut: handed };
         // It ended first (its end is the answer) or is gone (the next read says so): wait for that, without deadline.
@@ -170,7 +164,6 @@ export async function awaitTask(services: ApiServices, taskId: string, how: Awai
   } catch (error) {
     // The client went away: stop the work it no longer waits for.
     if (plainCall && how.signal.aborted) {
-      await plainCall.filing?.catch(() => undefined);
       await services.plainCalls.abandon(plainCall.record, plainCall.requestId, 'The client closed the request.');
     }
     throw error;

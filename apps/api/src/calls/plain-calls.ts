@@ -1,9 +1,10 @@
 // Plain calls: a tools/call that is not a task still runs on a worker, through a record of kind
-// TaskKind.PlainToolCall that the client never sees. This module owns their life after startCall wrote them: the
-// session's entry by JSON-RPC request id, abandon, cancel by request id (notifications/cancelled), delete, and the
-// hand-out of a call still running at its handle deadline (a task handle: the record becomes a task the client
-// follows with the handle tools, calls/handles.ts); awaiting one is the one wait of calls/await-task.ts. The entry of
-// a call leaves the session's hash when the call ends or is handed out.
+// TaskKind.PlainToolCall that the client never sees. This module owns their life after startCall wrote them (a
+// 2025-11-25 call with its session's entry by JSON-RPC request id, `requestKeyOf`, in the same step): abandon, cancel
+// by request id (notifications/cancelled), delete, and the hand-out of a call still running at its handle deadline (a
+// task handle: the record becomes a task the client follows with the handle tools, calls/handles.ts); awaiting one is
+// the one wait of calls/await-task.ts. The entry of a call leaves the session's hash when the call ends or is handed
+// out.
 import type { SessionCalls, SessionEvents, TaskService, TaskStore } from '@mcp-tasks/engine';
 import { CallGoneError, isTerminal, TaskKind, type JsonRpcId, type TaskRecord } from '@mcp-tasks/protocol';
 
@@ -30,6 +31,14 @@ export function cancelledRequestOf(notification: {
     requestId,
     reason: typeof reason === 'string' && reason !== '' ? reason.slice(0, 200) : 'The client cancelled the request.',
   };
+}
+
+/**
+ * The field a 2025-11-25 call is filed under in its session's calls hash: its request id as JSON (1 and "1" differ).
+ * The step that creates the call files it (startCall's `filed`), for notifications/cancelled.
+ */
+export function requestKeyOf(requestId: JsonRpcId): string {
+  return JSON.stringify(requestId);
 }
 
 export class PlainCalls {
@@ -66,7 +75,7 @@ export class PlainCalls {
    * gone, saying `gone`.
    */
   async take(record: TaskRecord, requestId: JsonRpcId, gone?: string): Promise<TaskRecord> {
-    const taken = await this.deps.store.takeEnded(record, this.deps.tasks.watcherId, JSON.stringify(requestId));
+    const taken = await this.deps.store.takeEnded(record, this.deps.tasks.watcherId, requestKeyOf(requestId));
     if (!taken.record) throw new CallGoneError(gone);
     if (taken.deleted) this.#taken.add(taken.record);
     return taken.record;
@@ -93,7 +102,7 @@ export class PlainCalls {
    * it. Unknown ids, another owner's call and ended calls are ignored (answers true when a call was cancelled).
    */
   async cancel(session: { sessionId: string; owner: string }, requestId: JsonRpcId, reason: string): Promise<boolean> {
-    const taskId = await this.deps.calls.taskOf(session.sessionId, JSON.stringify(requestId));
+    const taskId = await this.deps.calls.taskOf(session.sessionId, requestKeyOf(requestId));
     if (!taskId) return false;
     await this.#forget(session.sessionId, requestId);
     const record = await this.deps.store.get(taskId);
@@ -102,12 +111,7 @@ export class PlainCalls {
     return true;
   }
 
-  /** Files the call under its request id (as JSON: 1 and "1" differ), for notifications/cancelled. */
-  file(record: TaskRecord, requestId: JsonRpcId): Promise<void> {
-    return this.deps.calls.remember(record.sessionId, JSON.stringify(requestId), record.taskId, record.ttl);
-  }
-
   #forget(sessionId: string, requestId: JsonRpcId): Promise<void> {
-    return this.deps.calls.forget(sessionId, JSON.stringify(requestId));
+    return this.deps.calls.forget(sessionId, requestKeyOf(requestId));
   }
 }

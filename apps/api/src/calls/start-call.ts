@@ -19,9 +19,11 @@ import {
   TaskSupport,
   TaskSupportError,
   type CatalogEntry,
+  type JsonRpcId,
   type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import { ensureOpened } from './admission.ts';
+import { requestKeyOf } from './plain-calls.ts';
 import { webhookOf } from './webhooks.ts';
 import type { CallContext, CallRequest, Execution } from './request.ts';
 
@@ -74,7 +76,7 @@ export async function prepareCall(context: CallContext, request: CallRequest): P
 export async function startCall(
   context: CallContext,
   prepared: PreparedCall,
-  options: { watch?: boolean } = {},
+  options: { watch?: boolean; filed?: JsonRpcId } = {},
 ): Promise<StartedCall> {
   const { request, tool, asTask } = prepared;
   const { client } = request;
@@ -96,6 +98,8 @@ export async function startCall(
       : {}),
     ...idempotencyOf(context, prepared),
     ...(prepared.webhook ? { webhook: prepared.webhook } : {}),
+    // A 2025-11-25 plain call is filed under its request id by the step that writes it (notifications/cancelled).
+    ...(options.filed !== undefined && !asTask ? { filed: requestKeyOf(options.filed) } : {}),
   };
   // The create script opens the request in its step when the transport left that to it (RequestOpening); a plain
   // call that had to open it first (to hold a stream slot) finds it opened.

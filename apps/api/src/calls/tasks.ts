@@ -12,7 +12,7 @@ export const ANONYMOUS_OWNER_PREFIX = 'anonymous:';
 export interface FindOptions {
   /** Register this replica as a waiter for the task's changes: its channel then wakes the caller's waits. */
   watch?: boolean;
-  /** The request's opening, left to the read's script (RequestOpening; 2025-11-25 tasks/result). */
+  /** The request's opening, left to the read's script (RequestOpening; 2025-11-25 tasks/result, get, cancel). */
   opening?: RequestOpening;
 }
 
@@ -21,22 +21,39 @@ export interface FindOptions {
  * tell them apart (T-ERR-1, T-SEC-1).
  */
 export async function findTask(context: CallContext, taskId: string, options: FindOptions = {}): Promise<TaskRecord> {
-  const record = await readTask(context, taskId, options);
-  linkToTask(context, record);
-  // A working task whose tool no live worker serves says so (issue 31): from this replica's cached catalog.
-  const live = context.services.tools.view.entries();
-  return withServedStatus(record, (tool) => live.has(tool));
+  return (await findTaskSince(context, taskId, options)).record;
 }
 
-async function readTask(context: CallContext, taskId: string, options: FindOptions): Promise<TaskRecord> {
+/**
+ * findTask that, with `sinceOf` (a session id: tasks/result of a client that accepts SSE), also answers where that
+ * session's event stream stands for an unfinished task of the session (`since`: where its answer stream would
+ * start), read in the same step as the task.
+ */
+export async function findTaskSince(
+  context: CallContext,
+  taskId: string,
+  options: FindOptions & { sinceOf?: string },
+): Promise<{ record: TaskRecord; since?: string }> {
+  const read = await readTask(context, taskId, options);
+  linkToTask(context, read.record);
+  // A working task whose tool no live worker serves says so (issue 31): from this replica's cached catalog.
+  const live = context.services.tools.view.entries();
+  return { ...read, record: withServedStatus(read.record, (tool) => live.has(tool)) };
+}
+
+async function readTask(
+  context: CallContext,
+  taskId: string,
+  options: FindOptions & { sinceOf?: string },
+): Promise<{ record: TaskRecord; since?: string }> {
   const { services, caller } = context;
-  if (!caller.readsByCapability) return services.tasks.getOwned(taskId, caller.owner, options);
+  if (!caller.readsByCapability) return services.tasks.getOwnedSince(taskId, caller.owner, options);
   const record = await services.store.get(taskId);
   if (!record || record.kind !== TaskKind.Task || !record.owner.startsWith(ANONYMOUS_OWNER_PREFIX)) {
     throw new TaskNotFoundError();
   }
-  if (!options.watch) return record;
-  return services.tasks.getOwned(taskId, record.owner, { watch: true });
+  if (!options.watch) return { record };
+  return { record: await services.tasks.getOwned(taskId, record.owner, { watch: true }) };
 }
 
 /**
@@ -62,9 +79,17 @@ export type CancelOutcome =
   /** The task had ended already (or ended between the read and the move): its status stands. */
   | { ended: TaskRecord; status: string };
 
-/** Moves the caller's task to `cancelled` and stops its work (T-CANCEL-*), unless it has ended already. */
-export async function cancelTask(context: CallContext, taskId: string): Promise<CancelOutcome> {
-  const record = await findTask(context, taskId);
+/**
+ * Moves the caller's task to `cancelled` and stops its work (T-CANCEL-*), unless it has ended already. The read that
+ * checks the owner opens the request when the transport left that to it (`opening`): a request its session's end or a
+ * rate limit refuses reads and cancels nothing.
+ */
+export async function cancelTask(
+  context: CallContext,
+  taskId: string,
+  options: Pick<FindOptions, 'opening'> = {},
+): Promise<CancelOutcome> {
+  const record = await findTask(context, taskId, options);
   if (isTerminal(record.status)) return { ended: record, status: record.status };
   try {
     const cancelled = await context.services.tasks.cancel(record);

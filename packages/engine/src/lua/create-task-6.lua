@@ -9,7 +9,9 @@
   the request (of a session the api replica knows), the step opens it first as touch-session-6.lua does
   (include/open-request.lua): the request costs one round trip, and one that its session's end or a rate limit
   refuses creates nothing. With the context of a 2026-07-28 request (sessions.ts), the same step stores it beside the
-  record, expiring with it: a call refused here (or before) leaves no context behind.
+  record, expiring with it: a call refused here (or before) leaves no context behind. With `filed` (a plain call of a
+  2025-11-25 session), the same step files the call under its request id in the session's calls hash, which
+  notifications/cancelled reads: the entry exists exactly when its call was created, with no command of its own.
 
   The job is written as BullMQ's `queue.add` writes a prioritized or a standard job (include/bullmq-job.lua, which
   follows BullMQ's addPrioritizedJob and addStandardJob at the version of bullmq/job-layout.ts
@@ -40,8 +42,8 @@
   KEYS[4] sorted set of expiries
   KEYS[5] the owner's task index (tasks/list); used when `listed`
   KEYS[6] the owner's unfinished tasks, scored by expiry; used with `maxLive`
-  KEYS[7...] the keys of `fair`, `job`, `open`, `context`, `idempotency`, `parent` and `resume`, each at the index
-          its table names
+  KEYS[7...] the keys of `fair`, `job`, `open`, `context`, `idempotency`, `parent`, `resume` and `filed`, each at the
+          index its table names
 
   ARGV[1] the arguments, JSON:
     taskId       the task id (also its job's id)
@@ -97,6 +99,10 @@
                    taskId       its id
                    drop         the ids of its child tasks whose calls are not carried over (they ended without a
                                 result): their fields are left out
+    filed        absent, or a plain call's entry by request id (sessions/session-calls.ts):
+                   key          the KEYS index of the session's calls hash (request id -> task id), which lives as long
+                                as its longest-lived call may
+                   field        the request id, as JSON
 
   Returns {"created", count, priority} when created (count: the owner's unfinished tasks, 0 without a cap;
   priority: the job's, 0 without a fair order), {"owner-limit", count} when the owner is at the limit,
@@ -173,6 +179,12 @@ local context = args.context
 if context then
   redis.call('HSET', KEYS[context.key], unpack(context.fields))
   redis.call('PEXPIREAT', KEYS[context.key], expiresAt)
+end
+local filed = args.filed
+if filed then
+  redis.call('HSET', KEYS[filed.key], filed.field, taskId)
+  -- A short call never cuts a longer one's entry short; the entries themselves leave as their calls end.
+  expireNotBefore(filed.key, expiresAt)
 end
 redis.call('ZADD', KEYS[2], args.now, taskId)
 redis.call('ZADD', KEYS[3], 0, args.member)

@@ -151,6 +151,11 @@ export interface NewTask {
    * without a read first (a plain call's answer).
    */
   waiter?: string;
+  /**
+   * A plain call's request id as JSON: the call is filed under it in its session's calls hash (what
+   * notifications/cancelled names it by, sessions/session-calls.ts) by the step that writes it.
+   */
+  filed?: string;
 }
 
 /** What creating a task came to, once its request was opened. */
@@ -287,6 +292,7 @@ export class TaskStore {
       resume,
       maxChildren,
       waiter,
+      filed,
     } = task;
     const expiresAt = record.createdAt + record.ttl;
     const member = indexMember(record.createdAt, record.taskId);
@@ -320,6 +326,9 @@ export class TaskStore {
       ...(idempotency ? { idempotency: { ...idempotency, keys: this.#idempotencyKeys(record.owner) } } : {}),
       ...(parent ? { parent: { ...parent, keys: this.durable.parentKeys(parent.taskId) } } : {}),
       ...(resume ? { resume: { ...resume, keys: this.durable.resumeKeys(resume.taskId, record.taskId) } } : {}),
+      ...(filed !== undefined
+        ? { filed: { keys: { calls: this.keys.sessionCalls(record.sessionId) }, field: filed } }
+        : {}),
       fields: {
         ...encodeRecord(record),
         arguments: JSON.stringify(args ?? {}),
@@ -446,20 +455,28 @@ export class TaskStore {
     return record;
   }
 
-  /** getOwned that also opens the request in its step (RequestOpening): no record is read when that refuses it. */
+  /**
+   * getOwned that also opens the request in its step (RequestOpening): no record is read when that refuses it. With
+   * `sinceOf` (a session id), an unfinished task of that session answers where the session's event stream stands
+   * (`since`, the id an answer stream starts after), read in the same step.
+   */
   async getOwnedOpening(
     taskId: string,
     owner: string,
     watcher?: string,
     open?: OpeningCall,
-  ): Promise<{ opened: Opened; record: TaskRecord | undefined }> {
-    const { opened, fields } = await this.#scripts.getOwned({
+    sinceOf?: string,
+  ): Promise<{ opened: Opened; record: TaskRecord | undefined; since?: string }> {
+    const { opened, fields, since } = await this.#scripts.getOwned({
       keys: { record: this.#tasks.record(taskId) },
       owner,
       ...(watcher !== undefined ? { watcher } : {}),
       ...(open ? { open } : {}),
+      ...(sinceOf !== undefined
+        ? { since: { keys: { events: this.keys.sessionEvents(sinceOf) }, session: sinceOf } }
+        : {}),
     });
-    return { opened, record: decodeRecord(fields) };
+    return { opened, record: decodeRecord(fields), ...(since !== undefined ? { since } : {}) };
   }
 
   async details(taskId: string): Promise<TaskDetails | undefined> {

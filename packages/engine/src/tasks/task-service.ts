@@ -24,6 +24,7 @@ import {
   type WebhookTarget,
 } from '@mcp-tasks/protocol';
 import type { Queue } from 'bullmq';
+import { SessionCalls } from '../sessions/session-calls.ts';
 import { SessionEvents } from '../sessions/session-events.ts';
 import { stopTaskWork } from './stop-task-work.ts';
 import { forwardCancel } from './external.ts';
@@ -103,6 +104,11 @@ export interface CreateTaskInput {
   expiresBy?: number;
   /** Where the task is posted when it changes (docs/webhooks.md); kept on the record. */
   webhook?: WebhookTarget;
+  /**
+   * A plain call's request id as JSON (the api's calls/plain-calls.ts): filed under it in its session's calls hash,
+   * for notifications/cancelled, by the step that writes the record (no command of its own).
+   */
+  filed?: string;
 }
 
 /** A created task, or (`reused`) the task an idempotency key or a parent's call key names already. */
@@ -327,6 +333,7 @@ export class TaskService {
             ...(open ? { open } : {}),
             ...(input.requestContext ? { requestContext: input.requestContext } : {}),
             ...(input.waiter !== undefined ? { waiter: input.waiter } : {}),
+            ...(input.filed !== undefined ? { filed: input.filed } : {}),
             maxChildren: this.#maxChildren,
             ...durableGroups(this.store, input, this.#maxChildren),
           }),
@@ -337,7 +344,7 @@ export class TaskService {
         // The step failed, or its answer was lost: a script that fails keeps what it wrote before, so the record
         // may be there without its job. Removed; a job left without its record is skipped by the worker that takes
         // it (an external consumer's runs, and its outcome finds no task to settle).
-        await this.store.delete(record).catch(() => undefined);
+        await this.#unwrite(record, input.filed);
       }
       if (!(error instanceof OwnerTaskLimitError)) throw error;
       const max = this.limits.maxLiveTasksPerOwner ?? 0;
@@ -351,6 +358,16 @@ export class TaskService {
     // Nothing was written: the task named is answered. Or the job was added with the record.
     if (created.existing) return { existing: created.existing };
     return { record };
+  }
+
+  /** Removes what a create wrote for a task left without its job: the record and a plain call's entry (`filed`). */
+  async #unwrite(record: TaskRecord, filed: string | undefined): Promise<void> {
+    await Promise.all([
+      this.store.delete(record).catch(() => undefined),
+      filed !== undefined
+        ? new SessionCalls(this.publisher, this.store.keys).forget(record.sessionId, filed).catch(() => undefined)
+        : undefined,
+    ]);
   }
 
   /** The ttl granted (T-CREATE-2), within what is left of `expiresBy` (a child's parent's expiry). */
@@ -376,12 +393,24 @@ export class TaskService {
     owner: string,
     options: { watch?: boolean; opening?: RequestOpening } = {},
   ): Promise<TaskRecord> {
+    return (await this.getOwnedSince(taskId, owner, options)).record;
+  }
+
+  /**
+   * getOwned that, with `sinceOf` (a session id), also answers where that session's event stream stands for an
+   * unfinished task of the session (`since`: where an answer stream of the task starts), read in the same step.
+   */
+  async getOwnedSince(
+    taskId: string,
+    owner: string,
+    options: { watch?: boolean; opening?: RequestOpening; sinceOf?: string },
+  ): Promise<{ record: TaskRecord; since?: string }> {
     const watcher = options.watch ? this.watcherId : undefined;
     // The request is opened in the same step when its session allows it (RequestOpening).
-    const { record } = await withOpening(options.opening, (open) =>
-      this.store.getOwnedOpening(taskId, owner, watcher, open),
+    const { record, since } = await withOpening(options.opening, (open) =>
+      this.store.getOwnedOpening(taskId, owner, watcher, open, options.sinceOf),
     );
-    return taskOrNotFound(record);
+    return { record: taskOrNotFound(record), ...(since !== undefined ? { since } : {}) };
   }
 
   /**

@@ -198,13 +198,15 @@ function abortedOnClose(res: Response): AbortController {
 
 /**
  * Requests whose method starts its work with a script that can open the request in the same step (create-task-6.lua
- * for a tools/call, a task's or a plain call's; get-owned-1.lua for tasks/result): their session gate costs no round
- * trip of its own when this replica knows the session. A call that must write before its record (a plain call
- * holding a stream slot, a handle tool) opens it first on its own (ensureOpened), and the dispatcher settles it
- * before any answer (dispatch.ts).
+ * for a tools/call, a task's or a plain call's; get-owned-1.lua for tasks/result, tasks/get and tasks/cancel, whose
+ * cancelling transition follows that read): their session gate costs no round trip of its own when this replica
+ * knows the session. A call that must write before its record (a plain call holding a stream slot, a handle tool)
+ * opens it first on its own (ensureOpened), and the dispatcher settles it before any answer (dispatch.ts).
  */
+const OPENS_IN_ITS_SCRIPT: ReadonlySet<string> = new Set(['tools/call', 'tasks/result', 'tasks/get', 'tasks/cancel']);
+
 function opensInItsScript(request: { method: string }): boolean {
-  return request.method === 'tasks/result' || request.method === 'tools/call';
+  return OPENS_IN_ITS_SCRIPT.has(request.method);
 }
 
 /** Notifications get 202 whatever they say; notifications/cancelled stops the plain call it names. */

@@ -1,6 +1,6 @@
 // tasks/get, tasks/result, tasks/list, tasks/cancel on the 2025-11-25 wire. The `taskId` param is the only source
 // of truth for which task is meant; a related-task `_meta` on these requests is ignored (T-META-2).
-import { audit, AuditEvent } from '@mcp-tasks/engine';
+import { audit, AuditEvent, type RequestOpening } from '@mcp-tasks/engine';
 import {
   InvalidStateError,
   ListParamsSchema,
@@ -11,7 +11,13 @@ import {
   type TaskRecord,
 } from '@mcp-tasks/protocol';
 import { awaitTask } from '../../calls/await-task.ts';
-import { cancelTask as cancel, findTask, listTasks as list, type CancelOutcome } from '../../calls/tasks.ts';
+import {
+  cancelTask as cancel,
+  findTask,
+  findTaskSince,
+  listTasks as list,
+  type CancelOutcome,
+} from '../../calls/tasks.ts';
 import type { HandlerReply, RequestContext } from './context.ts';
 import { holdingSlot } from './stream-limit.ts';
 import { StreamReply } from './stream-reply.ts';
@@ -22,7 +28,8 @@ type Ctx = RequestContext;
 
 export const getTask = wireMethod<Ctx, string, TaskRecord, HandlerReply>('tasks/get', {
   parse: (params) => parseTaskId(params, 'tasks/get'),
-  run: (taskId, context) => findTask(callContextOf(context), taskId),
+  // The read opens the request in its step when the session gate left that to it (RequestOpening): one round trip.
+  run: (taskId, context) => findTask(callContextOf(context), taskId, openingOf(context)),
   render: (record) => ({ ...toWireTask(record) }),
 });
 
@@ -40,7 +47,7 @@ export const listTasks = wireMethod<Ctx, string | undefined, Awaited<ReturnType<
 
 export const cancelTask = wireMethod<Ctx, string, CancelOutcome, HandlerReply>('tasks/cancel', {
   parse: (params) => parseTaskId(params, 'tasks/cancel'),
-  run: (taskId, context) => cancel(callContextOf(context), taskId),
+  run: (taskId, context) => cancel(callContextOf(context), taskId, openingOf(context)),
   render: (outcome) => {
     // 2025-11-25 refuses to cancel a task that has ended (T-CANCEL-*).
     if ('ended' in outcome)
@@ -48,6 +55,11 @@ export const cancelTask = wireMethod<Ctx, string, CancelOutcome, HandlerReply>('
     return { ...toWireTask(outcome.cancelled) };
   },
 });
+
+/** The request's opening, when the session gate left it to the method's first script (RequestOpening). */
+function openingOf(context: Ctx): { opening?: RequestOpening } {
+  return context.opening ? { opening: context.opening.opening } : {};
+}
 
 /** The task when it has ended, or the stream its answer goes out on. */
 type ResultOutcome = { ended: TaskRecord } | { stream: StreamReply };
@@ -82,24 +94,30 @@ export const getTaskResult = wireMethod<Ctx, string, ResultOutcome, HandlerReply
 
 /**
  * Waits for the task's end (T-RES-2), through the one wait (calls/await-task.ts): the first read checks the owner,
- * reads the record and opens the request when the transport left that to it (RequestOpening). A task that ends soon
- * is answered as plain JSON: a stream costs the server and the client several times more. One that does not, or
- * that needs its client (input_required), gets the stream, which then carries the task's messages from this moment
- * on (T-INPUT-3). Without SSE the request blocks until the task ends, holding a slot as a stream would
+ * reads the record, opens the request when the transport left that to it (RequestOpening) and, for a client that
+ * accepts SSE, reads where the session's event stream stands (where a stream of the answer starts), in one step. A
+ * task that ends soon is answered as plain JSON: a stream costs the server and the client several times more. One
+ * that does not, or that needs its client (input_required), gets the stream, which then carries the task's messages
+ * from this moment on (T-INPUT-3). Without SSE the request blocks until the task ends, holding a slot as a stream would
  * (stream-limit.ts).
  */
 async function awaitResult(taskId: string, context: Ctx): Promise<ResultOutcome> {
   // `signal` and `log` are read only where needed: the context makes them on first use (post.ts).
-  const { services, session, canStream, opening } = context;
+  const { services, session, canStream } = context;
+  // Where the session's event stream stood as the first read read the task (an answer that streams starts there).
+  let since: string | undefined;
   const outcome = await awaitTask(services, taskId, {
     get signal() {
       return context.signal;
     },
     first: async () => {
-      const current = await findTask(callContextOf(context), taskId, {
+      const first = await findTaskSince(callContextOf(context), taskId, {
         watch: true,
-        ...(opening ? { opening: opening.opening } : {}),
+        ...openingOf(context),
+        ...(canStream ? { sinceOf: session.sessionId } : {}),
       });
+      since = first.since;
+      const current = first.record;
       if (services.log.isDebugEnabled())
         context.log.debug('task result requested', {
           taskId,
@@ -115,7 +133,12 @@ async function awaitResult(taskId: string, context: Ctx): Promise<ResultOutcome>
       ? {
           stream: {
             afterMs: services.config.RESULT_STREAM_AFTER_MS,
-            since: (record) => services.events.lastId(record?.sessionId ?? session.sessionId),
+            // Read with the task by its first read (findTaskSince); a task of another of the principal's sessions
+            // has its own stream, read now.
+            since: (record) =>
+              since !== undefined
+                ? Promise.resolve(since)
+                : services.events.lastId(record?.sessionId ?? session.sessionId),
           },
         }
       : { hold: (wait) => holdingSlot(context, wait) }),

@@ -105,17 +105,18 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
   // the record is written on, so Redis reads it first; no round trip of its own).
   const since = context.canStream ? services.events.lastId(session.sessionId) : undefined;
   since?.catch(() => undefined); // awaited by answer(); a failed create must not leave it unhandled
-  // Watched from its creation: its end wakes this request without a read first (TaskService.createWatched).
-  const { record, waiter } = await startCall(callContextOf(context), prepared, { watch: true });
+  // Watched from its creation: its end wakes this request without a read first (TaskService.createWatched). Filed
+  // under its request id for notifications/cancelled by the same step: the entry is in before the call is read,
+  // deleted, handed out or answered, with no command of its own.
+  const { record, waiter } = await startCall(callContextOf(context), prepared, {
+    watch: true,
+    filed: context.requestId,
+  });
   // Its request began as its record was made: a resumed answer stream finds the same deadline (streams.ts).
   const handAt = services.handles.deadline(prepared.request.handles !== undefined, prepared.tool, record.createdAt);
-  // Filed under its request id for notifications/cancelled, then awaited: as JSON when it ends within
-  // RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests from `since` on (as tasks/result
-  // does); without SSE, as JSON after the whole wait. Still running at its handle deadline, it is handed out (as
-  // JSON; a stream hands it out itself, streams.ts). The filing is sent at once and answered during the wait: the
-  // entry is in before the call is read, deleted, handed out or answered.
-  const filing = services.plainCalls.file(record, context.requestId);
-  filing.catch(() => undefined); // awaited by the wait; one that fails first must not leave it unhandled
+  // Awaited as JSON when it ends within RESULT_STREAM_AFTER_MS, else on a stream of its progress and input requests
+  // from `since` on (as tasks/result does); without SSE, as JSON after the whole wait. Still running at its handle
+  // deadline, it is handed out (as JSON; a stream hands it out itself, streams.ts).
   const gone = 'The call expired before it finished';
   const outcome = await awaitTask(services, record.taskId, {
     // Made on first use (post.ts).
@@ -125,11 +126,8 @@ async function runPlainCall(context: RequestContext, prepared: PreparedCall): Pr
     // The record as written, and the waiter opened before: the first wait needs no read.
     ...(waiter ? { waiter, first: () => Promise.resolve(record) } : {}),
     // Read and, once the call ended, deleted in one step (PlainCalls.take).
-    read: async () => {
-      await filing;
-      return services.plainCalls.take(record, context.requestId, gone);
-    },
-    plainCall: { record, requestId: context.requestId, filed: true, filing },
+    read: () => services.plainCalls.take(record, context.requestId, gone),
+    plainCall: { record, requestId: context.requestId, filed: true },
     stop: handAt !== undefined ? { handAt } : {},
     ...(since ? { stream: { afterMs: services.config.RESULT_STREAM_AFTER_MS, since: () => since } } : {}),
   });
