@@ -521,7 +521,8 @@ export class Workloads {
   async expiry(): Promise<ExpiryResult> {
     const { progress, redis, keys } = this.system;
     const { reps, expiry: count, measureTimeoutMs } = this.options;
-    const intervalMs = loadWorkerConfig(this.system.env).MAINTENANCE_INTERVAL_MS;
+    // As the workers read it: their environment is the bench's own under the system's (processes.ts, launch).
+    const intervalMs = loadWorkerConfig({ ...process.env, ...this.system.env }).MAINTENANCE_INTERVAL_MS;
     progress.phase(`expiry: starting ${EXPIRY_WORKERS} worker processes`);
     await this.system.setWorkers(EXPIRY_WORKERS);
     // Fresh sessions, so that their event streams hold only the events of these tasks.

@@ -10,7 +10,7 @@ import { runCli } from '@mcp-tasks/cli';
 import { closeRedis, createEngine, createRedis } from '@mcp-tasks/engine';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, expectRpcError, McpTestClient, sleep } from '../support/mcp-client.ts';
-import { startSystem, type ServiceHandle, type System } from '../support/in-process.ts';
+import { startSystem, startWorker, type ServiceHandle, type System } from '../support/in-process.ts';
 import {
   repoRoot,
   spawnWorker,
@@ -341,7 +341,8 @@ describe('hostile catalog entries and arguments (real publish path, real api and
   });
 
   it('an entry a worker with larger bounds publishes is refused at read, naming that worker', async () => {
-    const generous = await spawnWorker({
+    // In this process like the rest of the describe: what is tested is the api's reading, not the worker's process.
+    const generous = await startWorker({
       ...system.env,
       MCPT_TOOLS: './test/fixtures/catalog/too-large.ts',
       CATALOG_MAX_ENTRY_BYTES: String(1024 * 1024),

@@ -24,7 +24,8 @@ import type { UpstreamStatus } from '@mcp-tasks/engine';
 import { freePort } from '../../scripts/lib/ports.ts';
 import { eventually, McpTestClient } from '../support/mcp-client.ts';
 import { modernPost, WITH_TASKS } from '../support/modern-client.ts';
-import { repoRoot, spawnWorker, startSystem, type ChildHandle, type System } from '../support/processes.ts';
+import { startWorker } from '../support/in-process.ts';
+import { repoRoot, startSystem, type ChildHandle, type System } from '../support/processes.ts';
 import { startRecordingProxy, type RecordingProxy } from '../support/recording-proxy.ts';
 import { track } from '../support/resources.ts';
 import { openTaskResultStream } from '../support/sse-client.ts';
@@ -931,7 +932,8 @@ describe('gateway: existing MCP servers behind the runner (server-everything std
 
   it('a second worker with the same upstreams publishes the same definitions (no catalog conflict)', async () => {
     const config = join(dir, 'upstreams.json');
-    const worker = await spawnWorker({ ...system.env, MCPT_UPSTREAMS: config, GATEWAY_TEST_HEADER: 'from-env' });
+    // In the test's process: what is tested is what it publishes, not its process (its upstreams are processes).
+    const worker = await startWorker({ ...system.env, MCPT_UPSTREAMS: config, GATEWAY_TEST_HEADER: 'from-env' });
     try {
       // Each upstream is listed on its own, after the worker is ready.
       await eventually(() => {

@@ -4,7 +4,7 @@
 // through a second connection of the same principal (an API key), as a second terminal would.
 // The 2026-07-28 era (mcpdo --era modern) is in mcpdo-modern.test.ts.
 import { expect } from 'chai';
-import { startMcpdoConnections, succeeded, type Mcpdo } from '../support/mcpdo.ts';
+import { startSystemWithMcpdo, succeeded, type Mcpdo } from '../support/mcpdo.ts';
 import { DOWNLOADS_TAG } from '../../scripts/lib/downloads.ts';
 import { eventually } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
@@ -25,8 +25,11 @@ describe(`MCP Inspector mcpdo 2.12 against our api (2025-11-25 era) ${DOWNLOADS_
 
   before(async function () {
     this.timeout(300_000); // the first run downloads Node 22 and the Inspector
-    system = await startSystem({ env: { AUTH_API_KEYS: `alice:${KEY}` } });
-    mcpdo = await startMcpdoConnections(system.apiUrl, 'legacy', AUTH);
+    ({ system, mcpdo } = await startSystemWithMcpdo(
+      startSystem({ env: { AUTH_API_KEYS: `alice:${KEY}` } }),
+      'legacy',
+      AUTH,
+    ));
   });
   after(async () => {
     await mcpdo?.close();

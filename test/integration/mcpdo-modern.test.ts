@@ -3,7 +3,7 @@
 // connection, and an elicitation of a task answered (tasks/update under the hood). mcpdo does not print the id of
 // the task it follows, so the tests read it from the task records in Redis, as an operator would with mcpt.
 import { expect } from 'chai';
-import { startMcpdoConnections, succeeded, type Mcpdo } from '../support/mcpdo.ts';
+import { startSystemWithMcpdo, succeeded, type Mcpdo } from '../support/mcpdo.ts';
 import { DOWNLOADS_TAG } from '../../scripts/lib/downloads.ts';
 import { eventually } from '../support/mcp-client.ts';
 import { startSystem, type System } from '../support/processes.ts';
@@ -24,8 +24,11 @@ describe(`MCP Inspector mcpdo 2.12 against our api (2026-07-28 era, tasks extens
 
   before(async function () {
     this.timeout(300_000); // the first run downloads Node 22 and the Inspector
-    system = await startSystem({ env: { AUTH_API_KEYS: `alice:${KEY}` } });
-    mcpdo = await startMcpdoConnections(system.apiUrl, 'modern', AUTH);
+    ({ system, mcpdo } = await startSystemWithMcpdo(
+      startSystem({ env: { AUTH_API_KEYS: `alice:${KEY}` } }),
+      'modern',
+      AUTH,
+    ));
   });
   after(async () => {
     await mcpdo?.close();

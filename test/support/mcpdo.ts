@@ -101,16 +101,39 @@ export async function startMcpdo(): Promise<Mcpdo> {
 }
 
 /**
- * mcpdo with two connections to one api on one era, as two terminals of one user would have: `runner` makes the
- * calls (mcpdo keeps one call in flight per connection) and `ops` reads and cancels meanwhile.
+ * A system (`starting`) and mcpdo with two connections to its api on one era, as two terminals of one user would
+ * have: `runner` makes the calls (mcpdo keeps one call in flight per connection) and `ops` reads and cancels
+ * meanwhile. npx's look-up of the Inspector runs while the system's processes start, not after them; if either
+ * fails, whichever started is stopped.
  */
-export async function startMcpdoConnections(apiUrl: string, era: 'legacy' | 'modern', header: string): Promise<Mcpdo> {
-  const mcpdo = await startMcpdo();
+export async function startSystemWithMcpdo<S extends { apiUrl: string; stop(): Promise<void> }>(
+  starting: Promise<S>,
+  era: 'legacy' | 'modern',
+  header: string,
+): Promise<{ system: S; mcpdo: Mcpdo }> {
+  const [system, mcpdo] = await Promise.allSettled([starting, startMcpdo()]);
+  const stopBoth = async () => {
+    if (system.status === 'fulfilled') await system.value.stop();
+    if (mcpdo.status === 'fulfilled') await mcpdo.value.close();
+  };
+  if (system.status === 'rejected' || mcpdo.status === 'rejected') {
+    await stopBoth();
+    throw system.status === 'rejected' ? system.reason : (mcpdo as PromiseRejectedResult).reason;
+  }
+  try {
+    await connectBoth(mcpdo.value, system.value.apiUrl, era, header);
+  } catch (error) {
+    await stopBoth();
+    throw error;
+  }
+  return { system: system.value, mcpdo: mcpdo.value };
+}
+
+async function connectBoth(mcpdo: Mcpdo, apiUrl: string, era: 'legacy' | 'modern', header: string): Promise<void> {
   for (const name of ['runner', 'ops']) {
     const connected = await mcpdo.run(['connect', apiUrl, '--connection', name, '--era', era, '--header', header]);
     expect(connected.json, connected.stderr).to.include({ name, protocolEra: era });
   }
-  return mcpdo;
 }
 
 /** The JSON of a command that must have succeeded. */
