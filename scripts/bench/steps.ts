@@ -28,7 +28,8 @@ export interface StepProfile {
   commands: Record<string, number>;
 }
 
-interface Monitored {
+/** One monitored command: its time, its connection (`lua:<address>` inside that connection's script), its name. */
+export interface Monitored {
   atUs: number;
   source: string;
   name: string;
@@ -89,6 +90,27 @@ export async function profileSteps(
     const window = outcome.windows.find((w) => entry.atUs >= w.fromUs && entry.atUs <= w.toUs);
     return window?.step ?? 'api, between requests';
   };
+  const { steps, commands } = tallySteps(seen, stepOf);
+  const per = (value: number) => value / outcome.tasks;
+  return {
+    tasks: outcome.tasks,
+    steps: Object.fromEntries(
+      Object.entries(steps).map(([step, c]) => [step, { commands: per(c.commands), roundTrips: per(c.roundTrips) }]),
+    ),
+    commands: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, per(calls)])),
+  };
+}
+
+/**
+ * Commands and round trips by step, and commands by name, of monitored commands in order. A connection's command
+ * is a new round trip unless it is inside a MULTI or reached Redis within PIPELINE_GAP_US of the end of that
+ * connection's last work: its last command, or the last command of its last script (a script's own time is no
+ * wait for an answer: a script and the command written after it in one write are one round trip).
+ */
+export function tallySteps(
+  seen: readonly Monitored[],
+  stepOf: (entry: Monitored) => string | undefined,
+): { steps: Record<string, StepCounts>; commands: Record<string, number> } {
   const steps: Record<string, StepCounts> = {};
   const commands: Record<string, number> = {};
   const lastAt = new Map<string, number>();
@@ -99,7 +121,10 @@ export async function profileSteps(
     const counts = (steps[step] ??= { commands: 0, roundTrips: 0 });
     counts.commands++;
     commands[entry.name] = (commands[entry.name] ?? 0) + 1;
-    if (entry.source.startsWith('lua:')) continue;
+    if (entry.source.startsWith('lua:')) {
+      lastAt.set(entry.source.slice('lua:'.length), entry.atUs);
+      continue;
+    }
     const previous = lastAt.get(entry.source);
     lastAt.set(entry.source, entry.atUs);
     if (inMulti.has(entry.source)) {
@@ -110,14 +135,7 @@ export async function profileSteps(
     if (previous !== undefined && entry.atUs - previous <= PIPELINE_GAP_US) continue;
     counts.roundTrips++;
   }
-  const per = (value: number) => value / outcome.tasks;
-  return {
-    tasks: outcome.tasks,
-    steps: Object.fromEntries(
-      Object.entries(steps).map(([step, c]) => [step, { commands: per(c.commands), roundTrips: per(c.roundTrips) }]),
-    ),
-    commands: Object.fromEntries(Object.entries(commands).map(([name, calls]) => [name, per(calls)])),
-  };
+  return { steps, commands };
 }
 
 /** CLIENT LIST: address -> connection name. */

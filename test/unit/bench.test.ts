@@ -14,6 +14,7 @@ import {
   type Table,
 } from '../../scripts/bench/report.ts';
 import type { BenchResults, ThroughputSample } from '../../scripts/bench/results.ts';
+import { tallySteps, type Monitored } from '../../scripts/bench/steps.ts';
 import { counterDelta, median, percentile, perSecond, ratio, summarizeLatency } from '../../scripts/bench/stats.ts';
 
 describe('bench: statistics', () => {
@@ -320,5 +321,41 @@ describe('bench: report', () => {
     expect(leaky.rows[0]?.[2]).to.equal('>= 2,000 tasks/s, keyspace back to baseline: MISSED');
     expect(leaky.rows[2]?.[1]).to.equal('1/2');
     expect(leaky.notes?.join(' ')).to.include('#2 all-tasks +12');
+  });
+});
+
+describe('bench steps: round trips from MONITOR (tallySteps)', () => {
+  const at = (atUs: number, source: string, name: string): Monitored => ({ atUs, source, name });
+  const tally = (seen: Monitored[]) => tallySteps(seen, () => 'worker').steps['worker'];
+
+  it("a command written right after a script, in the same write, is the same round trip: the gap counts from the script's last command (issue 41)", () => {
+    // The settling transition (three commands inside) and moveToFinished, read by Redis from one write.
+    const ahead = [
+      at(0, 'w', 'evalsha'),
+      at(40, 'lua:w', 'hgetall'),
+      at(70, 'lua:w', 'hset'),
+      at(110, 'lua:w', 'xadd'),
+      at(125, 'w', 'evalsha'),
+      at(160, 'lua:w', 'del'),
+    ];
+    expect(tally(ahead)).to.deep.equal({ commands: 6, roundTrips: 1 });
+    // The same commands with the reply awaited in between: two round trips.
+    const awaited = ahead.map((entry, i) => (i >= 4 ? { ...entry, atUs: entry.atUs + 300 } : entry));
+    expect(tally(awaited)).to.deep.equal({ commands: 6, roundTrips: 2 });
+  });
+
+  it('counts each connection apart, a MULTI ... EXEC as one, and plain commands within 30 us as one pipeline', () => {
+    const seen = [
+      at(0, 'a', 'get'),
+      at(10, 'b', 'get'),
+      at(20, 'a', 'get'),
+      at(500, 'a', 'multi'),
+      at(600, 'a', 'incr'),
+      at(700, 'a', 'exec'),
+      at(1000, 'b', 'set'),
+    ];
+    const { steps, commands } = tallySteps(seen, () => 'all');
+    expect(steps['all']).to.deep.equal({ commands: 7, roundTrips: 4 });
+    expect(commands).to.deep.equal({ get: 3, multi: 1, incr: 1, exec: 1, set: 1 });
   });
 });
