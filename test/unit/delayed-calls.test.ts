@@ -54,20 +54,32 @@ describe('delayed calls (worker running notes)', () => {
     expect(short.pending).to.equal(0);
   });
 
-  it('runs calls queued while others ran or were cancelled, each after its own delay', async () => {
+  it('runs calls queued while others ran or were cancelled, each after its own delay, in the order they fall due', async () => {
+    // The order is read from the due times, not assumed from the test's own sleeps: on a loaded machine the process
+    // may be held longer than a delay between two statements, and a call queued "later" then falls due later still.
     const calls = new DelayedCalls(15);
-    const ran: number[] = [];
-    const first = calls.add(() => {
-      ran.push(1);
-      calls.add(() => ran.push(3));
-    });
-    const cancelled = calls.add(() => ran.push(0));
+    const ran: { name: string; at: number; ranAt: number }[] = [];
+    const queue = (name: string, then?: () => void) => {
+      const entry = calls.add(() => {
+        ran.push({ name, at: entry.at, ranAt: Date.now() });
+        then?.();
+      });
+      return entry;
+    };
+    const first = queue('first', () => queue('queued while first ran'));
+    calls.cancel(queue('cancelled'));
     await settle(5);
-    calls.add(() => ran.push(2));
-    calls.cancel(cancelled);
+    queue('queued after a wait');
     await until(() => ran.length === 3 && calls.pending === 0);
-    expect(ran).to.deep.equal([1, 2, 3]);
-    calls.cancel(first);
+    expect(ran.map(({ name }) => name)).to.have.members(['first', 'queued while first ran', 'queued after a wait']);
+    for (const { name, at, ranAt } of ran) expect(ranAt, name).to.be.at.least(at);
+    const dueTimes = ran.map(({ at }) => at);
+    expect(dueTimes, 'run in the order they fall due').to.deep.equal([...dueTimes].sort((x, y) => x - y));
+    const [firstRun, fromFirst] = ['first', 'queued while first ran'].map((name) => ran.find((r) => r.name === name));
+    expect(fromFirst!.at).to.be.at.least(firstRun!.ranAt + 15);
+    await settle(30);
+    expect(ran).to.have.length(3);
+    calls.cancel(first); // already run: nothing happens
     expect(calls.pending).to.equal(0);
   });
 });
