@@ -28,18 +28,24 @@ export interface SeenCommand {
  * The commands Redis ran while `body` ran, in order, as MONITOR shows them (scripts/bench/monitor.ts), leaving out
  * `inspect`'s own: a command sent by a client (not `lua`) is one it waited for, so a request's round trips are its
  * commands that are not `lua` (none of ours is pipelined on one request's path but a MULTI, counted by its EXEC).
+ * MONITOR shows commands in the order Redis ran them, so once it shows an ECHO `inspect` sends after `body`, it has
+ * shown every command `body` waited for: no sleep guesses how long the feed lags behind the replies.
  */
 export async function monitoredDuring(inspect: Redis, body: () => Promise<unknown>): Promise<SeenCommand[]> {
   const own = /(?:^| )addr=(\S+)/.exec(String(await inspect.call('CLIENT', 'INFO')))?.[1];
   const seen: SeenCommand[] = [];
+  let caughtUp!: () => void;
+  const marker = new Promise<void>((resolve) => (caughtUp = resolve));
   const { host, port } = inspect.options;
   const monitor = await monitorRedis({ host: host ?? '127.0.0.1', port: port ?? 6379 }, (_, source, command) => {
-    if (source !== own) seen.push({ source, name: command.toLowerCase() });
+    const name = command.toLowerCase();
+    if (source !== own) seen.push({ source, name });
+    else if (name === 'echo') caughtUp();
   });
   try {
     await body();
-    // The last commands reach the monitor a moment after their replies reach the body.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await inspect.call('ECHO', 'monitoredDuring: caught up');
+    await marker;
   } finally {
     monitor.close();
   }
