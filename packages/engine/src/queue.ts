@@ -69,8 +69,8 @@ const INFRASTRUCTURE_ATTEMPTS = 3;
  * Options of a job in one of our tool queues. The job id is the task id (a UUID: no ':' and never an integer string,
  * as BullMQ requires). Jobs are removed as soon as they finish: the task record keeps the outcome, so the queue holds
  * only work still to do. The fair priority between principals (FairQueue) is not among them: create-task-6.lua
- * computes it and adds it to the job it writes (scriptedJob, `prioritized`). The worker decides whether an error the tool throws is
- * retried (its retry policy); BullMQ's attempts only have to allow it.
+ * computes it and adds it to the job it writes (scriptedJob, `prioritized`). The worker decides whether an error the
+ * tool throws is retried (its retry policy); BullMQ's attempts only have to allow it.
  */
 export function toolJobOptions(
   taskId: string,
@@ -91,8 +91,9 @@ export const EXTERNAL_JOB_RETENTION = { age: 24 * 60 * 60, count: 10_000 } as co
 
 /**
  * An external tool's job, in its own queue (ext-<tool>), written by create-task-6.lua with its record as a standard
- * job (scriptedJob): the same options as ours, except that it is kept for a while after it finishes. Its outcome reaches us as a queue event; should the event be missed or still be on its
- * way when the reconciler looks, the reconciler settles the task from the kept job instead of calling it lost.
+ * job (scriptedJob): the same options as ours, except that it is kept for a while after it finishes. Its outcome
+ * reaches us as a queue event; should the event be missed or still be on its way when the reconciler looks, the
+ * reconciler settles the task from the kept job instead of calling it lost.
  */
 export function externalJobOptions(taskId: string, retrySafe: boolean): JobsOptions & { jobId: string } {
   return {

@@ -27,7 +27,7 @@ export interface CreateTaskCall {
   fair?: FairOrderCall;
   /** Opens the request in the same step (a session whose fields the caller holds): see RequestOpening. */
   open?: OpeningCall;
-  /** The task's BullMQ job, added in the same step; a prioritized one with the priority of `fair` (required with it). */
+  /** The task's BullMQ job, added in the same step; a prioritized one takes the priority of `fair` (required). */
   job?: ScriptedJob;
   /** A 2026-07-28 request's context (sessions.ts), stored in the same step: only for an admitted task. */
   context?: { keys: { hash: string }; fields: Record<string, string> };

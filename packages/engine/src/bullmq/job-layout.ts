@@ -1,6 +1,7 @@
 // What the engine knows of BullMQ's own layout, at one version (docs/bullmq-upgrade.md): the version guard, the jobs
-// create-task-6.lua adds itself (lua/include/bullmq-job.lua) as `queue.add` would (prioritized and standard), and the keys and fields of a job
-// held by a worker that the release of a gone worker's jobs reads (lost-jobs.ts, release-lost-3.lua).
+// create-task-6.lua adds itself (lua/include/bullmq-job.lua) as `queue.add` would (prioritized and standard), and
+// the keys and fields of a job held by a worker that the release of a gone worker's jobs reads (lost-jobs.ts,
+// release-lost-3.lua).
 import { type JobsOptions, type Queue } from 'bullmq';
 import { createRequire } from 'node:module';
 import { ConfigError } from '@mcp-tasks/runtime';
@@ -75,7 +76,8 @@ export function scriptedJob(
   if (opts.jobId.includes(':') || `${parseInt(opts.jobId, 10)}` === opts.jobId) {
     throw new Error(`Job id '${opts.jobId}' must not contain ':' nor be an integer`);
   }
-  // Always an object with jobId and attempts: the script appends a prioritized job's priority to it as one more member.
+  // Always an object with jobId and attempts: the script appends a prioritized job's priority to it as one more
+  // member.
   const merged: Record<string, unknown> = { attempts: 0, ...queue.defaultJobOptions, ...opts, jobId: opts.jobId };
   const stored: Record<string, unknown> = {};
   for (const [option, value] of Object.entries(merged)) {
