@@ -189,15 +189,15 @@ async function main() {
   const extra = args.filter((arg) => arg !== '--record-timings' && arg !== '--fast');
   const title = 'tests (unit + integration)';
   const shardCount = Number(process.env.MCPT_TEST_SHARDS ?? (process.env.REDIS_URL ? 1 : 2));
-  const before = fast ? [] : checks(extra.length === 0);
+  const toCheck = fast ? [] : checks(extra.length === 0);
   if (extra.length > 0 || !(shardCount > 1)) {
-    for (const check of before) step(check.title, check.command, check.args);
+    for (const check of toCheck) step(check.title, check.command, check.args);
     step(title, bin('mocha'), extra.length > 0 ? extra : ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts']);
     return;
   }
-  const beside = lane(before);
-  if (before.length > 0) {
-    console.log(`\n== ${before.map((check) => check.title).join(', ')}: beside the tests, their output after theirs`);
+  const beside = lane(toCheck);
+  if (toCheck.length > 0) {
+    console.log(`\n== ${toCheck.map((check) => check.title).join(', ')}: beside the tests, their output after theirs`);
   }
   const groups = balance(testFiles(), shardCount);
   console.log(`\n== ${title}: ${groups.length} shards side by side (MCPT_TEST_SHARDS)`);
